@@ -1,0 +1,154 @@
+//! digest: the text digests of the receipt data model,
+//! `blake3:<64 lowercase hex>` and `sha256:<64 lowercase hex>`.
+//!
+//! Parsing is strict: the prefix, exactly 64 characters, lowercase hex only.
+//! Equality between digests is constant time.
+
+use crate::constants::{BLAKE3_PREFIX, SHA256_PREFIX};
+use std::fmt;
+use std::str::FromStr;
+use subtle::ConstantTimeEq;
+
+/// Which hash function produced a digest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Algorithm {
+    /// BLAKE3 with 32-byte output: receipt identity.
+    Blake3,
+    /// SHA-256: interop digest and other ecosystems' identifiers.
+    Sha256,
+}
+
+impl Algorithm {
+    /// The text prefix, colon included.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Algorithm::Blake3 => BLAKE3_PREFIX,
+            Algorithm::Sha256 => SHA256_PREFIX,
+        }
+    }
+}
+
+/// A 32-byte digest tagged with its algorithm.
+#[derive(Clone, Copy, Debug, Eq, Hash, PartialOrd, Ord)]
+pub struct Digest {
+    /// The algorithm named by the prefix.
+    pub algorithm: Algorithm,
+    /// The raw digest bytes.
+    pub bytes: [u8; 32],
+}
+
+impl PartialEq for Digest {
+    fn eq(&self, other: &Self) -> bool {
+        self.algorithm == other.algorithm && bool::from(self.bytes.ct_eq(&other.bytes))
+    }
+}
+
+impl Digest {
+    /// `blake3:` digest of `data`.
+    pub fn blake3(data: &[u8]) -> Digest {
+        Digest {
+            algorithm: Algorithm::Blake3,
+            bytes: *blake3::hash(data).as_bytes(),
+        }
+    }
+
+    /// `sha256:` digest of `data`.
+    pub fn sha256(data: &[u8]) -> Digest {
+        use sha2::Digest as _;
+        Digest {
+            algorithm: Algorithm::Sha256,
+            bytes: sha2::Sha256::digest(data).into(),
+        }
+    }
+}
+
+/// Why a digest string was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DigestError {
+    /// Neither `blake3:` nor `sha256:` starts the string.
+    #[error("digest must start with \"blake3:\" or \"sha256:\"")]
+    UnknownPrefix,
+    /// The hex part is not exactly 64 characters.
+    #[error("digest must have exactly 64 hex characters after the prefix, found {0}")]
+    BadLength(usize),
+    /// A character outside `0-9a-f` (uppercase is refused: one value, one spelling).
+    #[error("digest hex must be lowercase 0-9a-f")]
+    BadHex,
+}
+
+impl FromStr for Digest {
+    type Err = DigestError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (algorithm, hex) = if let Some(rest) = s.strip_prefix(BLAKE3_PREFIX) {
+            (Algorithm::Blake3, rest)
+        } else if let Some(rest) = s.strip_prefix(SHA256_PREFIX) {
+            (Algorithm::Sha256, rest)
+        } else {
+            return Err(DigestError::UnknownPrefix);
+        };
+        if hex.len() != 64 {
+            return Err(DigestError::BadLength(hex.len()));
+        }
+        let mut bytes = [0u8; 32];
+        for (out, pair) in bytes.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
+            *out = (hex_nibble(pair[0])? << 4) | hex_nibble(pair[1])?;
+        }
+        Ok(Digest { algorithm, bytes })
+    }
+}
+
+/// Value of one lowercase hex digit.
+fn hex_nibble(c: u8) -> Result<u8, DigestError> {
+    match c {
+        b'0'..=b'9' => Ok(c - b'0'),
+        b'a'..=b'f' => Ok(c - b'a' + 10),
+        _ => Err(DigestError::BadHex),
+    }
+}
+
+/// Lowercase hex of `bytes`.
+pub fn to_hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(char::from(HEX[usize::from(b >> 4)]));
+        s.push(char::from(HEX[usize::from(b & 0x0f)]));
+    }
+    s
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.algorithm.prefix(), to_hex(&self.bytes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_rejects_uppercase() {
+        let d = Digest::blake3(b"abc");
+        let s = d.to_string();
+        assert!(s.starts_with("blake3:"));
+        assert_eq!(s.parse::<Digest>(), Ok(d));
+        assert_eq!(
+            s.to_uppercase()
+                .replace("BLAKE3", "blake3")
+                .parse::<Digest>(),
+            Err(DigestError::BadHex)
+        );
+        assert_eq!(
+            "sha256:00".parse::<Digest>(),
+            Err(DigestError::BadLength(2))
+        );
+        assert_eq!("md5:00".parse::<Digest>(), Err(DigestError::UnknownPrefix));
+        // SHA-256("abc"), FIPS 180-2 example.
+        assert_eq!(
+            Digest::sha256(b"abc").to_string(),
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

@@ -1,0 +1,33 @@
+//! rcpt: signed receipts that anyone can check offline.
+//!
+//! A gate decides on a proposed change and issues a *receipt*: one value
+//! whose canonical DAG-CBOR bytes give its identity (BLAKE3), signed with
+//! Ed25519 in a DSSE envelope. A *log* batches receipts into an RFC 6962
+//! Merkle tree stored as C2SP tiles and publishes signed checkpoints. The
+//! *verifier* re-checks a receipt with the network off: signature, log
+//! inclusion, identifier consistency, append-only consistency.
+//!
+//! Data flows top to bottom through the modules:
+//! bytes → [`canonical`] value → [`receipt`] → [`dsse`] envelope → log
+//! entry → [`merkle`] tree → [`tiles`] / [`log`] → [`note`] checkpoint →
+//! [`bundle`] → [`verify`] outcome.
+//!
+//! The library never prints and never exits: it returns typed results, and
+//! the `rcpt` binary decides what a person sees and the exit status.
+
+#![forbid(unsafe_code)]
+
+pub mod bundle;
+pub mod canonical;
+pub mod constants;
+pub mod digest;
+pub mod dsse;
+pub mod keys;
+pub mod limits;
+pub mod log;
+pub mod merkle;
+pub mod note;
+pub mod receipt;
+pub mod tiles;
+pub mod trust;
+pub mod verify;

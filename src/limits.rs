@@ -1,0 +1,47 @@
+//! limits: every size and count bound `rcpt` enforces, named in one place.
+//!
+//! Each limit is checked before the work it guards (a parser looks at the
+//! length before it decodes). Input over a limit is malformed: the verifier
+//! reports it as a failure, the issuer and the log refuse it.
+
+/// Largest bundle file `rcpt verify` reads (bytes).
+pub const MAX_BUNDLE_BYTES: usize = 256 * 1024;
+/// Largest DSSE envelope JSON accepted anywhere (bytes).
+pub const MAX_ENVELOPE_BYTES: usize = 128 * 1024;
+/// Largest receipt payload (the DAG-CBOR bytes inside the envelope).
+/// Chosen so that any envelope that passes fits in one log entry.
+pub const MAX_PAYLOAD_BYTES: usize = 60 * 1024;
+/// Largest payload JSON accepted by `rcpt receipt issue` (bytes).
+pub const MAX_PAYLOAD_JSON_BYTES: usize = 256 * 1024;
+/// Largest log entry: the entry bundle stores each entry behind a
+/// big-endian uint16 length (C2SP tlog-tiles).
+pub const MAX_ENTRY_BYTES: usize = u16::MAX as usize;
+/// Most signatures on one DSSE envelope.
+pub const MAX_ENVELOPE_SIGNATURES: usize = 16;
+/// Most signature lines on one signed note (DESIGN.md: more is malformed).
+pub const MAX_NOTE_SIGNATURES: usize = 100;
+/// Largest signed note (checkpoint) text, signatures included (bytes).
+pub const MAX_NOTE_BYTES: usize = 16 * 1024;
+/// Most hashes in an inclusion or consistency proof: a tree of at most
+/// 2^63 leaves never needs more.
+pub const MAX_PROOF_HASHES: usize = 63;
+/// Deepest nesting of arrays and maps in a receipt value (JSON or CBOR).
+pub const MAX_VALUE_DEPTH: usize = 16;
+/// Deepest nesting in any JSON document `rcpt` reads (bundles, trust files).
+pub const MAX_JSON_DEPTH: usize = 32;
+/// Most items in a receipt's `read_set`.
+pub const MAX_READ_SET_ITEMS: usize = 4096;
+/// Most reasons in a `deny` verdict.
+pub const MAX_DENY_REASONS: usize = 256;
+/// Longest text string in a receipt value (bytes).
+pub const MAX_TEXT_BYTES: usize = 8 * 1024;
+/// Largest key, verifier-key or trust file read (bytes).
+pub const MAX_KEY_FILE_BYTES: usize = 64 * 1024;
+/// Largest consistency-proof JSON file read by `rcpt verify --consistency`.
+pub const MAX_PROOF_FILE_BYTES: usize = 64 * 1024;
+/// Largest corpus manifest read by `rcpt verify --corpus`.
+pub const MAX_MANIFEST_BYTES: usize = 4 * 1024 * 1024;
+/// Largest line read from `rcpt log append -` (JSON Lines on stdin).
+pub const MAX_STDIN_LINE_BYTES: usize = MAX_ENVELOPE_BYTES;
+/// Largest tree a log may hold (RFC 9162 proofs stay within 63 hashes).
+pub const MAX_TREE_SIZE: u64 = 1 << 62;

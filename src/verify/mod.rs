@@ -1,0 +1,3 @@
+//! verify: checks, outcomes and reports.
+//!
+//! STUB: written by the lead.
