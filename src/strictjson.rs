@@ -1,0 +1,114 @@
+//! strictjson: the checks serde_json does not make on untrusted JSON.
+//!
+//! serde_json keeps the last of two equal keys and allows 128 levels of
+//! nesting. Before a document is deserialized into a typed struct, [`check`]
+//! walks it once and refuses duplicate keys, nesting deeper than a limit and
+//! trailing data, so that two readers of one file cannot see two values.
+
+use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
+use std::collections::HashSet;
+use std::fmt;
+
+/// Why a JSON document was refused before typed parsing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StrictJsonError {
+    /// Not JSON, a repeated key, too deep, or trailing data (serde_json's
+    /// message carries the line and column).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Refuse duplicate object keys, nesting deeper than `max_depth`, and
+/// anything after the document.
+pub fn check(bytes: &[u8], max_depth: usize) -> Result<(), StrictJsonError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    Walk { depth_left: max_depth }
+        .deserialize(&mut de)
+        .and_then(|()| de.end())
+        .map_err(|e| StrictJsonError::Invalid(e.to_string()))
+}
+
+/// One level of the walk: how many more levels of nesting are allowed.
+struct Walk {
+    depth_left: usize,
+}
+
+impl Walk {
+    /// The walker for a nested container, or an error past the limit.
+    fn nested<E: serde::de::Error>(&self) -> Result<Walk, E> {
+        match self.depth_left.checked_sub(1) {
+            Some(depth_left) => Ok(Walk { depth_left }),
+            None => Err(E::custom("JSON nesting is deeper than the limit")),
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Walk {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Walk {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let inner = self.nested()?;
+        while seq.next_element_seed(Walk { ..inner })?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let inner = self.nested()?;
+        let mut seen = HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                return Err(A::Error::custom(format!("duplicate key \"{key}\"")));
+            }
+            map.next_value_seed(Walk { ..inner })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_duplicates_depth_and_trailing_data() {
+        assert!(check(br#"{"a": [1, {"b": null}], "c": "x"}"#, 3).is_ok());
+        let dup = check(br#"{"a": 1, "b": {"a": 1, "a": 2}}"#, 8).unwrap_err();
+        assert!(dup.to_string().contains("duplicate key \"a\""), "{dup}");
+        assert!(check(b"[[[1]]]", 3).is_ok());
+        assert!(check(b"[[[[1]]]]", 3).is_err());
+        assert!(check(b"{} {}", 3).is_err());
+        assert!(check(b"{\"a\":1", 3).is_err());
+        // 100,000 nested arrays: refused at the limit, no stack overflow.
+        let deep = "[".repeat(100_000);
+        assert!(check(deep.as_bytes(), 32).is_err());
+    }
+}
