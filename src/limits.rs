@@ -45,3 +45,8 @@ pub const MAX_MANIFEST_BYTES: usize = 4 * 1024 * 1024;
 pub const MAX_STDIN_LINE_BYTES: usize = MAX_ENVELOPE_BYTES;
 /// Largest tree a log may hold (RFC 9162 proofs stay within 63 hashes).
 pub const MAX_TREE_SIZE: u64 = 1 << 62;
+/// Most entries in one log append batch (`rcpt log append` splits larger
+/// inputs into batches of this many): memory is bounded by the batch.
+pub const MAX_APPEND_BATCH_ENTRIES: usize = 100_000;
+/// Most entry bytes in one log append batch (the CLI starts a new batch first).
+pub const MAX_APPEND_BATCH_BYTES: usize = 256 * 1024 * 1024;
