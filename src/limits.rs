@@ -50,3 +50,6 @@ pub const MAX_TREE_SIZE: u64 = 1 << 62;
 pub const MAX_APPEND_BATCH_ENTRIES: usize = 100_000;
 /// Most entry bytes in one log append batch (the CLI starts a new batch first).
 pub const MAX_APPEND_BATCH_BYTES: usize = 256 * 1024 * 1024;
+/// Largest entry bundle file: 256 entries, each behind a 2-byte length
+/// (C2SP tlog-tiles); a reader refuses a larger file before decoding it.
+pub const MAX_ENTRY_BUNDLE_BYTES: usize = 256 * (2 + MAX_ENTRY_BYTES);
