@@ -12,6 +12,7 @@ use crate::limits::MAX_KEY_FILE_BYTES;
 use base64::Engine as _;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
 use base64::engine::{DecodePaddingMode, general_purpose};
+use ed25519_dalek::pkcs8::KeypairBytes;
 use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
 use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey};
 use sha2::Digest as _;
@@ -136,13 +137,18 @@ pub fn keyid(key: &VerifyingKey) -> String {
 
 /// PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`), as openssl writes for Ed25519.
 ///
-/// RFC 8410 section 7: a v1 `OneAsymmetricKey` carrying only the seed, the
-/// form `openssl genpkey -algorithm ed25519` writes. (The DER that dalek
-/// emits also carries the public key, v2; openssl reads both.)
+/// RFC 8410 section 7: a version-1 `OneAsymmetricKey` carrying only the
+/// 32-byte seed, the form `openssl genpkey -algorithm ed25519` writes.
+/// (The version-2 form with the public key, which dalek writes by default,
+/// is refused by OpenSSL 3.0: "unsupported".)
 pub fn signing_key_to_pem(key: &SigningKey) -> String {
+    let seed_only = KeypairBytes {
+        secret_key: key.to_bytes(),
+        public_key: None,
+    };
     // Encoding 32 known bytes into a fixed DER structure cannot fail; the
     // fallback keeps the signature infallible without a panic path.
-    match key.to_pkcs8_pem(LineEnding::LF) {
+    match seed_only.to_pkcs8_pem(LineEnding::LF) {
         Ok(pem) => pem.as_str().to_owned(),
         Err(_) => String::new(),
     }
