@@ -528,6 +528,10 @@ fn consistency_edges(
         if m == n && !hashes_equal(root_m, root_n) {
             return Some(Err(ProofError::RootsDiffer { size: m }));
         }
+        // The empty tree has one root, MTH({}) = SHA-256().
+        if m == 0 && !hashes_equal(root_m, &empty_root()) {
+            return Some(Err(ProofError::OldRootMismatch { size: 0 }));
+        }
         return Some(Ok(()));
     }
     let expected = consistency_plan(m, n).len();
@@ -543,7 +547,8 @@ fn consistency_edges(
 /// RFC 9162 section 2.1.4.2: verify a consistency proof.
 ///
 /// Edge rules first (transparency-dev/merkle): `m > n` is refused; `m == n`
-/// needs an empty proof and equal roots; `m == 0` needs an empty proof; else
+/// needs an empty proof and equal roots; `m == 0` needs an empty proof and
+/// `root_m` = MTH({}) (transparency-dev refuses size 0 outright); else
 /// the proof must have exactly the length the sizes imply. Then the RFC
 /// algorithm: prepend `first_hash` when `first` is a power of two, set
 /// `fn = first - 1`, `sn = second - 1`, and fold to both roots.
