@@ -46,6 +46,11 @@ pub enum LogCommand {
         /// Wait for another writer to finish instead of failing at once.
         #[arg(long)]
         wait: bool,
+        /// Most envelopes per durable batch (each batch is published before
+        /// its lines are printed).
+        #[arg(long, default_value_t = MAX_APPEND_BATCH_ENTRIES as u64,
+              value_parser = clap::value_parser!(u64).range(1..=MAX_APPEND_BATCH_ENTRIES as u64))]
+        batch: u64,
         #[arg(required = true)]
         files: Vec<String>,
     },
@@ -87,8 +92,9 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             key,
             json,
             wait,
+            batch,
             files,
-        } => append(&dir, key.as_deref(), json, wait, &files),
+        } => append(&dir, key.as_deref(), json, wait, batch as usize, &files),
         LogCommand::Checkpoint { dir } => {
             let log = Log::open(&dir)?;
             print!("{}", log.checkpoint());
@@ -330,10 +336,10 @@ impl Iterator for Inputs<'_> {
 
 /// Take the next batch of inputs: at most `MAX_APPEND_BATCH_ENTRIES`, and
 /// about `MAX_APPEND_BATCH_BYTES` of input.
-fn next_batch(inputs: &mut Inputs<'_>) -> Vec<Input> {
+fn next_batch(inputs: &mut Inputs<'_>, max: usize) -> Vec<Input> {
     let mut batch = Vec::new();
     let mut bytes = 0usize;
-    while batch.len() < MAX_APPEND_BATCH_ENTRIES && bytes < MAX_APPEND_BATCH_BYTES / 2 {
+    while batch.len() < max.min(MAX_APPEND_BATCH_ENTRIES) && bytes < MAX_APPEND_BATCH_BYTES / 2 {
         let Some(input) = inputs.next() else { break };
         bytes += input.bytes.as_ref().map_or(0, Vec::len);
         batch.push(input);
@@ -346,6 +352,7 @@ fn append(
     key: Option<&Path>,
     json: bool,
     wait: bool,
+    max_batch: usize,
     files: &[String],
 ) -> anyhow::Result<u8> {
     let key_path = match key {
@@ -370,7 +377,7 @@ fn append(
     let (mut done, mut refused) = (0u64, 0u64);
     let mut out = std::io::stdout().lock();
     loop {
-        let batch = next_batch(&mut inputs);
+        let batch = next_batch(&mut inputs, max_batch);
         if batch.is_empty() {
             break;
         }

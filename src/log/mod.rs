@@ -274,13 +274,6 @@ impl Log {
     ) -> Result<Log, LogError> {
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         let dir = std::fs::canonicalize(dir).map_err(io_err(dir))?;
-        if std::fs::read_dir(&dir)
-            .map_err(io_err(&dir))?
-            .next()
-            .is_some()
-        {
-            return Err(LogError::NotEmpty(dir));
-        }
         let key_file = match key_file {
             Some(k) => {
                 let k = std::fs::canonicalize(k).map_err(io_err(k))?;
@@ -291,6 +284,14 @@ impl Log {
             }
             None => None,
         };
+        // The key's place is checked first: a key inside is the worse mistake.
+        if std::fs::read_dir(&dir)
+            .map_err(io_err(&dir))?
+            .next()
+            .is_some()
+        {
+            return Err(LogError::NotEmpty(dir));
+        }
         let verifier =
             NoteVerifier::new(origin, key.verifying_key()).map_err(|e| LogError::Settings {
                 path: layout::settings(&dir),
