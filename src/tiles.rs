@@ -12,6 +12,7 @@
 use crate::limits::{MAX_ENTRY_BUNDLE_BYTES, MAX_ENTRY_BYTES};
 use crate::merkle::{self, Hash, HashReader, NodeId};
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -407,10 +408,10 @@ impl TileReader {
         let first = id.index << sub;
         let n = first / TILE_WIDTH;
         let start = (first % TILE_WIDTH) as usize;
-        if !cache.contains_key(&(tile_level, n)) {
-            cache.insert((tile_level, n), self.hash_tile(tile_level, n)?);
-        }
-        let tile = cache.get(&(tile_level, n)).map_or(&[][..], Vec::as_slice);
+        let tile = match cache.entry((tile_level, n)) {
+            Entry::Occupied(hit) => hit.into_mut(),
+            Entry::Vacant(slot) => slot.insert(self.hash_tile(tile_level, n)?),
+        };
         match tile.get(start..start + (1usize << sub)) {
             Some(below) => Ok(merkle::root(below)),
             None => Err(not_in_tree),
