@@ -816,6 +816,16 @@ mod tests {
         }
     }
 
+    /// spec/merkle.md: the proof binds the size only through the root.
+    #[test]
+    fn inclusion_proof_alone_does_not_bind_the_size() {
+        let tree = MemoryTree::new(&leaves(8));
+        let root8 = tree_root(8, &tree).unwrap();
+        let p = prove_inclusion(5, 8, &tree).unwrap();
+        let leaf = tree.read_hashes(&[NodeId { level: 0, index: 5 }]).unwrap()[0];
+        verify_inclusion(&leaf, 5, 7, &p, &root8).unwrap();
+    }
+
     #[test]
     fn huge_sizes_do_not_panic() {
         let h = [7u8; 32];
