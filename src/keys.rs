@@ -1,57 +1,240 @@
 //! keys: Ed25519 keys, keyids, PEM files and C2SP signed-note verifier keys.
 //!
-//! STUB: interface fixed, body to be written (helper B).
+//! Boundary: key material in and out (bytes, base64, PEM, verifier-key
+//! strings) and the two key identifiers `rcpt` uses, the DSSE keyid and the
+//! signed-note key hash. No signing or verification policy lives here (see
+//! [`crate::dsse`] and [`crate::note`]); the only I/O is [`read_key_file`],
+//! which reads one file with a size cap.
+
+use crate::constants::NOTE_ED25519_TYPE;
+use crate::digest::to_hex;
+use crate::limits::MAX_KEY_FILE_BYTES;
+use base64::Engine as _;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
+use base64::engine::{DecodePaddingMode, general_purpose};
+use ed25519_dalek::pkcs8::KeypairBytes;
+use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
+use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey};
+use sha2::Digest as _;
+use std::io::Read as _;
+use std::path::Path;
 
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 
 /// Why a key could not be read or made.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
-    /// Placeholder until keys land.
-    #[error("not implemented")]
-    Unimplemented,
+    /// The operating system's random source failed.
+    #[error("could not read OS randomness to generate a key: {0}")]
+    Random(String),
+    /// A PKCS#8 private-key PEM did not parse.
+    #[error("not an Ed25519 PKCS#8 private key PEM (-----BEGIN PRIVATE KEY-----): {0}")]
+    PrivatePem(String),
+    /// An SPKI public-key PEM did not parse.
+    #[error("not an Ed25519 SPKI public key PEM (-----BEGIN PUBLIC KEY-----): {0}")]
+    PublicPem(String),
+    /// A PEM document could not be written.
+    #[error("could not encode key as PEM: {0}")]
+    PemEncode(String),
+    /// Public-key text that is neither PEM nor base64.
+    #[error("public key is neither SPKI PEM nor base64 of 32 raw bytes")]
+    Base64,
+    /// A raw public key of the wrong length.
+    #[error("Ed25519 public key must be 32 bytes, found {0}")]
+    PublicKeyLength(usize),
+    /// 32 bytes that are not a point on the curve.
+    #[error("public key bytes do not encode a point on Ed25519")]
+    NotOnCurve,
+    /// A point whose encoding is not the canonical one (y >= p).
+    #[error("public key uses a non-canonical point encoding; re-encode it")]
+    NonCanonical,
+    /// A small-order point: signatures under it prove nothing.
+    #[error("public key is a weak (small-order) point and is refused")]
+    Weak,
+    /// A signed-note key name that is empty or holds a space or `+`.
+    #[error("key name {0:?} is invalid: it must be non-empty, without spaces or '+'")]
+    BadName(String),
+    /// A verifier key string not of the form `NAME+HASH+KEY`.
+    #[error("verifier key must be NAME+<8 hex>+<base64 key>, got {0:?}")]
+    VerifierFormat(String),
+    /// The key-hash field is not 8 lowercase hex digits.
+    #[error("verifier key hash {0:?} must be 8 lowercase hex digits")]
+    VerifierHash(String),
+    /// The key field is not standard base64 of 33 bytes.
+    #[error("verifier key for {name}: key part must be standard base64 of 0x01 || 32 bytes")]
+    VerifierKey {
+        /// Key name.
+        name: String,
+    },
+    /// A signature type other than Ed25519 (0x01).
+    #[error(
+        "verifier key for {name}: signature type 0x{found:02x} is not supported (only 0x01, Ed25519)"
+    )]
+    UnsupportedType {
+        /// Key name.
+        name: String,
+        /// The type byte found.
+        found: u8,
+    },
+    /// The key hash in the string does not match name and key.
+    #[error("verifier key for {name}: key hash {found} does not match the computed {expected}")]
+    KeyHashMismatch {
+        /// Key name.
+        name: String,
+        /// Hash in the string.
+        found: String,
+        /// Hash computed from name and key.
+        expected: String,
+    },
+    /// A key file could not be read.
+    #[error("cannot read key file {path}: {reason}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The OS error.
+        reason: String,
+    },
+    /// A key file over [`MAX_KEY_FILE_BYTES`].
+    #[error("key file {path} is larger than {limit} bytes; is it really a key?")]
+    FileTooLarge {
+        /// The file.
+        path: String,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+/// Base64 that accepts padding or none (used for the URL-safe alphabet and
+/// the unpadded standard one).
+const LENIENT: GeneralPurposeConfig =
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent);
+const STANDARD_ANY_PAD: GeneralPurpose = GeneralPurpose::new(&base64::alphabet::STANDARD, LENIENT);
+const URL_SAFE_ANY_PAD: GeneralPurpose = GeneralPurpose::new(&base64::alphabet::URL_SAFE, LENIENT);
+
+/// Decode base64 in the standard or the URL-safe alphabet (RFC 4648 sections
+/// 4 and 5), padded or not, as DSSE requires of verifiers. Non-zero trailing
+/// bits are refused, so each byte string has one spelling per alphabet.
+pub fn decode_base64_any(text: &str) -> Option<Vec<u8>> {
+    STANDARD_ANY_PAD
+        .decode(text)
+        .or_else(|_| URL_SAFE_ANY_PAD.decode(text))
+        .ok()
 }
 
 /// A fresh key from the operating system's randomness.
 pub fn generate() -> Result<SigningKey, KeyError> {
-    todo!()
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed).map_err(|e| KeyError::Random(e.to_string()))?;
+    let key = SigningKey::from_bytes(&seed);
+    seed.fill(0);
+    Ok(key)
 }
 
 /// keyid: lowercase hex SHA-256 of the raw 32-byte public key (a hint only).
 pub fn keyid(key: &VerifyingKey) -> String {
-    let _ = key;
-    todo!()
+    to_hex(&sha2::Sha256::digest(key.as_bytes()))
 }
 
 /// PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`), as openssl writes for Ed25519.
+///
+/// RFC 8410 section 7: a version-1 `OneAsymmetricKey` carrying only the
+/// 32-byte seed, the form `openssl genpkey -algorithm ed25519` writes.
+/// (The version-2 form with the public key, which dalek writes by default,
+/// is refused by OpenSSL 3.0: "unsupported".)
 pub fn signing_key_to_pem(key: &SigningKey) -> String {
-    let _ = key;
-    todo!()
+    let seed_only = KeypairBytes {
+        secret_key: key.to_bytes(),
+        public_key: None,
+    };
+    // Encoding 32 known bytes into a fixed DER structure cannot fail; the
+    // fallback keeps the signature infallible without a panic path.
+    match seed_only.to_pkcs8_pem(LineEnding::LF) {
+        Ok(pem) => pem.as_str().to_owned(),
+        Err(_) => String::new(),
+    }
 }
 
 /// Read a PKCS#8 PEM private key.
 pub fn signing_key_from_pem(pem: &str) -> Result<SigningKey, KeyError> {
-    let _ = pem;
-    todo!()
+    SigningKey::from_pkcs8_pem(pem.trim()).map_err(|e| KeyError::PrivatePem(e.to_string()))
 }
 
 /// SPKI PEM (`-----BEGIN PUBLIC KEY-----`), as openssl writes for Ed25519.
 pub fn verifying_key_to_pem(key: &VerifyingKey) -> String {
-    let _ = key;
-    todo!()
+    // As above: a fixed-shape DER of 32 bytes cannot fail to encode.
+    key.to_public_key_pem(LineEnding::LF).unwrap_or_default()
 }
 
 /// Read a public key: SPKI PEM, or base64 of the raw 32 bytes. Weak
 /// (small-order) and non-canonical keys are refused.
 pub fn verifying_key_from_text(text: &str) -> Result<VerifyingKey, KeyError> {
-    let _ = text;
-    todo!()
+    let text = text.trim();
+    if text.starts_with("-----BEGIN") {
+        let key = VerifyingKey::from_public_key_pem(text)
+            .map_err(|e| KeyError::PublicPem(e.to_string()))?;
+        return verifying_key_from_bytes(key.as_bytes());
+    }
+    let bytes = decode_base64_any(text).ok_or(KeyError::Base64)?;
+    verifying_key_from_bytes(&bytes)
 }
 
 /// Raw 32 bytes to a public key, refusing weak and non-canonical keys.
+///
+/// RFC 8032 section 5.1.3 decoding, made strict: the point must re-encode
+/// to the same bytes (no y >= p, no "negative zero" x), and must not be of
+/// small order (ed25519-dalek `is_weak`).
 pub fn verifying_key_from_bytes(bytes: &[u8]) -> Result<VerifyingKey, KeyError> {
-    let _ = bytes;
-    todo!()
+    let raw: &[u8; 32] = bytes
+        .try_into()
+        .map_err(|_| KeyError::PublicKeyLength(bytes.len()))?;
+    let key = VerifyingKey::from_bytes(raw).map_err(|_| KeyError::NotOnCurve)?;
+    if key.to_edwards().compress().as_bytes() != raw {
+        return Err(KeyError::NonCanonical);
+    }
+    if key.is_weak() {
+        return Err(KeyError::Weak);
+    }
+    Ok(key)
+}
+
+/// Read a key or verifier-key file as text, refusing files over
+/// [`MAX_KEY_FILE_BYTES`] before reading them whole.
+pub fn read_key_file(path: &Path) -> Result<String, KeyError> {
+    let shown = path.display().to_string();
+    let io = |e: std::io::Error| KeyError::Io {
+        path: shown.clone(),
+        reason: e.to_string(),
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut text = String::new();
+    // Read one byte past the limit to tell "at the limit" from "over it".
+    file.take(MAX_KEY_FILE_BYTES as u64 + 1)
+        .read_to_string(&mut text)
+        .map_err(io)?;
+    if text.len() > MAX_KEY_FILE_BYTES {
+        return Err(KeyError::FileTooLarge {
+            path: shown,
+            limit: MAX_KEY_FILE_BYTES,
+        });
+    }
+    Ok(text)
+}
+
+/// C2SP signed-note: "Key names MUST be non-empty and MUST NOT contain any
+/// Unicode spaces or plus (U+002B) characters."
+pub fn is_valid_key_name(name: &str) -> bool {
+    !name.is_empty() && !name.chars().any(|c| c.is_whitespace() || c == '+')
+}
+
+/// C2SP signed-note "Ed25519 signatures": `key ID = SHA-256(key name || 0x0A
+/// || 0x01 || 32-byte Ed25519 public key)[:4]`.
+pub fn note_key_hash(name: &str, key: &VerifyingKey) -> [u8; 4] {
+    let mut h = sha2::Sha256::new();
+    h.update(name.as_bytes());
+    h.update([b'\n', NOTE_ED25519_TYPE]);
+    h.update(key.as_bytes());
+    let d = h.finalize();
+    [d[0], d[1], d[2], d[3]]
 }
 
 /// A C2SP signed-note Ed25519 verifier key: `NAME+<8 hex>+<base64(0x01||pub)>`.
@@ -68,20 +251,122 @@ pub struct NoteVerifier {
 impl NoteVerifier {
     /// Verifier for `key` under `name`.
     pub fn new(name: &str, key: VerifyingKey) -> Result<NoteVerifier, KeyError> {
-        let _ = (name, key);
-        todo!()
+        if !is_valid_key_name(name) {
+            return Err(KeyError::BadName(name.to_owned()));
+        }
+        let key = verifying_key_from_bytes(key.as_bytes())?;
+        Ok(NoteVerifier {
+            name: name.to_owned(),
+            key_hash: note_key_hash(name, &key),
+            key,
+        })
     }
 
-    /// Parse a verifier key string (split on the first two `+` only).
+    /// Parse a verifier key string (split on the first two `+` only: the
+    /// base64 part may itself contain `+`).
     pub fn parse(text: &str) -> Result<NoteVerifier, KeyError> {
-        let _ = text;
-        todo!()
+        let text = text.trim();
+        let mut parts = text.splitn(3, '+');
+        let (Some(name), Some(hash), Some(b64)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(KeyError::VerifierFormat(text.to_owned()));
+        };
+        let found = parse_hash_hex(hash)?;
+        let bad_key = || KeyError::VerifierKey {
+            name: name.to_owned(),
+        };
+        let raw = STANDARD.decode(b64).map_err(|_| bad_key())?;
+        let Some((&kind, public)) = raw.split_first() else {
+            return Err(bad_key());
+        };
+        if kind != NOTE_ED25519_TYPE {
+            return Err(KeyError::UnsupportedType {
+                name: name.to_owned(),
+                found: kind,
+            });
+        }
+        let verifier = NoteVerifier::new(name, verifying_key_from_bytes(public)?)?;
+        if verifier.key_hash != found {
+            return Err(KeyError::KeyHashMismatch {
+                name: name.to_owned(),
+                found: hash.to_owned(),
+                expected: to_hex(&verifier.key_hash),
+            });
+        }
+        Ok(verifier)
     }
+}
+
+/// The 8-lowercase-hex key hash field of a verifier key.
+fn parse_hash_hex(hash: &str) -> Result<[u8; 4], KeyError> {
+    let bad = || KeyError::VerifierHash(hash.to_owned());
+    let lower_hex = |c: char| c.is_ascii_digit() || ('a'..='f').contains(&c);
+    if hash.len() != 8 || !hash.chars().all(lower_hex) {
+        return Err(bad());
+    }
+    let n = u32::from_str_radix(hash, 16).map_err(|_| bad())?;
+    Ok(n.to_be_bytes())
 }
 
 impl std::fmt::Display for NoteVerifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let _ = f;
-        todo!()
+        let mut raw = Vec::with_capacity(33);
+        raw.push(NOTE_ED25519_TYPE);
+        raw.extend_from_slice(self.key.as_bytes());
+        let b64 = general_purpose::STANDARD.encode(raw);
+        write!(f, "{}+{}+{}", self.name, to_hex(&self.key_hash), b64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn pem_round_trips() {
+        let key = generate().unwrap();
+        let back = signing_key_from_pem(&signing_key_to_pem(&key)).unwrap();
+        assert_eq!(back.to_bytes(), key.to_bytes());
+        let public = key.verifying_key();
+        let pem = verifying_key_to_pem(&public);
+        assert!(pem.starts_with("-----BEGIN PUBLIC KEY-----\n"));
+        assert_eq!(verifying_key_from_text(&pem).unwrap(), public);
+    }
+
+    #[test]
+    fn weak_and_non_canonical_keys_are_refused() {
+        // The identity point (0, 1): small order.
+        let mut identity = [0u8; 32];
+        identity[0] = 1;
+        assert!(matches!(
+            verifying_key_from_bytes(&identity),
+            Err(KeyError::Weak)
+        ));
+        // y = p + 1 encodes the same point as y = 1, non-canonically.
+        let mut non_canonical = [0xffu8; 32];
+        non_canonical[0] = 0xee;
+        non_canonical[31] = 0x7f;
+        assert!(matches!(
+            verifying_key_from_bytes(&non_canonical),
+            Err(KeyError::NonCanonical) | Err(KeyError::NotOnCurve)
+        ));
+        assert!(matches!(
+            verifying_key_from_bytes(&[1u8; 31]),
+            Err(KeyError::PublicKeyLength(31))
+        ));
+    }
+
+    #[test]
+    fn verifier_key_round_trips_and_checks_hash() {
+        let key = generate().unwrap().verifying_key();
+        let v = NoteVerifier::new("example.com/log", key).unwrap();
+        let text = v.to_string();
+        assert_eq!(NoteVerifier::parse(&text).unwrap(), v);
+        let mut wrong = text.clone();
+        wrong.replace_range(16..24, "00000000");
+        assert!(NoteVerifier::parse(&wrong).is_err());
+        assert!(NoteVerifier::new("has space", key).is_err());
+        assert!(NoteVerifier::new("has+plus", key).is_err());
+        assert!(NoteVerifier::new("", key).is_err());
     }
 }

@@ -45,3 +45,11 @@ pub const MAX_MANIFEST_BYTES: usize = 4 * 1024 * 1024;
 pub const MAX_STDIN_LINE_BYTES: usize = MAX_ENVELOPE_BYTES;
 /// Largest tree a log may hold (RFC 9162 proofs stay within 63 hashes).
 pub const MAX_TREE_SIZE: u64 = 1 << 62;
+/// Most entries in one log append batch (`rcpt log append` splits larger
+/// inputs into batches of this many): memory is bounded by the batch.
+pub const MAX_APPEND_BATCH_ENTRIES: usize = 100_000;
+/// Most entry bytes in one log append batch (the CLI starts a new batch first).
+pub const MAX_APPEND_BATCH_BYTES: usize = 256 * 1024 * 1024;
+/// Largest entry bundle file: 256 entries, each behind a 2-byte length
+/// (C2SP tlog-tiles); a reader refuses a larger file before decoding it.
+pub const MAX_ENTRY_BUNDLE_BYTES: usize = 256 * (2 + MAX_ENTRY_BYTES);

@@ -1,56 +1,282 @@
 //! tiles: C2SP tlog-tiles paths and encodings, and a read-only hash reader
 //! over a tiled log directory. No durability policy (that is `log`).
 //!
-//! STUB: interface fixed, body to be written (helper C).
+//! A tiled log stores its Merkle tree as hash tiles `tile/<L>/<N>[.p/<W>]`
+//! (tile level L holds the tree nodes at level 8·L, 256 to a full tile) and
+//! its entries as entry bundles `tile/entries/<N>[.p/<W>]` (C2SP tlog-tiles,
+//! "Merkle Tree" and "Log Entries"). [`TileReader`] answers
+//! [`HashReader`] queries from those files for one tree size, so the proof
+//! functions of [`crate::merkle`] work on any log written in this layout,
+//! ours or another implementation's.
 
-use crate::merkle::{Hash, HashReader, NodeId};
+use crate::limits::{MAX_ENTRY_BUNDLE_BYTES, MAX_ENTRY_BYTES};
+use crate::merkle::{self, Hash, HashReader, NodeId};
+use std::collections::HashMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Tile height: each tile spans 8 tree levels.
 pub const TILE_HEIGHT: u8 = 8;
 /// Full tile width: 2^8 hashes or entries.
 pub const TILE_WIDTH: u64 = 256;
+/// Bytes of one hash in a hash tile.
+pub const HASH_BYTES: usize = 32;
 
 /// Why a tile or entry bundle could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum TileError {
-    /// Placeholder until tiles land.
-    #[error("not implemented")]
-    Unimplemented,
+    /// A tile or bundle file could not be read.
+    #[error("reading {path}: {source}; is this the directory of a tiled log at this size?")]
+    Io {
+        /// The file, relative to the log root.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A hash tile file does not hold exactly the hashes its name implies.
+    #[error("tile {path} is {got} bytes, expected {expected}; the tile is corrupt")]
+    WrongLength {
+        /// The file, relative to the log root.
+        path: String,
+        /// Bytes its width implies.
+        expected: usize,
+        /// Bytes found.
+        got: usize,
+    },
+    /// An entry bundle is larger than any valid bundle.
+    #[error("entry bundle {path} is over {max} bytes; the bundle is corrupt")]
+    BundleTooLarge {
+        /// The file, relative to the log root.
+        path: String,
+        /// `limits::MAX_ENTRY_BUNDLE_BYTES`.
+        max: usize,
+    },
+    /// An entry bundle holds another number of entries than its name implies.
+    #[error("entry bundle {path} holds {got} entries, expected {expected}")]
+    BundleCount {
+        /// The file, relative to the log root.
+        path: String,
+        /// Entries its width implies.
+        expected: usize,
+        /// Entries decoded.
+        got: usize,
+    },
+    /// A node was asked for that is not a complete subtree of this tree.
+    #[error("node at level {level} index {index} is not complete in a tree of {size} leaves")]
+    NotInTree {
+        /// The node's level.
+        level: u8,
+        /// The node's index.
+        index: u64,
+        /// The reader's tree size.
+        size: u64,
+    },
+    /// An entry was asked for beyond the tree size.
+    #[error("entry {index} is not in a tree of {size} leaves")]
+    EntryOutOfRange {
+        /// The entry index.
+        index: u64,
+        /// The reader's tree size.
+        size: u64,
+    },
+    /// An entry is too large for its uint16 length prefix.
+    #[error("entry {position} of the bundle is {len} bytes, over {max}")]
+    EntryTooLarge {
+        /// Its position in the bundle.
+        position: usize,
+        /// Its length.
+        len: usize,
+        /// `limits::MAX_ENTRY_BYTES`.
+        max: usize,
+    },
+    /// A bundle would hold more than 256 entries.
+    #[error("entry bundle holds more than {max} entries")]
+    TooManyEntries {
+        /// `TILE_WIDTH`.
+        max: u64,
+    },
+    /// A bundle ends inside a length prefix or an entry.
+    #[error(
+        "entry bundle truncated in entry {position} at byte {offset}: {needed} bytes needed, {remaining} left"
+    )]
+    Truncated {
+        /// Position of the incomplete entry.
+        position: usize,
+        /// Byte offset where it starts.
+        offset: usize,
+        /// Bytes it needs (prefix or body).
+        needed: usize,
+        /// Bytes left in the input.
+        remaining: usize,
+    },
+}
+
+/// The index N as C2SP tlog-tiles path elements: "zero-padded 3-digit path
+/// elements. All but the last element are prefixed with an x", so 1234067 is
+/// `x001/x234/067` and 5 is `005`.
+pub fn encode_tile_index(index: u64) -> String {
+    let mut groups = Vec::new();
+    let mut n = index;
+    loop {
+        groups.push(n % 1000);
+        n /= 1000;
+        if n == 0 {
+            break;
+        }
+    }
+    let last = groups.len() - 1;
+    groups
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, g)| {
+            if i < last {
+                format!("x{g:03}")
+            } else {
+                format!("{g:03}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The `.p/<W>` suffix of a partial tile, nothing for a full one.
+fn width_suffix(width: Option<u8>) -> String {
+    width.map_or_else(String::new, |w| format!(".p/{w}"))
 }
 
 /// `tile/<L>/<N>[.p/<W>]` with N in the `x001/x234/067` encoding;
-/// `width` is `Some(W)` for a partial tile (1..=255).
+/// `width` is `Some(W)` for a partial tile (1..=255; callers never pass 0).
 pub fn hash_tile_path(level: u8, index: u64, width: Option<u8>) -> String {
-    let _ = (level, index, width);
-    todo!()
+    format!(
+        "tile/{level}/{}{}",
+        encode_tile_index(index),
+        width_suffix(width)
+    )
 }
 
 /// `tile/entries/<N>[.p/<W>]`.
 pub fn entries_tile_path(index: u64, width: Option<u8>) -> String {
-    let _ = (index, width);
-    todo!()
+    format!(
+        "tile/entries/{}{}",
+        encode_tile_index(index),
+        width_suffix(width)
+    )
 }
 
-/// An entry bundle: each entry behind its big-endian uint16 length.
+/// A hash tile's bytes: its hashes concatenated.
+pub fn encode_hash_tile(hashes: &[Hash]) -> Vec<u8> {
+    hashes.concat()
+}
+
+/// Split a hash tile into hashes; `path` names it in errors. A tile of
+/// `width` hashes is exactly `32 * width` bytes.
+pub fn decode_hash_tile(bytes: &[u8], width: usize, path: &str) -> Result<Vec<Hash>, TileError> {
+    let expected = width.saturating_mul(HASH_BYTES);
+    if bytes.len() != expected {
+        return Err(TileError::WrongLength {
+            path: path.to_string(),
+            expected,
+            got: bytes.len(),
+        });
+    }
+    // chunks_exact(32) yields 32-byte slices only, so try_from cannot fail.
+    Ok(bytes
+        .chunks_exact(HASH_BYTES)
+        .filter_map(|c| Hash::try_from(c).ok())
+        .collect())
+}
+
+/// An entry bundle: each entry behind its big-endian uint16 length
+/// (C2SP tlog-tiles "Log Entries": `uint16 length || entry`, at most 256).
 pub fn encode_entry_bundle<'a>(
     entries: impl IntoIterator<Item = &'a [u8]>,
 ) -> Result<Vec<u8>, TileError> {
-    let _ = entries;
-    todo!()
+    let mut out = Vec::new();
+    for (position, entry) in entries.into_iter().enumerate() {
+        if position as u64 >= TILE_WIDTH {
+            return Err(TileError::TooManyEntries { max: TILE_WIDTH });
+        }
+        let len = u16::try_from(entry.len()).map_err(|_| TileError::EntryTooLarge {
+            position,
+            len: entry.len(),
+            max: MAX_ENTRY_BYTES,
+        })?;
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(entry);
+    }
+    Ok(out)
 }
 
 /// Split an entry bundle into its entries (no trailing bytes allowed).
+///
+/// Input that ends inside a length prefix or an entry is refused as
+/// truncated, and so is a bundle of more than 256 entries.
 pub fn decode_entry_bundle(bytes: &[u8]) -> Result<Vec<&[u8]>, TileError> {
-    let _ = bytes;
-    todo!()
+    let mut entries = Vec::new();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let position = entries.len();
+        if position as u64 >= TILE_WIDTH {
+            return Err(TileError::TooManyEntries { max: TILE_WIDTH });
+        }
+        let offset = bytes.len() - rest.len();
+        let truncated = |needed: usize, remaining: usize| TileError::Truncated {
+            position,
+            offset,
+            needed,
+            remaining,
+        };
+        let Some((prefix, body)) = rest.split_first_chunk::<2>() else {
+            return Err(truncated(2, rest.len()));
+        };
+        let len = usize::from(u16::from_be_bytes(*prefix));
+        let Some((entry, tail)) = body.split_at_checked(len) else {
+            return Err(truncated(len, body.len()));
+        };
+        entries.push(entry);
+        rest = tail;
+    }
+    Ok(entries)
 }
 
 /// Reads stored hashes from the tiles of a log directory at a given size.
+///
+/// For a tree of `size` leaves, tile N at tile level L is full when the tree
+/// has at least `256·(N+1)` complete level-8L nodes; otherwise it is read
+/// as the partial tile `.p/W`, W being the count of those nodes in it. When
+/// that partial file is gone (a writer may remove partials once the full
+/// tile exists) the full tile is read and its first W hashes used: in an
+/// append-only log they are the same hashes. Nothing beyond `size` is read.
 #[derive(Clone, Debug)]
 pub struct TileReader {
     root: PathBuf,
     size: u64,
+}
+
+/// Which file holds tile N (hashes at some level, or entries) at a size.
+#[derive(Clone, Copy, Debug)]
+struct TileSpan {
+    /// Items of the tile the tree holds: 256 or a partial width.
+    width: usize,
+    /// `None` when full, else the partial width.
+    partial: Option<u8>,
+}
+
+/// The span of tile `n` when `items` items of its level exist.
+fn tile_span(n: u64, items: u64) -> TileSpan {
+    let before = n.saturating_mul(TILE_WIDTH);
+    let held = items.saturating_sub(before).min(TILE_WIDTH);
+    match u8::try_from(held) {
+        Ok(w) if held < TILE_WIDTH => TileSpan {
+            width: usize::from(w),
+            partial: Some(w),
+        },
+        _ => TileSpan {
+            width: TILE_WIDTH as usize,
+            partial: None,
+        },
+    }
 }
 
 impl TileReader {
@@ -62,17 +288,180 @@ impl TileReader {
         }
     }
 
+    /// The tree size this reader serves.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Read at most `limit` bytes of `rel`; `Ok(None)` when it does not exist.
+    fn read_file(&self, rel: &str, limit: usize) -> Result<Option<Vec<u8>>, TileError> {
+        let io = |source| TileError::Io {
+            path: rel.to_string(),
+            source,
+        };
+        let file = match std::fs::File::open(self.root.join(rel)) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(e)),
+        };
+        let mut bytes = Vec::new();
+        // One byte over the limit tells "too long" from "exactly the limit".
+        let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+        file.take(cap).read_to_end(&mut bytes).map_err(io)?;
+        Ok(Some(bytes))
+    }
+
+    /// Read the span's file (partial, else full as a fallback); returns the
+    /// bytes, the path read and how many items that file holds.
+    fn read_span(
+        &self,
+        span: TileSpan,
+        path: impl Fn(Option<u8>) -> String,
+        limit: usize,
+    ) -> Result<(Vec<u8>, String, usize), TileError> {
+        if let Some(w) = span.partial {
+            let rel = path(Some(w));
+            if let Some(bytes) = self.read_file(&rel, limit)? {
+                return Ok((bytes, rel, span.width));
+            }
+        }
+        let rel = path(None);
+        match self.read_file(&rel, limit)? {
+            Some(bytes) => Ok((bytes, rel, TILE_WIDTH as usize)),
+            None => {
+                let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+                Err(TileError::Io {
+                    path: path(span.partial),
+                    source: missing,
+                })
+            }
+        }
+    }
+
+    /// The hashes of tile `n` at tile level `level` that this size holds.
+    fn hash_tile(&self, level: u8, n: u64) -> Result<Vec<Hash>, TileError> {
+        let shift = u32::from(level) * u32::from(TILE_HEIGHT);
+        let items = self.size.checked_shr(shift).unwrap_or(0);
+        let span = tile_span(n, items);
+        let limit = TILE_WIDTH as usize * HASH_BYTES;
+        let (bytes, rel, held) = self.read_span(span, |w| hash_tile_path(level, n, w), limit)?;
+        let mut hashes = decode_hash_tile(&bytes, held, &rel)?;
+        hashes.truncate(span.width);
+        Ok(hashes)
+    }
+
     /// Entry `index` of the log, read from its entry bundle.
     pub fn entry(&self, index: u64) -> Result<Vec<u8>, TileError> {
-        let _ = (index, &self.root, self.size);
-        todo!()
+        if index >= self.size {
+            return Err(TileError::EntryOutOfRange {
+                index,
+                size: self.size,
+            });
+        }
+        let n = index / TILE_WIDTH;
+        let span = tile_span(n, self.size);
+        let limit = MAX_ENTRY_BUNDLE_BYTES;
+        let (bytes, rel, held) = self.read_span(span, |w| entries_tile_path(n, w), limit)?;
+        if bytes.len() > limit {
+            return Err(TileError::BundleTooLarge {
+                path: rel,
+                max: limit,
+            });
+        }
+        let entries = decode_entry_bundle(&bytes)?;
+        if entries.len() != held {
+            return Err(TileError::BundleCount {
+                path: rel,
+                expected: held,
+                got: entries.len(),
+            });
+        }
+        // index % 256 < span.width <= held == entries.len(), so get() finds it.
+        let at = (index % TILE_WIDTH) as usize;
+        let entry = entries.get(at).ok_or(TileError::EntryOutOfRange {
+            index,
+            size: self.size,
+        })?;
+        Ok(entry.to_vec())
+    }
+
+    /// One node from its tile: the hash of the `2^(h mod 8)` stored level-8L
+    /// hashes below it, `cache` holding the tiles already read in this call.
+    fn node(
+        &self,
+        id: NodeId,
+        cache: &mut HashMap<(u8, u64), Vec<Hash>>,
+    ) -> Result<Hash, TileError> {
+        let not_in_tree = TileError::NotInTree {
+            level: id.level,
+            index: id.index,
+            size: self.size,
+        };
+        match id.end_leaf() {
+            Some(end) if end <= self.size => {}
+            _ => return Err(not_in_tree),
+        }
+        let tile_level = id.level / TILE_HEIGHT;
+        let sub = u32::from(id.level % TILE_HEIGHT);
+        // end_leaf() succeeded, so index << level fits and so does index << sub.
+        let first = id.index << sub;
+        let n = first / TILE_WIDTH;
+        let start = (first % TILE_WIDTH) as usize;
+        if !cache.contains_key(&(tile_level, n)) {
+            cache.insert((tile_level, n), self.hash_tile(tile_level, n)?);
+        }
+        let tile = cache.get(&(tile_level, n)).map_or(&[][..], Vec::as_slice);
+        match tile.get(start..start + (1usize << sub)) {
+            Some(below) => Ok(merkle::root(below)),
+            None => Err(not_in_tree),
+        }
     }
 }
 
 impl HashReader for TileReader {
     type Error = TileError;
+
+    /// Each node from its tile, every tile file read at most once per call.
     fn read_hashes(&self, ids: &[NodeId]) -> Result<Vec<Hash>, TileError> {
-        let _ = ids;
-        todo!()
+        let mut cache = HashMap::new();
+        ids.iter().map(|id| self.node(*id, &mut cache)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn index_encoding() {
+        assert_eq!(encode_tile_index(0), "000");
+        assert_eq!(encode_tile_index(5), "005");
+        assert_eq!(encode_tile_index(999), "999");
+        assert_eq!(encode_tile_index(1000), "x001/000");
+        assert_eq!(encode_tile_index(1234067), "x001/x234/067");
+        assert_eq!(
+            hash_tile_path(1, 1234067, Some(8)),
+            "tile/1/x001/x234/067.p/8"
+        );
+        assert_eq!(entries_tile_path(0, None), "tile/entries/000");
+    }
+
+    #[test]
+    fn bundle_round_trip_and_refusals() {
+        let entries: Vec<&[u8]> = vec![b"one", b"", b"three"];
+        let bytes = encode_entry_bundle(entries.iter().copied()).unwrap();
+        assert_eq!(decode_entry_bundle(&bytes).unwrap(), entries);
+        for cut in 1..bytes.len() {
+            let truncated = decode_entry_bundle(&bytes[..cut]);
+            let boundary = [5usize, 7].contains(&cut);
+            assert_eq!(truncated.is_ok(), boundary, "cut at {cut}");
+        }
+        let mut trailing = bytes.clone();
+        trailing.push(0);
+        assert!(matches!(
+            decode_entry_bundle(&trailing),
+            Err(TileError::Truncated { .. })
+        ));
     }
 }

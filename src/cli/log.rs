@@ -1,25 +1,51 @@
-//! `rcpt log`: write and read a transparency log. STUB (helper D).
+//! `rcpt log`: write and read a transparency log.
+//!
+//! The library (`rcpt::log`) owns the files and their durability; this file
+//! reads inputs, validates envelopes (in parallel), feeds the library
+//! batches of entry bytes, and prints what happened.
 
+use super::{EXIT_FAILED, EXIT_OK, UsageError};
+use anyhow::Context;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use clap::Subcommand;
-use std::path::PathBuf;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use rcpt::dsse::{Envelope, EnvelopeError};
+use rcpt::keys::SigningKey;
+use rcpt::limits::{
+    MAX_APPEND_BATCH_BYTES, MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BYTES, MAX_ENVELOPE_BYTES,
+    MAX_STDIN_LINE_BYTES,
+};
+use rcpt::log::{Log, LogWriter};
+use std::io::{BufRead, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 #[derive(Subcommand)]
 pub enum LogCommand {
     /// Create an empty log.
     Init {
         dir: PathBuf,
+        /// Checkpoint origin line, also the log key's name.
         #[arg(long)]
         origin: String,
+        /// The log's private key (PKCS#8 PEM), kept outside DIR.
         #[arg(long)]
         key: PathBuf,
     },
     /// Append envelopes (.json files, or '-' for JSON Lines on stdin).
     Append {
         dir: PathBuf,
+        /// The log's private key (default: the key file given at init).
         #[arg(long)]
         key: Option<PathBuf>,
+        /// One JSON object per line on stdout.
         #[arg(long)]
         json: bool,
+        /// Wait for another writer to finish instead of failing at once.
+        #[arg(long)]
+        wait: bool,
         #[arg(required = true)]
         files: Vec<String>,
     },
@@ -30,8 +56,10 @@ pub enum LogCommand {
         dir: PathBuf,
         #[arg(long, conflicts_with = "receipt", required_unless_present = "receipt")]
         index: Option<u64>,
+        /// An envelope file whose entry is looked up in the log.
         #[arg(long)]
         receipt: Option<PathBuf>,
+        /// Tree size of the proof (default: the latest checkpoint).
         #[arg(long)]
         size: Option<u64>,
         #[arg(short = 'o', long = "out")]
@@ -52,6 +80,478 @@ pub enum LogCommand {
 }
 
 pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
-    let _ = cmd;
-    anyhow::bail!("not implemented")
+    match cmd {
+        LogCommand::Init { dir, origin, key } => init(&dir, &origin, &key),
+        LogCommand::Append {
+            dir,
+            key,
+            json,
+            wait,
+            files,
+        } => append(&dir, key.as_deref(), json, wait, &files),
+        LogCommand::Checkpoint { dir } => {
+            let log = Log::open(&dir)?;
+            print!("{}", log.checkpoint());
+            Ok(EXIT_OK)
+        }
+        LogCommand::Prove {
+            dir,
+            index,
+            receipt,
+            size,
+            out,
+        } => prove(&dir, index, receipt.as_deref(), size, out.as_deref()),
+        LogCommand::Consistency {
+            dir,
+            from,
+            to,
+            json,
+        } => consistency(&dir, from, to, json),
+        LogCommand::Check { dir } => check(&dir),
+    }
+}
+
+/// Read a PKCS#8 PEM signing key.
+fn read_key(path: &Path) -> anyhow::Result<SigningKey> {
+    let pem = rcpt::keys::read_key_file(path)?;
+    rcpt::keys::signing_key_from_pem(&pem)
+        .with_context(|| format!("reading the private key {}", path.display()))
+}
+
+fn init(dir: &Path, origin: &str, key_path: &Path) -> anyhow::Result<u8> {
+    let key = read_key(key_path)?;
+    let log = Log::create(dir, origin, &key, Some(key_path))?;
+    println!(
+        "initialised log {} at {}",
+        log.origin(),
+        log.dir().display()
+    );
+    println!("verifier key: {}", log.verifier());
+    Ok(EXIT_OK)
+}
+
+/// A progress bar on stderr that appears only when stderr is a terminal and
+/// the work has run longer than a moment.
+struct Progress {
+    bar: ProgressBar,
+    start: Instant,
+    shown: bool,
+    terminal: bool,
+}
+
+impl Progress {
+    fn new(total: Option<u64>, what: &str) -> Progress {
+        let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::hidden());
+        let template = if total.is_some() {
+            "{msg} {bar:40} {pos}/{len} ({per_sec}, {eta})"
+        } else {
+            "{msg} {pos} ({per_sec})"
+        };
+        if let Ok(style) = ProgressStyle::with_template(template) {
+            bar.set_style(style);
+        }
+        bar.set_message(what.to_string());
+        Progress {
+            bar,
+            start: Instant::now(),
+            shown: false,
+            terminal: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn set(&mut self, pos: u64) {
+        if self.terminal && !self.shown && self.start.elapsed() > Duration::from_millis(500) {
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+            self.shown = true;
+        }
+        self.bar.set_position(pos);
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// One input envelope: its name for reports and its bytes (or why it could
+/// not be read).
+struct Input {
+    name: String,
+    bytes: Result<Vec<u8>, Refusal>,
+}
+
+/// Why an envelope was refused: a stable reason code and a detail.
+#[derive(Debug)]
+struct Refusal {
+    reason: &'static str,
+    detail: String,
+}
+
+impl Refusal {
+    fn new(reason: &'static str, detail: impl std::fmt::Display) -> Refusal {
+        Refusal {
+            reason,
+            detail: detail.to_string(),
+        }
+    }
+}
+
+/// A validated envelope: its entry bytes and receipt id.
+struct Valid {
+    entry: Vec<u8>,
+    id: String,
+}
+
+/// The stable reason code of an envelope refusal.
+fn envelope_reason(e: &EnvelopeError) -> &'static str {
+    match e {
+        EnvelopeError::TooLarge { .. } => "envelope_too_large",
+        EnvelopeError::TooManySignatures { .. } => "too_many_signatures",
+        EnvelopeError::NoSignatures => "no_signatures",
+        _ => "malformed_envelope",
+    }
+}
+
+/// Validate one envelope for the log (DESIGN.md "Log"): it parses, carries
+/// a receipt payload that is canonical and keeps every invariant, and its
+/// entry fits. Its signature is not checked here (no trust is configured).
+fn validate(bytes: &[u8]) -> Result<Valid, Refusal> {
+    let env = Envelope::from_json(bytes).map_err(|e| Refusal::new(envelope_reason(&e), e))?;
+    if env.payload_type != rcpt::constants::RECEIPT_PAYLOAD_TYPE {
+        let detail = format!(
+            "payloadType is {:?}, not {:?}",
+            env.payload_type,
+            rcpt::constants::RECEIPT_PAYLOAD_TYPE
+        );
+        return Err(Refusal::new("wrong_payload_type", detail));
+    }
+    let payload = rcpt::receipt::payload_from_cbor(&env.payload)
+        .map_err(|e| Refusal::new(e.reason_code(), &e))?;
+    let entry = env.to_entry();
+    if entry.len() > MAX_ENTRY_BYTES {
+        let detail = format!("log entry is {} bytes, over {MAX_ENTRY_BYTES}", entry.len());
+        return Err(Refusal::new("entry_too_large", detail));
+    }
+    Ok(Valid {
+        entry,
+        id: payload.id.to_string(),
+    })
+}
+
+/// Read an envelope file, refusing one over the envelope limit before reading it whole.
+fn read_file(path: &str) -> Result<Vec<u8>, Refusal> {
+    let file = std::fs::File::open(path).map_err(|e| Refusal::new("unreadable", e))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_ENVELOPE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Refusal::new("unreadable", e))?;
+    if bytes.len() > MAX_ENVELOPE_BYTES {
+        return Err(Refusal::new(
+            "envelope_too_large",
+            format!("over the {MAX_ENVELOPE_BYTES}-byte limit"),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The inputs of `append`, in order: each file argument, and each
+/// non-empty line of stdin for `-`. Lines are read with a bound.
+struct Inputs<'a> {
+    files: std::slice::Iter<'a, String>,
+    stdin: Option<(std::io::StdinLock<'static>, u64)>,
+}
+
+impl Inputs<'_> {
+    /// The next stdin line (bounded by `MAX_STDIN_LINE_BYTES`), or `None` at end of input.
+    fn next_line(&mut self) -> Option<Input> {
+        let (stdin, line_no) = self.stdin.as_mut()?;
+        loop {
+            *line_no += 1;
+            let name = format!("-:{line_no}");
+            let mut line = Vec::new();
+            let limit = MAX_STDIN_LINE_BYTES as u64 + 1;
+            let read = stdin.by_ref().take(limit).read_until(b'\n', &mut line);
+            match read {
+                Err(e) => {
+                    return Some(Input {
+                        name,
+                        bytes: Err(Refusal::new("unreadable", e)),
+                    });
+                }
+                Ok(0) => return None,
+                Ok(_) => {}
+            }
+            if line.len() as u64 == limit && line.last() != Some(&b'\n') {
+                // Skip the rest of the over-long line, in bounded reads.
+                let mut sink = Vec::new();
+                while matches!(stdin.by_ref().take(limit).read_until(b'\n', &mut sink), Ok(n) if n > 0)
+                    && sink.last() != Some(&b'\n')
+                {
+                    sink.clear();
+                }
+                let detail = format!("line is over the {MAX_STDIN_LINE_BYTES}-byte limit");
+                return Some(Input {
+                    name,
+                    bytes: Err(Refusal::new("envelope_too_large", detail)),
+                });
+            }
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            return Some(Input {
+                name,
+                bytes: Ok(line),
+            });
+        }
+    }
+}
+
+impl Iterator for Inputs<'_> {
+    type Item = Input;
+    fn next(&mut self) -> Option<Input> {
+        loop {
+            if self.stdin.is_some() {
+                if let Some(input) = self.next_line() {
+                    return Some(input);
+                }
+                self.stdin = None;
+            }
+            let file = self.files.next()?;
+            if file == "-" {
+                self.stdin = Some((std::io::stdin().lock(), 0));
+                continue;
+            }
+            return Some(Input {
+                name: file.clone(),
+                bytes: read_file(file),
+            });
+        }
+    }
+}
+
+/// Take the next batch of inputs: at most `MAX_APPEND_BATCH_ENTRIES`, and
+/// about `MAX_APPEND_BATCH_BYTES` of input.
+fn next_batch(inputs: &mut Inputs<'_>) -> Vec<Input> {
+    let mut batch = Vec::new();
+    let mut bytes = 0usize;
+    while batch.len() < MAX_APPEND_BATCH_ENTRIES && bytes < MAX_APPEND_BATCH_BYTES / 2 {
+        let Some(input) = inputs.next() else { break };
+        bytes += input.bytes.as_ref().map_or(0, Vec::len);
+        batch.push(input);
+    }
+    batch
+}
+
+fn append(
+    dir: &Path,
+    key: Option<&Path>,
+    json: bool,
+    wait: bool,
+    files: &[String],
+) -> anyhow::Result<u8> {
+    let key_path = match key {
+        Some(k) => k.to_path_buf(),
+        None => Log::open(dir)?
+            .key_file()
+            .map(Path::to_path_buf)
+            .ok_or_else(|| {
+                UsageError(format!(
+                    "{} records no key file; pass --key LOG.key",
+                    dir.display()
+                ))
+            })?,
+    };
+    let mut writer = LogWriter::open(dir, &read_key(&key_path)?, wait)?;
+    let has_stdin = files.iter().any(|f| f == "-");
+    let mut inputs = Inputs {
+        files: files.iter(),
+        stdin: None,
+    };
+    let mut progress = Progress::new((!has_stdin).then_some(files.len() as u64), "appending");
+    let (mut done, mut refused) = (0u64, 0u64);
+    let mut out = std::io::stdout().lock();
+    loop {
+        let batch = next_batch(&mut inputs);
+        if batch.is_empty() {
+            break;
+        }
+        let checked: Vec<Result<Valid, Refusal>> = batch
+            .par_iter()
+            .map(|i| {
+                i.bytes
+                    .as_ref()
+                    .map_err(|r| Refusal::new(r.reason, &r.detail))
+            })
+            .map(|b| b.and_then(|b| validate(b)))
+            .collect();
+        let entries: Vec<Vec<u8>> = checked
+            .iter()
+            .filter_map(|c| c.as_ref().ok().map(|v| v.entry.clone()))
+            .collect();
+        let mut appended = writer.append(&entries)?.into_iter();
+        // The batch is durable and published: now report it, in input order.
+        for (input, result) in batch.iter().zip(&checked) {
+            match result {
+                Ok(valid) => {
+                    let a = appended.next().context("append returned too few results")?;
+                    report_ok(&mut out, json, &input.name, a.index, &valid.id, a.new)?;
+                }
+                Err(r) => {
+                    refused += 1;
+                    report_refused(&mut out, json, &input.name, r)?;
+                }
+            }
+        }
+        out.flush()?;
+        done += batch.len() as u64;
+        progress.set(done);
+    }
+    progress.finish();
+    Ok(if refused > 0 { EXIT_FAILED } else { EXIT_OK })
+}
+
+fn report_ok(
+    out: &mut impl Write,
+    json: bool,
+    name: &str,
+    index: u64,
+    id: &str,
+    new: bool,
+) -> anyhow::Result<()> {
+    if json {
+        let v = serde_json::json!({"file": name, "index": index, "receipt_id": id, "new": new});
+        writeln!(out, "{v}")?;
+    } else {
+        writeln!(out, "{index} {id}")?;
+    }
+    Ok(())
+}
+
+fn report_refused(out: &mut impl Write, json: bool, name: &str, r: &Refusal) -> anyhow::Result<()> {
+    if json {
+        let v = serde_json::json!({"file": name, "error": r.reason, "detail": r.detail});
+        writeln!(out, "{v}")?;
+    }
+    eprintln!("rcpt: refused {name}: {}: {}", r.reason, r.detail);
+    Ok(())
+}
+
+/// The log index of the envelope in `path`, found by its entry's leaf hash.
+fn index_of_receipt(log: &Log, path: &Path) -> anyhow::Result<u64> {
+    let bytes = read_file(&path.to_string_lossy())
+        .map_err(|r| anyhow::anyhow!("{}: {}: {}", path.display(), r.reason, r.detail))?;
+    let env = Envelope::from_json(&bytes).with_context(|| format!("reading {}", path.display()))?;
+    let leaf = rcpt::merkle::leaf_hash(&env.to_entry());
+    log.find(&leaf)?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "the receipt in {} is not in log {} (size {}); append it first",
+            path.display(),
+            log.origin(),
+            log.size()
+        )
+    })
+}
+
+fn prove(
+    dir: &Path,
+    index: Option<u64>,
+    receipt: Option<&Path>,
+    size: Option<u64>,
+    out: Option<&Path>,
+) -> anyhow::Result<u8> {
+    let log = Log::open(dir)?;
+    let index = match (index, receipt) {
+        (Some(i), _) => i,
+        (None, Some(path)) => index_of_receipt(&log, path)?,
+        (None, None) => return Err(UsageError("pass --index I or --receipt FILE".into()).into()),
+    };
+    let size = size.unwrap_or(log.size());
+    if index >= size {
+        let msg = format!("index {index} is not below the tree size {size}");
+        return Err(UsageError(msg).into());
+    }
+    let envelope = Envelope::from_entry(&log.entry(index)?)
+        .with_context(|| format!("decoding entry {index}"))?;
+    let payload = rcpt::receipt::payload_from_cbor(&envelope.payload)
+        .with_context(|| format!("entry {index} holds no valid receipt"))?;
+    let bundle = rcpt::bundle::Bundle {
+        receipt_id: payload.id.to_string(),
+        envelope,
+        log: rcpt::bundle::LogProof {
+            origin: log.origin().to_string(),
+            index,
+            tree_size: size,
+            inclusion: log.inclusion_proof(index, size)?,
+            checkpoint: log.checkpoint_at(size)?,
+        },
+    };
+    let mut text = bundle.to_json();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    match out {
+        None => print!("{text}"),
+        Some(path) => write_atomic(path, text.as_bytes())?,
+    }
+    Ok(EXIT_OK)
+}
+
+/// Write `bytes` to `path` through a temporary file in the same directory
+/// and a rename, so a reader never sees half a bundle.
+fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path.file_name().context("the output path names no file")?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().with_context(|| format!("writing {}", path.display()))
+}
+
+fn consistency(dir: &Path, from: u64, to: Option<u64>, json: bool) -> anyhow::Result<u8> {
+    let log = Log::open(dir)?;
+    let to = to.unwrap_or(log.size());
+    if from > to {
+        return Err(UsageError(format!("--from {from} is after --to {to}")).into());
+    }
+    let proof = log.consistency_proof(from, to)?;
+    let proof: Vec<String> = proof.iter().map(|h| STANDARD.encode(h)).collect();
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"from": from, "to": to, "proof": proof})
+        );
+    } else {
+        for h in proof {
+            println!("{h}");
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+fn check(dir: &Path) -> anyhow::Result<u8> {
+    let mut progress = Progress::new(None, "checking");
+    let result = rcpt::log::check(dir, |done, total| {
+        progress.bar.set_length(total);
+        progress.set(done);
+    });
+    progress.finish();
+    let report = result?;
+    println!(
+        "ok: {} entries, {} hash tiles, {} checkpoints verified, root {}",
+        report.size,
+        report.tiles,
+        report.checkpoints,
+        STANDARD.encode(report.root)
+    );
+    Ok(EXIT_OK)
 }
