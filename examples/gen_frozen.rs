@@ -1046,7 +1046,7 @@ fn main() -> Result<()> {
 
     // Grow the main log so checkpoints exist at 1, 2, 3, 7, 8, 9.
     let mut fillers = 0;
-    let mut size_cases: Vec<(u64, u64)> = Vec::new();
+    let mut size_cases = std::collections::BTreeSet::new();
     for size in SMALL_SIZES {
         let mut batch = Vec::new();
         while (fillers as u64) < size {
@@ -1054,23 +1054,43 @@ fn main() -> Result<()> {
             fillers += 1;
         }
         writer.append(&batch)?;
-        size_cases.push((size, 0));
-        size_cases.push((size, size - 1));
+        size_cases.insert((size, 0));
+        size_cases.insert((size, size - 1));
         if size > 2 {
-            size_cases.push((size, size / 2));
+            size_cases.insert((size, size / 2));
         }
     }
     // The cases, then fillers past 1,000 entries.
     let mut cases = cases(&issuer, &stranger)?;
+    // One batch per log, so the log holds few partial tiles.
+    let mut main_idx = Vec::new().into_iter();
+    let mut other_idx = Vec::new().into_iter();
+    for unknown in [false, true] {
+        let w = if unknown { &mut other } else { &mut writer };
+        let entries: Vec<Vec<u8>> = cases
+            .iter()
+            .filter(|c| c.unknown_log == unknown)
+            .map(|c| c.envelope.to_entry())
+            .collect();
+        let appended = w.append(&entries)?;
+        if appended.len() != entries.len() || appended.iter().any(|a| !a.new) {
+            bail!("every case must be a new entry");
+        }
+        let indices: Vec<u64> = appended.iter().map(|a| a.index).collect();
+        if unknown {
+            other_idx = indices.into_iter();
+        } else {
+            main_idx = indices.into_iter();
+        }
+    }
     let mut index_of = Vec::new();
     for case in &cases {
-        let w = if case.unknown_log {
-            &mut other
+        let next = if case.unknown_log {
+            other_idx.next()
         } else {
-            &mut writer
+            main_idx.next()
         };
-        let appended = w.append(&[case.envelope.to_entry()])?;
-        index_of.push(appended.first().context("append returned nothing")?.index);
+        index_of.push(next.context("index for case")?);
     }
     let mut batch = Vec::new();
     while fillers < FINAL_FILLER {
@@ -1080,7 +1100,7 @@ fn main() -> Result<()> {
     writer.append(&batch)?;
     let final_size = writer.log().size();
     for index in [0, 1, 511, 512, 1023, final_size - 1] {
-        size_cases.push((final_size, index));
+        size_cases.insert((final_size, index));
     }
     // Bundles of log entries at various sizes: all verified.
     for (size, index) in size_cases {
