@@ -272,7 +272,8 @@ impl Decoder<'_> {
 
     /// The 1, 2, 4 or 8 argument bytes after an initial byte with
     /// additional information 24..=27, refused if a shorter head would do.
-    /// Major type 7 is exempt: there 25..=27 are floats, refused later.
+    /// Major types 6 and 7 are exempt: tags and floats are outside the data
+    /// model whatever their head, and are refused as such by the caller.
     fn argument(&mut self, major: u8, info: u8, offset: usize) -> Result<u64, DecodeError> {
         let width = 1usize << info.saturating_sub(24);
         let raw = self.take(width, offset)?;
@@ -283,7 +284,7 @@ impl Decoder<'_> {
             26 => 1 << 16,
             _ => 1 << 32,
         };
-        if arg < min && major != MAJOR_SIMPLE {
+        if arg < min && major != MAJOR_SIMPLE && major != MAJOR_TAG {
             return Err(DecodeError::NonShortest { offset, value: arg });
         }
         Ok(arg)

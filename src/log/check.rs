@@ -24,6 +24,9 @@ pub struct CheckReport {
     pub tiles: u64,
     /// Kept checkpoints verified (the latest included).
     pub checkpoints: u64,
+    /// Kept checkpoints past the latest size: written by an append that
+    /// crashed before publishing, ignored here, removed by the next writer.
+    pub unpublished: u64,
     /// The verified root.
     pub root: Hash,
 }
@@ -50,7 +53,7 @@ pub(crate) fn for_each_bundle(
 }
 
 /// The sizes of the kept checkpoints (`DIR/.rcpt/checkpoints/<size>`), sorted.
-fn kept_sizes(dir: &Path) -> Result<Vec<u64>, LogError> {
+pub(crate) fn kept_sizes(dir: &Path) -> Result<Vec<u64>, LogError> {
     let kept = layout::checkpoints(dir);
     let mut sizes = Vec::new();
     for entry in std::fs::read_dir(&kept).map_err(fsutil::io_err(&kept))? {
@@ -111,13 +114,11 @@ fn check_kept(log: &Log, size: u64, root: &Hash) -> Result<(), LogError> {
 pub fn check(dir: &Path, mut progress: impl FnMut(u64, u64)) -> Result<CheckReport, LogError> {
     let log = Log::open(dir)?;
     let size = log.size();
-    let mut kept = kept_sizes(dir)?.into_iter().peekable();
-    if let Some(&over) = kept.clone().find(|&s| s > size).as_ref() {
-        return Err(LogError::Checkpoint {
-            path: layout::checkpoint_at(dir, over),
-            detail: format!("is beyond the latest checkpoint size {size}"),
-        });
-    }
+    // Kept checkpoints past the latest were never published (a crash
+    // between steps 7 and 8 of the protocol); the next writer removes them.
+    let (kept, unpublished): (Vec<u64>, Vec<u64>) =
+        kept_sizes(dir)?.into_iter().partition(|&s| s <= size);
+    let mut kept = kept.into_iter().peekable();
     let mut frontier = Frontier::new();
     let mut builder = TileBuilder::new(0, |_, _, _| Ok::<_, LogError>(Vec::new()))?;
     let (mut tiles, mut checkpoints) = (0u64, 0u64);
@@ -169,6 +170,7 @@ pub fn check(dir: &Path, mut progress: impl FnMut(u64, u64)) -> Result<CheckRepo
         size,
         tiles,
         checkpoints,
+        unpublished: unpublished.len() as u64,
         root,
     })
 }

@@ -519,6 +519,16 @@ fn publish(dir: &Path, checkpoint: &str) -> Result<(), LogError> {
     fsutil::sync_dir(dir)
 }
 
+/// Remove kept checkpoints past `size`: an append that crashed between
+/// keeping and publishing its checkpoint left them (`spec/log.md`, step 7).
+fn remove_unpublished(dir: &Path, size: u64) -> Result<(), LogError> {
+    for s in check::kept_sizes(dir)?.into_iter().filter(|&s| s > size) {
+        let path = layout::checkpoint_at(dir, s);
+        std::fs::remove_file(&path).map_err(io_err(&path))?;
+    }
+    fsutil::sync_dir(&layout::checkpoints(dir))
+}
+
 /// The single writer of a log (holds `DIR/.rcpt/lock`).
 #[derive(Debug)]
 pub struct LogWriter {
@@ -543,6 +553,7 @@ impl LogWriter {
         // Repair: temporary files of an interrupted append are dropped;
         // tiles past the checkpoint are rewritten by the next append.
         fsutil::clear_dir(&layout::tmp(dir))?;
+        remove_unpublished(dir, log.size)?;
         let frontier = merkle::Frontier::from_reader(log.size, &log.reader(log.size))
             .map_err(|e| LogError::Proof(format!("rebuilding the tree edge: {e}")))?;
         let index = Index::open(&layout::index(dir), true)?.ok_or_else(|| LogError::Index {

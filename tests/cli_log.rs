@@ -1,0 +1,262 @@
+//! `rcpt log` as a user runs it: init, append (files and JSON Lines, with
+//! refused envelopes and duplicates), checkpoint, prove, consistency, check,
+//! and the lock message.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use assert_cmd::Command;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
+use rcpt::dsse::Envelope;
+use rcpt::keys::SigningKey;
+use rcpt::merkle::{leaf_hash, verify_consistency, verify_inclusion};
+use rcpt::note::{Checkpoint, Note};
+use std::path::{Path, PathBuf};
+
+const ORIGIN: &str = "example.com/cli-log";
+
+fn issuer() -> SigningKey {
+    SigningKey::from_bytes(&[3u8; 32])
+}
+
+/// A valid signed receipt envelope (JSON), distinct for each `n`.
+pub fn envelope(n: u64) -> String {
+    let json = format!(
+        r#"{{"version":1,"issuer":"test","issued_at":{n},"substrate":"git",
+        "change_id":"blake3:{h}","inverse_delta_id":null,"reversibility":null,"read_set":[],
+        "precondition":null,"policy_id":"sha256:{h}","verdict":{{"deny":{{"reasons":["r"]}}}},
+        "applied":false,"replay":{{"class":"unknown"}}}}"#,
+        h = "ab".repeat(32)
+    );
+    let payload = rcpt::receipt::payload_from_json(json.as_bytes()).unwrap();
+    Envelope::sign(RECEIPT_PAYLOAD_TYPE, payload.bytes, &issuer()).to_json()
+}
+
+fn rcpt() -> Command {
+    Command::cargo_bin("rcpt").unwrap()
+}
+
+/// A fresh log in a temp dir; its key file sits beside it.
+fn init(tmp: &Path) -> PathBuf {
+    let key = tmp.join("log.key");
+    let log_key = SigningKey::from_bytes(&[5u8; 32]);
+    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&log_key)).unwrap();
+    let dir = tmp.join("log");
+    let out = rcpt()
+        .args(["log", "init"])
+        .arg(&dir)
+        .args(["--origin", ORIGIN, "--key"])
+        .arg(&key)
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains(&format!("{ORIGIN}+")), "{text}");
+    dir
+}
+
+fn stdout(cmd: &mut Command) -> String {
+    String::from_utf8(cmd.assert().get_output().stdout.clone()).unwrap()
+}
+
+#[test]
+fn append_files_and_stdin_then_prove_and_check() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = init(tmp.path());
+    let files: Vec<PathBuf> = (0..3)
+        .map(|n| {
+            let p = tmp.path().join(format!("r{n}.json"));
+            std::fs::write(&p, envelope(n)).unwrap();
+            p
+        })
+        .collect();
+    let out = rcpt()
+        .args(["log", "append"])
+        .arg(&dir)
+        .args(&files)
+        .assert()
+        .success();
+    let lines: Vec<String> = String::from_utf8(out.get_output().stdout.clone())
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(lines.len(), 3);
+    for (i, line) in lines.iter().enumerate() {
+        assert!(line.starts_with(&format!("{i} blake3:")), "{line}");
+    }
+    // JSON Lines on stdin: a duplicate of r1, two new, a refused line.
+    let stdin = format!(
+        "{}\n\n{}\n{{\"nope\":1}}\n{}\n",
+        envelope(1),
+        envelope(10),
+        envelope(11)
+    );
+    let out = rcpt()
+        .args(["log", "append", "--json"])
+        .arg(&dir)
+        .arg("-")
+        .write_stdin(stdin)
+        .assert()
+        .code(1);
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 4, "{text}");
+    assert_eq!(
+        (rows[0]["index"].as_u64(), rows[0]["new"].as_bool()),
+        (Some(1), Some(false))
+    );
+    assert_eq!(rows[1]["index"], 3);
+    assert_eq!(rows[1]["file"], "-:3");
+    assert_eq!(rows[2]["error"], "malformed_envelope");
+    assert_eq!(rows[3]["index"], 4);
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("refused -:4: malformed_envelope"), "{err}");
+
+    // The checkpoint names size 5; a bundle proves entry 3 against it.
+    let cp_text = stdout(rcpt().args(["log", "checkpoint"]).arg(&dir));
+    let cp = Checkpoint::parse(&Note::parse(cp_text.as_bytes()).unwrap().text).unwrap();
+    assert_eq!((cp.origin.as_str(), cp.size), (ORIGIN, 5));
+    let bundle_path = tmp.path().join("b.json");
+    rcpt()
+        .args(["log", "prove"])
+        .arg(&dir)
+        .args(["--index", "3", "-o"])
+        .arg(&bundle_path)
+        .assert()
+        .success();
+    let bundle: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&bundle_path).unwrap()).unwrap();
+    assert_eq!(bundle["log"]["index"], 3);
+    assert_eq!(bundle["log"]["tree_size"], 5);
+    assert_eq!(bundle["log"]["checkpoint"].as_str(), Some(cp_text.as_str()));
+    let proof: Vec<[u8; 32]> = bundle["log"]["inclusion"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            STANDARD
+                .decode(h.as_str().unwrap())
+                .unwrap()
+                .try_into()
+                .unwrap()
+        })
+        .collect();
+    let entry = Envelope::from_json(envelope(10).as_bytes())
+        .unwrap()
+        .to_entry();
+    verify_inclusion(&leaf_hash(&entry), 3, 5, &proof, &cp.root_hash).unwrap();
+    // --receipt finds the same index; --size 3 proves against an old checkpoint.
+    let by_receipt = tmp.path().join("b2.json");
+    rcpt()
+        .args(["log", "prove"])
+        .arg(&dir)
+        .arg("--receipt")
+        .arg(&files[2])
+        .args(["--size", "3", "-o"])
+        .arg(&by_receipt)
+        .assert()
+        .success();
+    let b2: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&by_receipt).unwrap()).unwrap();
+    assert_eq!(
+        (b2["log"]["index"].as_u64(), b2["log"]["tree_size"].as_u64()),
+        (Some(2), Some(3))
+    );
+    let cp3_text = b2["log"]["checkpoint"].as_str().unwrap();
+    let cp3 = Checkpoint::parse(&Note::parse(cp3_text.as_bytes()).unwrap().text).unwrap();
+
+    // Consistency 3 -> 5 verifies between the two signed roots.
+    let c = stdout(
+        rcpt()
+            .args(["log", "consistency"])
+            .arg(&dir)
+            .args(["--from", "3", "--json"]),
+    );
+    let c: serde_json::Value = serde_json::from_str(&c).unwrap();
+    assert_eq!((c["from"].as_u64(), c["to"].as_u64()), (Some(3), Some(5)));
+    let proof: Vec<[u8; 32]> = c["proof"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            STANDARD
+                .decode(h.as_str().unwrap())
+                .unwrap()
+                .try_into()
+                .unwrap()
+        })
+        .collect();
+    verify_consistency(3, 5, &proof, &cp3.root_hash, &cp.root_hash).unwrap();
+
+    let ok = stdout(rcpt().args(["log", "check"]).arg(&dir));
+    assert!(ok.starts_with("ok: 5 entries"), "{ok}");
+}
+
+#[test]
+fn check_fails_naming_the_broken_tile() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = init(tmp.path());
+    let f = tmp.path().join("r.json");
+    std::fs::write(&f, envelope(1)).unwrap();
+    rcpt()
+        .args(["log", "append"])
+        .arg(&dir)
+        .arg(&f)
+        .assert()
+        .success();
+    std::fs::write(dir.join("tile/0/000.p/1"), [0u8; 32]).unwrap();
+    let out = rcpt().args(["log", "check"]).arg(&dir).assert().code(1);
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("tile tile/0/000.p/1 differs"), "{err}");
+}
+
+#[test]
+fn a_second_writer_is_told_about_the_lock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = init(tmp.path());
+    let held = rcpt::log::LogWriter::open(&dir, &SigningKey::from_bytes(&[5u8; 32]), false);
+    let _held = held.unwrap();
+    let f = tmp.path().join("r.json");
+    std::fs::write(&f, envelope(1)).unwrap();
+    let out = rcpt()
+        .args(["log", "append"])
+        .arg(&dir)
+        .arg(&f)
+        .assert()
+        .code(1);
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("another rcpt process is writing to"), "{err}");
+    assert!(err.contains("--wait"), "{err}");
+}
+
+#[test]
+fn init_refuses_a_key_inside_the_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("log");
+    std::fs::create_dir(&dir).unwrap();
+    let key = tmp.path().join("log.key");
+    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&issuer())).unwrap();
+    rcpt()
+        .args(["log", "init"])
+        .arg(&dir)
+        .args(["--origin", "o", "--key"])
+        .arg(&key)
+        .assert()
+        .success();
+    let dir2 = tmp.path().join("log2");
+    std::fs::create_dir(&dir2).unwrap();
+    let inside = dir2.join("k.key");
+    std::fs::copy(&key, &inside).unwrap();
+    let out = rcpt()
+        .args(["log", "init"])
+        .arg(&dir2)
+        .args(["--origin", "o", "--key"])
+        .arg(&inside)
+        .assert()
+        .code(1);
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("inside the log directory"), "{err}");
+}

@@ -1,0 +1,339 @@
+//! The log library end to end with arbitrary entry bytes: appends at many
+//! sizes and batch shapes, proofs that verify against the signed root,
+//! dedup, reopen, repair of work past the checkpoint, tamper detection by
+//! `check`, and concurrent writers.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use rcpt::keys::SigningKey;
+use rcpt::log::{Appended, Log, LogError, LogWriter, check};
+use rcpt::merkle::{self, leaf_hash, verify_consistency, verify_inclusion};
+use rcpt::note::{Checkpoint, Note};
+use std::path::Path;
+
+fn key() -> SigningKey {
+    SigningKey::from_bytes(&[7u8; 32])
+}
+
+/// Entry `i`: distinct, of varying length (1..=300 bytes).
+fn entry(i: u64) -> Vec<u8> {
+    let len = 1 + (i * 37 % 300) as usize;
+    let mut e = format!("entry-{i}:").into_bytes();
+    e.resize(len.max(e.len()), (i % 251) as u8);
+    e
+}
+
+fn entries(range: std::ops::Range<u64>) -> Vec<Vec<u8>> {
+    range.map(entry).collect()
+}
+
+fn new_log(dir: &Path) -> LogWriter {
+    Log::init(dir, "example.com/test-log", &key()).unwrap();
+    LogWriter::open(dir, &key(), false).unwrap()
+}
+
+/// Verify every proof the log can give at its current size, sparsely.
+fn assert_proofs(log: &Log) {
+    let n = log.size();
+    let cp = Checkpoint::parse(&Note::parse(log.checkpoint().as_bytes()).unwrap().text).unwrap();
+    assert_eq!(cp.size, n);
+    assert_eq!(cp.root_hash, log.root());
+    let step = (n / 40).max(1);
+    for i in (0..n).step_by(step as usize).chain(n.checked_sub(1)) {
+        let proof = log.inclusion_proof(i, n).unwrap();
+        verify_inclusion(&leaf_hash(&entry(i)), i, n, &proof, &log.root()).unwrap();
+        assert_eq!(log.entry(i).unwrap(), entry(i), "entry {i}");
+    }
+}
+
+#[test]
+fn appends_at_many_sizes_prove_and_check() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = new_log(tmp.path());
+    let mut sizes = vec![0u64];
+    // Batch shapes straddling tile edges: 1, 255, 256, 257, 65536 + ...
+    for batch in [
+        1u64,
+        1,
+        253,
+        1,
+        255,
+        256,
+        257,
+        511,
+        3,
+        65_536 - 1534,
+        1,
+        700,
+    ] {
+        let old = w.log().size();
+        let got = w.append(&entries(old..old + batch)).unwrap();
+        let want: Vec<Appended> = (old..old + batch)
+            .map(|index| Appended { index, new: true })
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(w.log().size(), old + batch);
+        let memory_root = merkle::root(
+            &(0..old + batch)
+                .map(|i| leaf_hash(&entry(i)))
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(w.log().root(), memory_root, "root at size {}", old + batch);
+        assert_proofs(w.log());
+        sizes.push(old + batch);
+    }
+    let log = Log::open(tmp.path()).unwrap();
+    assert_eq!(log.size(), *sizes.last().unwrap());
+    // Every published size keeps its checkpoint; consistency proofs verify.
+    for (k, &m) in sizes.iter().enumerate() {
+        let text = log.checkpoint_at(m).unwrap();
+        let cp_m = Checkpoint::parse(&Note::parse(text.as_bytes()).unwrap().text).unwrap();
+        assert_eq!(cp_m.size, m);
+        for &n in &sizes[k..] {
+            let cp_n = log.checkpoint_at(n).unwrap();
+            let cp_n = Checkpoint::parse(&Note::parse(cp_n.as_bytes()).unwrap().text).unwrap();
+            let proof = log.consistency_proof(m, n).unwrap();
+            verify_consistency(m, n, &proof, &cp_m.root_hash, &cp_n.root_hash).unwrap();
+            // An old size's inclusion proofs come from the tiles as they were.
+            if m > 0 {
+                let p = log.inclusion_proof(m - 1, m).unwrap();
+                verify_inclusion(&leaf_hash(&entry(m - 1)), m - 1, m, &p, &cp_m.root_hash).unwrap();
+            }
+        }
+    }
+    assert!(matches!(
+        log.checkpoint_at(3),
+        Err(LogError::NoCheckpoint { size: 3, .. })
+    ));
+    let report = check(tmp.path(), |_, _| {}).unwrap();
+    assert_eq!(report.size, log.size());
+    assert_eq!(report.checkpoints, sizes.len() as u64);
+}
+
+#[test]
+fn same_entry_keeps_its_first_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = new_log(tmp.path());
+    w.append(&entries(0..10)).unwrap();
+    // Within one batch and across batches.
+    let batch = vec![entry(3), entry(10), entry(10), entry(11), entry(0)];
+    let got = w.append(&batch).unwrap();
+    let want = [(3, false), (10, true), (10, false), (11, true), (0, false)];
+    let want: Vec<Appended> = want
+        .iter()
+        .map(|&(index, new)| Appended { index, new })
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(w.log().size(), 12);
+    // A batch of duplicates only publishes nothing.
+    let before = w.log().checkpoint().to_string();
+    assert_eq!(
+        w.append(&[entry(5)]).unwrap(),
+        vec![Appended {
+            index: 5,
+            new: false
+        }]
+    );
+    assert_eq!(w.log().checkpoint(), before);
+    drop(w);
+    // After reopen, and with the index deleted (rebuilt from the entries).
+    let mut w = LogWriter::open(tmp.path(), &key(), false).unwrap();
+    assert_eq!(
+        w.append(&[entry(11)]).unwrap(),
+        vec![Appended {
+            index: 11,
+            new: false
+        }]
+    );
+    drop(w);
+    std::fs::remove_file(tmp.path().join(".rcpt/index")).unwrap();
+    let mut w = LogWriter::open(tmp.path(), &key(), false).unwrap();
+    assert_eq!(
+        w.append(&[entry(7)]).unwrap(),
+        vec![Appended {
+            index: 7,
+            new: false
+        }]
+    );
+    let log = Log::open(tmp.path()).unwrap();
+    assert_eq!(log.find(&leaf_hash(&entry(9))).unwrap(), Some(9));
+    assert_eq!(log.find(&leaf_hash(b"never logged")).unwrap(), None);
+    check(tmp.path(), |_, _| {}).unwrap();
+}
+
+#[test]
+fn stale_index_hint_past_checkpoint_is_not_a_duplicate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = new_log(tmp.path());
+    w.append(&entries(0..5)).unwrap();
+    drop(w);
+    // Simulate a crash after the index commit but before the checkpoint:
+    // append to a copy, then restore the old checkpoint (the truth).
+    let cp = std::fs::read(tmp.path().join("checkpoint")).unwrap();
+    let mut w = LogWriter::open(tmp.path(), &key(), false).unwrap();
+    w.append(&entries(5..300)).unwrap();
+    drop(w);
+    std::fs::write(tmp.path().join("checkpoint"), &cp).unwrap();
+    let report = check(tmp.path(), |_, _| {}).unwrap();
+    assert_eq!((report.size, report.unpublished), (5, 1));
+    // Entry 7 is in the index (hint 7) and in tiles past the checkpoint,
+    // but not in the log: it must be appended anew.
+    let mut w = LogWriter::open(tmp.path(), &key(), false).unwrap();
+    assert_eq!(w.log().size(), 5);
+    let got = w.append(&[entry(7), entry(2)]).unwrap();
+    assert_eq!(
+        got,
+        vec![
+            Appended {
+                index: 5,
+                new: true
+            },
+            Appended {
+                index: 2,
+                new: false
+            }
+        ]
+    );
+    drop(w);
+    check(tmp.path(), |_, _| {}).unwrap();
+}
+
+#[test]
+fn leftovers_past_the_checkpoint_are_repaired() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = new_log(tmp.path());
+    w.append(&entries(0..300)).unwrap();
+    drop(w);
+    // Garbage where the next append will write, and a stray temp file.
+    let p = tmp.path();
+    std::fs::create_dir_all(p.join("tile/entries/001.p")).unwrap();
+    std::fs::write(p.join("tile/entries/001.p/50"), b"garbage").unwrap();
+    std::fs::create_dir_all(p.join("tile/0/001.p")).unwrap();
+    std::fs::write(p.join("tile/0/001.p/50"), [0u8; 32 * 50]).unwrap();
+    std::fs::write(p.join(".rcpt/tmp/123-4"), b"half a tile").unwrap();
+    check(p, |_, _| {}).unwrap();
+    let mut w = LogWriter::open(p, &key(), false).unwrap();
+    assert_eq!(std::fs::read_dir(p.join(".rcpt/tmp")).unwrap().count(), 0);
+    w.append(&entries(300..306)).unwrap();
+    drop(w);
+    let report = check(p, |_, _| {}).unwrap();
+    assert_eq!(report.size, 306);
+    assert_proofs(&Log::open(p).unwrap());
+}
+
+#[test]
+fn check_names_the_first_broken_tile() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = new_log(tmp.path());
+    w.append(&entries(0..600)).unwrap();
+    drop(w);
+    let tile = tmp.path().join("tile/0/001");
+    let mut bytes = std::fs::read(&tile).unwrap();
+    bytes[100] ^= 1;
+    std::fs::write(&tile, &bytes).unwrap();
+    match check(tmp.path(), |_, _| {}) {
+        Err(LogError::TileMismatch { path }) => assert_eq!(path, "tile/0/001"),
+        other => panic!("expected a tile mismatch, got {other:?}"),
+    }
+    bytes[100] ^= 1;
+    std::fs::write(&tile, &bytes).unwrap();
+    check(tmp.path(), |_, _| {}).unwrap();
+    // A changed entry changes its leaf: the level-0 tile no longer matches.
+    let bundle = tmp.path().join("tile/entries/000");
+    let mut b = std::fs::read(&bundle).unwrap();
+    let last = b.len() - 1;
+    b[last] ^= 1;
+    std::fs::write(&bundle, &b).unwrap();
+    match check(tmp.path(), |_, _| {}) {
+        Err(LogError::TileMismatch { path }) => assert_eq!(path, "tile/0/000"),
+        other => panic!("expected a tile mismatch, got {other:?}"),
+    }
+}
+
+#[test]
+fn second_writer_fails_or_waits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let w = new_log(tmp.path());
+    let err = LogWriter::open(tmp.path(), &key(), false).unwrap_err();
+    assert!(matches!(err, LogError::Locked { .. }));
+    assert!(err.to_string().contains("--wait"), "{err}");
+    drop(w);
+    LogWriter::open(tmp.path(), &key(), false).unwrap();
+}
+
+#[test]
+fn wrong_key_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    Log::init(tmp.path(), "example.com/log", &key()).unwrap();
+    let other = SigningKey::from_bytes(&[9u8; 32]);
+    let err = LogWriter::open(tmp.path(), &other, false).unwrap_err();
+    assert!(matches!(err, LogError::WrongKey { .. }), "{err}");
+}
+
+#[test]
+fn init_refuses_a_non_empty_dir_and_a_key_inside() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("x"), b"x").unwrap();
+    let err = Log::init(tmp.path(), "o", &key()).unwrap_err();
+    assert!(matches!(err, LogError::NotEmpty(_)), "{err}");
+    let tmp2 = tempfile::tempdir().unwrap();
+    let dir = tmp2.path().join("log");
+    std::fs::create_dir(&dir).unwrap();
+    let inside = tmp2.path().join("log.key");
+    std::fs::write(&inside, b"k").unwrap();
+    // The key beside the log is fine; a key inside is refused.
+    Log::create(&dir, "o", &key(), Some(&inside)).unwrap();
+    let dir2 = tmp2.path().join("log2");
+    std::fs::create_dir(&dir2).unwrap();
+    let err = Log::create(&dir2, "o", &key(), Some(&dir2)).unwrap_err();
+    assert!(matches!(err, LogError::KeyInsideLog { .. }), "{err}");
+}
+
+#[test]
+fn concurrent_writers_with_wait_never_corrupt() {
+    let tmp = tempfile::tempdir().unwrap();
+    drop(new_log(tmp.path()));
+    let dir = tmp.path().to_path_buf();
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let dir = dir.clone();
+            std::thread::spawn(move || {
+                let mut got = Vec::new();
+                for b in 0..5u64 {
+                    let start = 1000 * t + 100 * b;
+                    let mut w = LogWriter::open(&dir, &key(), true).unwrap();
+                    let batch = entries(start..start + 37);
+                    got.extend(batch.iter().cloned().zip(w.append(&batch).unwrap()));
+                }
+                got
+            })
+        })
+        .collect();
+    let results: Vec<_> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    let log = Log::open(&dir).unwrap();
+    assert_eq!(log.size(), 4 * 5 * 37);
+    for (e, a) in results {
+        assert!(a.new);
+        assert_eq!(log.entry(a.index).unwrap(), e);
+    }
+    check(&dir, |_, _| {}).unwrap();
+}
+
+#[test]
+fn batch_limits_are_enforced_before_work() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = new_log(tmp.path());
+    let err = w.append(&[b"ok".to_vec(), Vec::new()]).unwrap_err();
+    assert!(
+        matches!(err, LogError::EntrySize { position: 1, .. }),
+        "{err}"
+    );
+    let big = vec![0u8; rcpt::limits::MAX_ENTRY_BYTES + 1];
+    assert!(matches!(w.append(&[big]), Err(LogError::EntrySize { .. })));
+    let max = vec![1u8; rcpt::limits::MAX_ENTRY_BYTES];
+    w.append(&[max.clone()]).unwrap();
+    assert_eq!(w.log().entry(0).unwrap(), max);
+    assert_eq!(w.log().size(), 1);
+}
