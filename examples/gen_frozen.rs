@@ -27,6 +27,22 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+/// The corpus's own README, written with it.
+const CORPUS_README: &str = "# Frozen receipt corpus\n\n\
+Written once by `cargo run --example gen_frozen -- fixtures/frozen-receipts` \
+(examples/gen_frozen.rs: fixed keys, no clock, no randomness) and never \
+regenerated. `rcpt verify --corpus fixtures/frozen-receipts` checks every \
+case of `manifest.json` (expected outcome and primary reason code) and every \
+line of `SHA256SUMS`; tests/frozen.rs does the same and fails if any file \
+changed.\n\n\
+- `manifest.json`: the cases; `trust.json`: the trust (one issuer, one log).\n\
+- `keys/`: public keys only (`issuer.pub`, `untrusted-issuer.pub`, \
+`log.vkey`). Private keys are derived from fixed labels in the generator.\n\
+- `log/`: the public files (checkpoint, tiles) of the main log the bundles \
+were proven from.\n\
+- `bundles/`: one bundle per case; receipts that break an invariant or the \
+canonical form are still correctly signed and logged.\n";
+
 /// Origin of the main (trusted) log.
 const ORIGIN: &str = "rcpt.example/frozen-log";
 /// Origin of a log no trust file names.
@@ -859,6 +875,47 @@ fn cases(issuer: &SigningKey, stranger: &SigningKey) -> Result<Vec<Case>> {
         Edit::None,
         error("log.untrusted"),
     );
+    add(
+        "envelope-no-signatures",
+        "an envelope with an empty signatures list: malformed DSSE",
+        cbor(&base(next()))?,
+        Edit::None,
+        failed("envelope.malformed"),
+    );
+    add(
+        "envelope-empty-keyid-bad-signature",
+        "a signature without keyid that verifies under no trusted key: skipped",
+        cbor(&base(next()))?,
+        Edit::None,
+        error("signature.untrusted"),
+    );
+    let impostor = key("impostor log");
+    add(
+        "checkpoint-other-key-same-name",
+        "checkpoint signed under the log's name by another key (key hash differs): no trusted key signed",
+        cbor(&base(next()))?,
+        Edit::Json(Box::new(move |b| {
+            edit_checkpoint(b, |t| {
+                let body = format!("{}\n", t.split("\n\n").next().unwrap_or_default());
+                rcpt::note::sign(&body, ORIGIN, &impostor).unwrap_or_default()
+            })
+        })),
+        error("log.untrusted"),
+    );
+    add(
+        "checkpoint-101-signatures",
+        "checkpoint with 101 signature lines (limit 100): malformed",
+        cbor(&base(next()))?,
+        Edit::Json(Box::new(|b| {
+            edit_checkpoint(b, |t| {
+                let extra: String = (0..100)
+                    .map(|i| grease_line(&format!("g{i}")) + "\n")
+                    .collect();
+                format!("{t}{extra}")
+            })
+        })),
+        failed("checkpoint.malformed"),
+    );
     // Envelope-level adjustments for the last cases (all before logging).
     for case in out.iter_mut() {
         let file = case.file.clone();
@@ -875,6 +932,11 @@ fn cases(issuer: &SigningKey, stranger: &SigningKey) -> Result<Vec<Case>> {
                 *env = Envelope::sign("application/vnd.in-toto+json", env.payload.clone(), issuer)
             }
             "bundles/log-unknown-origin.json" => case.unknown_log = true,
+            "bundles/envelope-no-signatures.json" => env.signatures.clear(),
+            "bundles/envelope-empty-keyid-bad-signature.json" => {
+                env.signatures[0].keyid = String::new();
+                env.signatures[0].sig[3] ^= 0x10;
+            }
             _ => {}
         }
     }
@@ -940,27 +1002,29 @@ fn flip_signature(note: &str) -> String {
     format!("{body}\n\n{}\n", lines.join("\n"))
 }
 
+/// A signature line of an unknown key (deterministic bytes).
+fn grease_line(label: &str) -> String {
+    let bytes: Vec<u8> = [
+        Digest::sha256(label.as_bytes()).bytes,
+        Digest::sha256(&[1]).bytes,
+        Digest::sha256(&[2]).bytes,
+    ]
+    .concat()
+    .into_iter()
+    .take(68)
+    .collect();
+    format!("— grease.example/{label} {}", STANDARD.encode(bytes))
+}
+
 /// Add three signature lines of unknown keys (one before, two after the real one).
 fn grease(note: &str) -> String {
     let (body, sigs) = note.split_once("\n\n").unwrap_or((note, ""));
-    let line = |label: &str| {
-        let bytes: Vec<u8> = [
-            Digest::sha256(label.as_bytes()).bytes,
-            Digest::sha256(&[1]).bytes,
-            Digest::sha256(&[2]).bytes,
-        ]
-        .concat()
-        .into_iter()
-        .take(68)
-        .collect();
-        format!("— grease.example/{label} {}", STANDARD.encode(bytes))
-    };
     format!(
         "{body}\n\n{}\n{}{}\n{}\n",
-        line("a"),
+        grease_line("a"),
         sigs,
-        line("b"),
-        line("c")
+        grease_line("b"),
+        grease_line("c")
     )
 }
 
@@ -1186,6 +1250,7 @@ fn main() -> Result<()> {
         &out.join("manifest.json"),
         serde_json::to_string_pretty(&manifest)?.as_bytes(),
     )?;
+    write_new(&out.join("README.md"), CORPUS_README.as_bytes())?;
     let mut files = Vec::new();
     list_files(&out, "", &mut files)?;
     let mut sums = String::new();
