@@ -1,9 +1,26 @@
 //! bundle: the offline proof bundle of one receipt (DESIGN.md "Bundle").
 //!
-//! Interface fixed; the parser with limits is written by the lead.
+//! ```json
+//! {"media_type": "application/vnd.rcpt.bundle.v1+json",
+//!  "receipt_id": "blake3:...",
+//!  "envelope": { DSSE envelope },
+//!  "log": {"origin": "...", "index": 0, "tree_size": 1,
+//!          "inclusion": ["<base64 hash>", ...], "checkpoint": "<signed note>"}}
+//! ```
+//!
+//! Parsing is in two stages so that the verifier can report every check: a
+//! [`RawBundle`] is the JSON shape with strings left undecoded; [`Bundle`]
+//! is fully decoded. This module does no verification.
 
-use crate::dsse::Envelope;
+use crate::constants::BUNDLE_MEDIA_TYPE;
+use crate::dsse::{Envelope, EnvelopeError};
+use crate::limits::{MAX_BUNDLE_BYTES, MAX_JSON_DEPTH, MAX_PROOF_HASHES};
 use crate::merkle::Hash;
+use crate::strictjson;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 /// Where a receipt sits in a log, with the proof and the signed checkpoint.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,9 +48,166 @@ pub struct Bundle {
     pub log: LogProof,
 }
 
+/// Why a bundle could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BundleError {
+    /// Over [`MAX_BUNDLE_BYTES`].
+    #[error("bundle is {0} bytes, over the limit of {MAX_BUNDLE_BYTES}")]
+    TooLarge(usize),
+    /// Not JSON of the bundle shape (duplicate keys, unknown or missing fields included).
+    #[error("bundle JSON: {0}")]
+    Json(String),
+    /// `media_type` names another format: not evaluated, not failed.
+    #[error("unsupported bundle media type \"{0}\" (this rcpt reads {BUNDLE_MEDIA_TYPE})")]
+    UnsupportedMediaType(String),
+    /// The envelope inside is malformed.
+    #[error("envelope: {0}")]
+    Envelope(#[from] EnvelopeError),
+    /// An inclusion hash is not base64 of 32 bytes.
+    #[error("inclusion hash {index}: {detail}")]
+    ProofHash {
+        /// Position in `inclusion`.
+        index: usize,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// More than [`MAX_PROOF_HASHES`] inclusion hashes.
+    #[error("inclusion proof has {0} hashes, over the limit of {MAX_PROOF_HASHES}")]
+    ProofTooLong(usize),
+}
+
+/// Only the media type, read first so another version's shape is never judged.
+#[derive(Deserialize)]
+struct MediaTypeOnly {
+    media_type: Option<String>,
+}
+
+/// The v1 JSON shape, strings undecoded.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBundle {
+    /// Must be [`BUNDLE_MEDIA_TYPE`].
+    pub media_type: String,
+    /// Claimed receipt id text.
+    pub receipt_id: String,
+    /// The envelope JSON, byte for byte as in the file.
+    pub envelope: Box<RawValue>,
+    /// The log part.
+    pub log: RawLogProof,
+}
+
+/// The v1 `log` object, strings undecoded.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLogProof {
+    /// Log origin.
+    pub origin: String,
+    /// Leaf index.
+    pub index: u64,
+    /// Tree size.
+    pub tree_size: u64,
+    /// Base64 proof hashes.
+    pub inclusion: Vec<String>,
+    /// Signed checkpoint note text.
+    pub checkpoint: String,
+}
+
+impl RawBundle {
+    /// Size limit, strict JSON, media type, then the v1 shape.
+    pub fn parse(bytes: &[u8]) -> Result<RawBundle, BundleError> {
+        if bytes.len() > MAX_BUNDLE_BYTES {
+            return Err(BundleError::TooLarge(bytes.len()));
+        }
+        strictjson::check(bytes, MAX_JSON_DEPTH).map_err(|e| BundleError::Json(e.to_string()))?;
+        let head: MediaTypeOnly =
+            serde_json::from_slice(bytes).map_err(|e| BundleError::Json(e.to_string()))?;
+        match head.media_type.as_deref() {
+            Some(BUNDLE_MEDIA_TYPE) => {}
+            Some(other) => return Err(BundleError::UnsupportedMediaType(other.to_string())),
+            None => return Err(BundleError::Json("missing field `media_type`".to_string())),
+        }
+        serde_json::from_slice(bytes).map_err(|e| BundleError::Json(e.to_string()))
+    }
+
+    /// Decode the inclusion hashes (each base64 of exactly 32 bytes).
+    pub fn inclusion_hashes(&self) -> Result<Vec<Hash>, BundleError> {
+        decode_hashes(&self.log.inclusion)
+    }
+}
+
+/// Decode base64 proof hashes, each exactly 32 bytes, at most [`MAX_PROOF_HASHES`].
+pub fn decode_hashes(texts: &[String]) -> Result<Vec<Hash>, BundleError> {
+    if texts.len() > MAX_PROOF_HASHES {
+        return Err(BundleError::ProofTooLong(texts.len()));
+    }
+    texts
+        .iter()
+        .enumerate()
+        .map(|(index, text)| {
+            let bytes = STANDARD.decode(text).map_err(|e| BundleError::ProofHash {
+                index,
+                detail: e.to_string(),
+            })?;
+            Hash::try_from(bytes.as_slice()).map_err(|_| BundleError::ProofHash {
+                index,
+                detail: format!("{} bytes, expected 32", bytes.len()),
+            })
+        })
+        .collect()
+}
+
+/// Base64 (standard, padded) of each hash, for JSON output.
+pub fn encode_hashes(hashes: &[Hash]) -> Vec<String> {
+    hashes.iter().map(|h| STANDARD.encode(h)).collect()
+}
+
+/// The JSON written for a bundle (field order as DESIGN.md).
+#[derive(Serialize)]
+struct BundleOut<'a> {
+    media_type: &'a str,
+    receipt_id: &'a str,
+    envelope: &'a RawValue,
+    log: RawLogProof,
+}
+
 impl Bundle {
+    /// Parse and fully decode a bundle.
+    pub fn from_json(bytes: &[u8]) -> Result<Bundle, BundleError> {
+        let raw = RawBundle::parse(bytes)?;
+        let envelope = Envelope::from_json(raw.envelope.get().as_bytes())?;
+        let inclusion = raw.inclusion_hashes()?;
+        let log = LogProof {
+            origin: raw.log.origin,
+            index: raw.log.index,
+            tree_size: raw.log.tree_size,
+            inclusion,
+            checkpoint: raw.log.checkpoint,
+        };
+        Ok(Bundle {
+            receipt_id: raw.receipt_id,
+            envelope,
+            log,
+        })
+    }
+
     /// The bundle as JSON text (media type `application/vnd.rcpt.bundle.v1+json`).
     pub fn to_json(&self) -> String {
-        todo!()
+        let envelope = self.envelope.to_json();
+        // An envelope's own JSON is always valid JSON; fall back to `null`
+        // (Box<RawValue>'s default) rather than panic if that ever stopped holding.
+        let raw = RawValue::from_string(envelope).unwrap_or_default();
+        let out = BundleOut {
+            media_type: BUNDLE_MEDIA_TYPE,
+            receipt_id: &self.receipt_id,
+            envelope: &raw,
+            log: RawLogProof {
+                origin: self.log.origin.clone(),
+                index: self.log.index,
+                tree_size: self.log.tree_size,
+                inclusion: encode_hashes(&self.log.inclusion),
+                checkpoint: self.log.checkpoint.clone(),
+            },
+        };
+        serde_json::to_string_pretty(&out).unwrap_or_default()
     }
 }

@@ -22,10 +22,12 @@ pub enum StrictJsonError {
 /// anything after the document.
 pub fn check(bytes: &[u8], max_depth: usize) -> Result<(), StrictJsonError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    Walk { depth_left: max_depth }
-        .deserialize(&mut de)
-        .and_then(|()| de.end())
-        .map_err(|e| StrictJsonError::Invalid(e.to_string()))
+    Walk {
+        depth_left: max_depth,
+    }
+    .deserialize(&mut de)
+    .and_then(|()| de.end())
+    .map_err(|e| StrictJsonError::Invalid(e.to_string()))
 }
 
 /// One level of the walk: how many more levels of nesting are allowed.

@@ -1,3 +1,154 @@
-//! verify: checks, outcomes and reports.
+//! verify: offline checks of bundles, their three outcomes, and reports.
 //!
-//! STUB: written by the lead.
+//! Every check of a bundle runs and is reported by name. A check either ran
+//! and gave a [`CheckVerdict`] (pass or fail), or could not run and gave
+//! [`NotEvaluated`]: "could not evaluate" lives outside the verdict type, so
+//! it can never be folded into "failed" or "passed". A bundle's [`Outcome`]
+//! follows: any failure makes it `Failed`; otherwise anything not evaluated
+//! makes it `NotEvaluated`; otherwise it is `Verified`.
+//!
+//! This module reads nothing but the bytes it is handed (and, from
+//! [`Verifier::verify_file`], the one file named), opens no socket, and
+//! never prints: rendering is in [`report`].
+
+mod checks;
+pub mod corpus;
+pub mod report;
+
+pub use checks::{ConsistencyInput, Verifier, VerifierError};
+
+/// Why a check said no: a stable reason code and a detail for people.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// Stable reason code (documented in spec/verify.md).
+    pub reason: &'static str,
+    /// What failed, where, and what to do next.
+    pub detail: String,
+}
+
+/// What a check that ran concluded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckVerdict {
+    /// The check ran and passed.
+    Pass,
+    /// The check ran and said no.
+    Fail(Failure),
+}
+
+/// A check that could not run: no trusted key applies, unreadable input,
+/// an unsupported version, or a check it depends on did not pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotEvaluated {
+    /// Stable reason code (documented in spec/verify.md).
+    pub reason: &'static str,
+    /// Why it could not run.
+    pub detail: String,
+}
+
+/// The result of one check.
+pub type CheckResult = Result<CheckVerdict, NotEvaluated>;
+
+/// One named check and its result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Check {
+    /// Stable check name (spec/verify.md).
+    pub name: &'static str,
+    /// What happened.
+    pub result: CheckResult,
+}
+
+/// The outcome of one bundle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// Every check ran and passed.
+    Verified,
+    /// At least one check ran and said no.
+    Failed,
+    /// Nothing failed, but at least one check could not run.
+    NotEvaluated,
+}
+
+impl Outcome {
+    /// `verified`, `failed` or `error` (the word used in reports and manifests).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Verified => "verified",
+            Outcome::Failed => "failed",
+            Outcome::NotEvaluated => "error",
+        }
+    }
+}
+
+/// Everything the verifier found about one bundle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// The receipt id computed from the payload, when the envelope could be read.
+    pub receipt_id: Option<String>,
+    /// Every check, in a fixed order.
+    pub checks: Vec<Check>,
+}
+
+impl Report {
+    /// The bundle's outcome, from its checks.
+    pub fn outcome(&self) -> Outcome {
+        if self
+            .checks
+            .iter()
+            .any(|c| matches!(c.result, Ok(CheckVerdict::Fail(_))))
+        {
+            Outcome::Failed
+        } else if self.checks.iter().any(|c| c.result.is_err()) {
+            Outcome::NotEvaluated
+        } else {
+            Outcome::Verified
+        }
+    }
+
+    /// The reason code that decided the outcome: the first failure, else the
+    /// first check not evaluated, else `None` (verified).
+    pub fn primary_reason(&self) -> Option<&'static str> {
+        let failure = self.checks.iter().find_map(|c| match &c.result {
+            Ok(CheckVerdict::Fail(f)) => Some(f.reason),
+            _ => None,
+        });
+        failure.or_else(|| {
+            self.checks
+                .iter()
+                .find_map(|c| c.result.as_ref().err().map(|e| e.reason))
+        })
+    }
+}
+
+/// Counts of outcomes over many bundles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Bundles verified.
+    pub verified: u64,
+    /// Bundles failed.
+    pub failed: u64,
+    /// Bundles not evaluated.
+    pub not_evaluated: u64,
+}
+
+impl Summary {
+    /// Count one outcome.
+    pub fn add(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Verified => self.verified += 1,
+            Outcome::Failed => self.failed += 1,
+            Outcome::NotEvaluated => self.not_evaluated += 1,
+        }
+    }
+
+    /// The overall outcome: failed if any failed, else not evaluated if any
+    /// was not, else verified (also for zero bundles).
+    pub fn outcome(&self) -> Outcome {
+        if self.failed > 0 {
+            Outcome::Failed
+        } else if self.not_evaluated > 0 {
+            Outcome::NotEvaluated
+        } else {
+            Outcome::Verified
+        }
+    }
+}

@@ -1,0 +1,636 @@
+//! The checks of one bundle, in order, each independent of the others'
+//! failures wherever its inputs allow.
+
+use super::{Check, CheckResult, CheckVerdict, Failure, NotEvaluated, Report};
+use crate::bundle::{BundleError, RawBundle, decode_hashes};
+use crate::canonical::{self, dagcbor};
+use crate::digest::Digest;
+use crate::digest::to_hex;
+use crate::dsse::{self, Envelope, SignatureCheck};
+use crate::keys::VerifyingKey;
+use crate::limits::{MAX_BUNDLE_BYTES, MAX_JSON_DEPTH, MAX_PAYLOAD_BYTES, MAX_PROOF_FILE_BYTES};
+use crate::merkle::{self, Hash};
+use crate::note::{self, Checkpoint, Note, NoteCheck};
+use crate::receipt::{Invariant, Receipt, SchemaError};
+use crate::trust::Trust;
+use crate::{constants, strictjson};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// Check names, in report order (spec/verify.md).
+pub(crate) mod name {
+    pub const BUNDLE: &str = "bundle";
+    pub const ENVELOPE: &str = "envelope";
+    pub const PAYLOAD_TYPE: &str = "payload_type";
+    pub const SIGNATURE: &str = "signature";
+    pub const PAYLOAD_CANONICAL: &str = "payload.canonical";
+    pub const PAYLOAD_SCHEMA: &str = "payload.schema";
+    pub const RECEIPT_ID: &str = "receipt_id";
+    pub const CHECKPOINT_SIGNATURE: &str = "checkpoint.signature";
+    pub const CHECKPOINT_MATCH: &str = "checkpoint.match";
+    pub const INCLUSION: &str = "inclusion";
+    pub const CONSISTENCY: &str = "consistency";
+}
+
+/// Most distinct checkpoints remembered (verified once, reused by every
+/// bundle that carries the same text); the cache is cleared when full.
+const CHECKPOINT_CACHE_ENTRIES: usize = 4096;
+
+/// Why a verifier could not be set up (a bad invocation, exit status 2).
+#[derive(Debug, thiserror::Error)]
+pub enum VerifierError {
+    /// No issuer key at all: no signature could ever be evaluated.
+    #[error("no trusted issuer key: pass --issuer-key PUB or a --trust file with \"issuers\"")]
+    NoIssuerKeys,
+    /// No log key at all: no checkpoint could ever be evaluated.
+    #[error("no trusted log key: pass --log-key VKEY or a --trust file with \"logs\"")]
+    NoLogKeys,
+    /// The consistency proof file is not `{"from": M, "to": N, "proof": [...]}`.
+    #[error("consistency proof file: {0}")]
+    ProofFile(String),
+}
+
+/// The `--since` input: an older checkpoint and a consistency proof from it.
+#[derive(Clone, Debug)]
+pub struct ConsistencyInput {
+    /// The older signed checkpoint note text.
+    pub old_checkpoint: String,
+    /// `from` of the proof file.
+    pub from: u64,
+    /// `to` of the proof file.
+    pub to: u64,
+    /// The proof hashes.
+    pub proof: Vec<Hash>,
+}
+
+/// The JSON that `rcpt log consistency --json` prints.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProofFile {
+    from: u64,
+    to: u64,
+    proof: Vec<String>,
+}
+
+impl ConsistencyInput {
+    /// Read the old checkpoint text and the proof JSON.
+    pub fn parse(old_checkpoint: &[u8], proof_json: &[u8]) -> Result<Self, VerifierError> {
+        let bad = |e: String| VerifierError::ProofFile(e);
+        if proof_json.len() > MAX_PROOF_FILE_BYTES {
+            return Err(bad(format!(
+                "over the limit of {MAX_PROOF_FILE_BYTES} bytes"
+            )));
+        }
+        strictjson::check(proof_json, MAX_JSON_DEPTH).map_err(|e| bad(e.to_string()))?;
+        let file: ProofFile = serde_json::from_slice(proof_json).map_err(|e| bad(e.to_string()))?;
+        let proof = decode_hashes(&file.proof).map_err(|e| bad(e.to_string()))?;
+        Ok(ConsistencyInput {
+            old_checkpoint: String::from_utf8_lossy(old_checkpoint).into_owned(),
+            from: file.from,
+            to: file.to,
+            proof,
+        })
+    }
+}
+
+/// A checkpoint as verified once: the signature result and the parsed body.
+#[derive(Debug)]
+struct VerifiedCheckpoint {
+    signature: CheckResult,
+    body: Result<Checkpoint, Failure>,
+}
+
+/// Verifies bundles against a fixed trust set. Shareable across threads.
+#[derive(Debug)]
+pub struct Verifier {
+    trust: Trust,
+    issuer_keys: Vec<VerifyingKey>,
+    since: Option<ConsistencyInput>,
+    cache: Mutex<HashMap<[u8; 32], Arc<VerifiedCheckpoint>>>,
+}
+
+impl Verifier {
+    /// A verifier for `trust`; refuses a trust set that could evaluate nothing.
+    pub fn new(trust: Trust, since: Option<ConsistencyInput>) -> Result<Verifier, VerifierError> {
+        if trust.issuers.is_empty() {
+            return Err(VerifierError::NoIssuerKeys);
+        }
+        if trust.logs.is_empty() {
+            return Err(VerifierError::NoLogKeys);
+        }
+        let issuer_keys = trust.issuer_keys();
+        Ok(Verifier {
+            trust,
+            issuer_keys,
+            since,
+            cache: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Read one bundle file (at most [`MAX_BUNDLE_BYTES`]) and verify it.
+    pub fn verify_file(&self, path: &Path) -> Report {
+        let mut bytes = Vec::new();
+        let read = std::fs::File::open(path).and_then(|f| {
+            // Read one byte past the limit so an oversized file is seen as such.
+            f.take(MAX_BUNDLE_BYTES as u64 + 1).read_to_end(&mut bytes)
+        });
+        match read {
+            Ok(_) => self.verify_bytes(&bytes),
+            Err(e) => unreadable(&format!("cannot read {}: {e}", path.display())),
+        }
+    }
+
+    /// Verify one bundle's bytes: every check, in order.
+    pub fn verify_bytes(&self, bytes: &[u8]) -> Report {
+        let raw = match RawBundle::parse(bytes) {
+            Ok(raw) => raw,
+            Err(e) => return unparsed(&e),
+        };
+        let mut checks = vec![pass(name::BUNDLE)];
+        let envelope = Envelope::from_json(raw.envelope.get().as_bytes());
+        checks.push(Check {
+            name: name::ENVELOPE,
+            result: match &envelope {
+                Ok(_) => Ok(CheckVerdict::Pass),
+                Err(e) => fail("envelope.malformed", format!("envelope: {e}")),
+            },
+        });
+        let receipt_id = match &envelope {
+            Ok(env) => self.envelope_checks(env, &raw.receipt_id, &mut checks),
+            Err(_) => {
+                skip(&mut checks, name::PAYLOAD_TYPE, name::ENVELOPE);
+                skip_all(&mut checks, &payload_chain(), name::ENVELOPE);
+                None
+            }
+        };
+        self.log_checks(&raw, envelope.as_ref().ok(), &mut checks);
+        Report { receipt_id, checks }
+    }
+
+    /// Payload type, signature, payload, invariants, id. Returns the computed id.
+    fn envelope_checks(
+        &self,
+        env: &Envelope,
+        claimed: &str,
+        checks: &mut Vec<Check>,
+    ) -> Option<String> {
+        if env.payload_type != constants::RECEIPT_PAYLOAD_TYPE {
+            checks.push(not_evaluated(
+                name::PAYLOAD_TYPE,
+                "envelope.payload_type_unsupported",
+                format!(
+                    "payload type \"{}\" is not {}: not evaluated",
+                    env.payload_type,
+                    constants::RECEIPT_PAYLOAD_TYPE
+                ),
+            ));
+            skip_all(checks, &payload_chain(), name::PAYLOAD_TYPE);
+            return None;
+        }
+        checks.push(pass(name::PAYLOAD_TYPE));
+        checks.push(Check {
+            name: name::SIGNATURE,
+            result: self.signature(env),
+        });
+        payload_checks(&env.payload, checks);
+        let id = canonical::identity(&env.payload);
+        checks.push(Check {
+            name: name::RECEIPT_ID,
+            result: receipt_id_check(claimed, &id),
+        });
+        Some(id.to_string())
+    }
+
+    /// The DESIGN.md signature rule over the trusted issuer keys.
+    fn signature(&self, env: &Envelope) -> CheckResult {
+        match dsse::check_signatures(env, &self.issuer_keys) {
+            SignatureCheck::Verified { .. } => Ok(CheckVerdict::Pass),
+            SignatureCheck::Failed { index, keyid } => fail(
+                "signature.invalid",
+                format!(
+                    "signature {index} names trusted key {keyid} but does not verify under it: \
+                     the envelope was altered or signed by another key"
+                ),
+            ),
+            SignatureCheck::NotEvaluated => Err(NotEvaluated {
+                reason: "signature.untrusted",
+                detail: format!(
+                    "no signature is by a trusted issuer key (keyids: {}): add the issuer's \
+                     public key with --issuer-key or to the trust file",
+                    keyid_list(env)
+                ),
+            }),
+        }
+    }
+
+    /// Checkpoint signature and match, inclusion, and consistency.
+    fn log_checks(&self, raw: &RawBundle, env: Option<&Envelope>, checks: &mut Vec<Check>) {
+        let cp = self.checkpoint(&raw.log.origin, &raw.log.checkpoint);
+        checks.push(Check {
+            name: name::CHECKPOINT_SIGNATURE,
+            result: cp.signature.clone(),
+        });
+        let body = match &cp.body {
+            Ok(body) => body,
+            Err(f) => {
+                checks.push(Check {
+                    name: name::CHECKPOINT_MATCH,
+                    result: Ok(CheckVerdict::Fail(f.clone())),
+                });
+                skip(checks, name::INCLUSION, name::CHECKPOINT_MATCH);
+                if self.since.is_some() {
+                    skip(checks, name::CONSISTENCY, name::CHECKPOINT_MATCH);
+                }
+                return;
+            }
+        };
+        checks.push(Check {
+            name: name::CHECKPOINT_MATCH,
+            result: checkpoint_match(raw, body),
+        });
+        checks.push(Check {
+            name: name::INCLUSION,
+            result: inclusion(raw, env, body),
+        });
+        if let Some(since) = &self.since {
+            let result = self.consistency(since, raw.log.tree_size, body);
+            checks.push(Check {
+                name: name::CONSISTENCY,
+                result,
+            });
+        }
+    }
+
+    /// Verify a checkpoint note for `origin`, once per distinct text.
+    fn checkpoint(&self, origin: &str, text: &str) -> Arc<VerifiedCheckpoint> {
+        let key: [u8; 32] = Digest::sha256(format!("{origin}\n{text}").as_bytes()).bytes;
+        if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+            return hit;
+        }
+        let verified = Arc::new(self.verify_checkpoint(origin, text));
+        if let Ok(mut cache) = self.cache.lock() {
+            if cache.len() >= CHECKPOINT_CACHE_ENTRIES {
+                cache.clear();
+            }
+            cache.insert(key, Arc::clone(&verified));
+        }
+        verified
+    }
+
+    /// Parse the note, apply the trust rule with the keys named `origin`, parse the body.
+    fn verify_checkpoint(&self, origin: &str, text: &str) -> VerifiedCheckpoint {
+        let note = match Note::parse(text.as_bytes()) {
+            Ok(note) => note,
+            Err(e) => {
+                let f = Failure {
+                    reason: "checkpoint.malformed",
+                    detail: format!("checkpoint note: {e}"),
+                };
+                return VerifiedCheckpoint {
+                    signature: Ok(CheckVerdict::Fail(f.clone())),
+                    body: Err(f),
+                };
+            }
+        };
+        let keys = self.trust.log_keys_for(origin);
+        let signature = if keys.is_empty() {
+            Err(NotEvaluated {
+                reason: "log.untrusted",
+                detail: format!(
+                    "no trusted log key for origin \"{origin}\": add its verifier key with \
+                     --log-key or to the trust file"
+                ),
+            })
+        } else {
+            note_check(note::check(&note, &keys), origin)
+        };
+        let body = Checkpoint::parse(&note.text).map_err(|e| Failure {
+            reason: "checkpoint.malformed",
+            detail: format!("checkpoint body: {e}"),
+        });
+        VerifiedCheckpoint { signature, body }
+    }
+
+    /// `--since`: the old checkpoint is trusted and the proof links it to this one.
+    fn consistency(
+        &self,
+        since: &ConsistencyInput,
+        tree_size: u64,
+        body: &Checkpoint,
+    ) -> CheckResult {
+        let old = self.checkpoint(&body.origin, &since.old_checkpoint);
+        if let Some(not_passed) = not_passing(&old.signature, "the --since checkpoint") {
+            return not_passed;
+        }
+        let old_body = match &old.body {
+            Ok(b) => b,
+            Err(f) => return Ok(CheckVerdict::Fail(f.clone())),
+        };
+        if old_body.origin != body.origin {
+            return fail(
+                "consistency.origin_mismatch",
+                format!(
+                    "--since checkpoint is for \"{}\", the bundle's log is \"{}\"",
+                    old_body.origin, body.origin
+                ),
+            );
+        }
+        if since.from != old_body.size || since.to != tree_size {
+            return fail(
+                "consistency.size_mismatch",
+                format!(
+                    "proof is from {} to {}, but the --since checkpoint has size {} and the \
+                     bundle's tree size is {}: prove consistency between exactly those sizes",
+                    since.from, since.to, old_body.size, tree_size
+                ),
+            );
+        }
+        match merkle::verify_consistency(
+            since.from,
+            since.to,
+            &since.proof,
+            &old_body.root_hash,
+            &body.root_hash,
+        ) {
+            Ok(()) => Ok(CheckVerdict::Pass),
+            Err(e) => fail(
+                "consistency.invalid",
+                format!("the bundle's checkpoint does not extend the --since checkpoint: {e}"),
+            ),
+        }
+    }
+}
+
+/// The checks that need a receipt payload, in report order.
+fn payload_chain() -> Vec<&'static str> {
+    let mut names = vec![
+        name::SIGNATURE,
+        name::PAYLOAD_CANONICAL,
+        name::PAYLOAD_SCHEMA,
+    ];
+    names.extend(Invariant::ALL.iter().map(|i| i.reason_code()));
+    names.push(name::RECEIPT_ID);
+    names
+}
+
+/// Canonical decode, schema, and each invariant, each its own check.
+fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) {
+    if payload.len() > MAX_PAYLOAD_BYTES {
+        checks.push(Check {
+            name: name::PAYLOAD_CANONICAL,
+            result: fail(
+                "payload.too_large",
+                format!(
+                    "payload is {} bytes, over the limit of {MAX_PAYLOAD_BYTES}",
+                    payload.len()
+                ),
+            ),
+        });
+        skip(checks, name::PAYLOAD_SCHEMA, name::PAYLOAD_CANONICAL);
+        return skip_invariants(checks, name::PAYLOAD_CANONICAL);
+    }
+    let value = match dagcbor::decode(payload) {
+        Ok(v) => v,
+        Err(e) => {
+            checks.push(Check {
+                name: name::PAYLOAD_CANONICAL,
+                result: fail(e.reason_code(), format!("payload: {e}")),
+            });
+            skip(checks, name::PAYLOAD_SCHEMA, name::PAYLOAD_CANONICAL);
+            return skip_invariants(checks, name::PAYLOAD_CANONICAL);
+        }
+    };
+    checks.push(pass(name::PAYLOAD_CANONICAL));
+    let receipt = match Receipt::from_value(&value) {
+        Ok(r) => r,
+        Err(e) => {
+            let result = match &e {
+                SchemaError::UnsupportedVersion(_) => Err(NotEvaluated {
+                    reason: e.reason_code(),
+                    detail: e.to_string(),
+                }),
+                SchemaError::Field { .. } => fail(e.reason_code(), e.to_string()),
+            };
+            checks.push(Check {
+                name: name::PAYLOAD_SCHEMA,
+                result,
+            });
+            return skip_invariants(checks, name::PAYLOAD_SCHEMA);
+        }
+    };
+    checks.push(pass(name::PAYLOAD_SCHEMA));
+    for invariant in Invariant::ALL {
+        let result = match receipt.check(invariant) {
+            Ok(()) => Ok(CheckVerdict::Pass),
+            Err(v) => fail(invariant.reason_code(), v.detail),
+        };
+        checks.push(Check {
+            name: invariant.reason_code(),
+            result,
+        });
+    }
+}
+
+/// Mark every invariant check as not run because `cause` did not pass.
+fn skip_invariants(checks: &mut Vec<Check>, cause: &str) {
+    for invariant in Invariant::ALL {
+        skip(checks, invariant.reason_code(), cause);
+    }
+}
+
+/// The claimed id must parse and equal BLAKE3 of the payload bytes.
+fn receipt_id_check(claimed: &str, id: &Digest) -> CheckResult {
+    match claimed.parse::<Digest>() {
+        Ok(c) if c == *id => Ok(CheckVerdict::Pass),
+        Ok(_) => fail(
+            "receipt_id.mismatch",
+            format!("bundle claims receipt id {claimed}, but the payload's id is {id}"),
+        ),
+        Err(e) => fail(
+            "receipt_id.malformed",
+            format!("receipt_id \"{claimed}\": {e}"),
+        ),
+    }
+}
+
+/// The checkpoint is for this bundle's origin and tree size.
+fn checkpoint_match(raw: &RawBundle, body: &Checkpoint) -> CheckResult {
+    if body.origin != raw.log.origin {
+        return fail(
+            "checkpoint.origin_mismatch",
+            format!(
+                "checkpoint origin \"{}\" differs from the bundle's origin \"{}\"",
+                body.origin, raw.log.origin
+            ),
+        );
+    }
+    if body.size != raw.log.tree_size {
+        return fail(
+            "checkpoint.size_mismatch",
+            format!(
+                "checkpoint tree size {} differs from the bundle's tree_size {}",
+                body.size, raw.log.tree_size
+            ),
+        );
+    }
+    Ok(CheckVerdict::Pass)
+}
+
+/// RFC 9162 2.1.3.2: the entry's leaf hash at `index` reaches the checkpoint root.
+fn inclusion(raw: &RawBundle, env: Option<&Envelope>, body: &Checkpoint) -> CheckResult {
+    let Some(env) = env else {
+        return Err(skipped(name::ENVELOPE));
+    };
+    let proof = match raw.inclusion_hashes() {
+        Ok(p) => p,
+        Err(e) => return fail("inclusion.malformed", e.to_string()),
+    };
+    let leaf = merkle::leaf_hash(&env.to_entry());
+    match merkle::verify_inclusion(
+        &leaf,
+        raw.log.index,
+        raw.log.tree_size,
+        &proof,
+        &body.root_hash,
+    ) {
+        Ok(()) => Ok(CheckVerdict::Pass),
+        Err(e) => fail(
+            "inclusion.invalid",
+            format!(
+                "entry {} of tree size {} does not reach the checkpoint root: {e}",
+                raw.log.index, raw.log.tree_size
+            ),
+        ),
+    }
+}
+
+/// Map the note trust rule onto a check result.
+fn note_check(check: NoteCheck, origin: &str) -> CheckResult {
+    match check {
+        NoteCheck::Verified { .. } => Ok(CheckVerdict::Pass),
+        NoteCheck::Failed { name, key_hash } => fail(
+            "checkpoint.signature_invalid",
+            format!(
+                "checkpoint signature by trusted key {name}+{} does not verify: the checkpoint was altered",
+                to_hex(&key_hash)
+            ),
+        ),
+        NoteCheck::NotEvaluated => Err(NotEvaluated {
+            reason: "log.untrusted",
+            detail: format!("no trusted key for origin \"{origin}\" signed this checkpoint"),
+        }),
+    }
+}
+
+/// `Some(result to return)` unless `result` passed.
+fn not_passing(result: &CheckResult, what: &str) -> Option<CheckResult> {
+    match result {
+        Ok(CheckVerdict::Pass) => None,
+        Ok(CheckVerdict::Fail(f)) => Some(Ok(CheckVerdict::Fail(Failure {
+            reason: f.reason,
+            detail: format!("{what}: {}", f.detail),
+        }))),
+        Err(e) => Some(Err(NotEvaluated {
+            reason: e.reason,
+            detail: format!("{what}: {}", e.detail),
+        })),
+    }
+}
+
+/// The keyids of an envelope's signatures, for messages.
+fn keyid_list(env: &Envelope) -> String {
+    let ids: Vec<&str> = env
+        .signatures
+        .iter()
+        .map(|s| {
+            if s.keyid.is_empty() {
+                "(none)"
+            } else {
+                s.keyid.as_str()
+            }
+        })
+        .collect();
+    if ids.is_empty() {
+        "no signatures".to_string()
+    } else {
+        ids.join(", ")
+    }
+}
+
+/// A passed check.
+fn pass(name: &'static str) -> Check {
+    Check {
+        name,
+        result: Ok(CheckVerdict::Pass),
+    }
+}
+
+/// A failed check result.
+fn fail(reason: &'static str, detail: String) -> CheckResult {
+    Ok(CheckVerdict::Fail(Failure { reason, detail }))
+}
+
+/// A check that could not run.
+fn not_evaluated(name: &'static str, reason: &'static str, detail: String) -> Check {
+    Check {
+        name,
+        result: Err(NotEvaluated { reason, detail }),
+    }
+}
+
+/// Not run because `cause` did not pass.
+fn skipped(cause: &str) -> NotEvaluated {
+    NotEvaluated {
+        reason: "check.skipped",
+        detail: format!("not run: needs `{cause}`, which did not pass"),
+    }
+}
+
+/// Push `name` as skipped because of `cause`.
+fn skip(checks: &mut Vec<Check>, name: &'static str, cause: &str) {
+    checks.push(Check {
+        name,
+        result: Err(skipped(cause)),
+    });
+}
+
+/// Push each of `names` as skipped because of `cause`.
+fn skip_all(checks: &mut Vec<Check>, names: &[&'static str], cause: &str) {
+    for name in names {
+        skip(checks, name, cause);
+    }
+}
+
+/// The report of a bundle that could not be read at all.
+fn unreadable(detail: &str) -> Report {
+    Report {
+        receipt_id: None,
+        checks: vec![not_evaluated(
+            name::BUNDLE,
+            "input.unreadable",
+            detail.to_string(),
+        )],
+    }
+}
+
+/// The report of a bundle whose JSON was refused.
+fn unparsed(e: &BundleError) -> Report {
+    let result = match e {
+        BundleError::UnsupportedMediaType(_) => Err(NotEvaluated {
+            reason: "bundle.unsupported",
+            detail: e.to_string(),
+        }),
+        BundleError::TooLarge(_) => fail("bundle.too_large", e.to_string()),
+        _ => fail("bundle.malformed", e.to_string()),
+    };
+    Report {
+        receipt_id: None,
+        checks: vec![Check {
+            name: name::BUNDLE,
+            result,
+        }],
+    }
+}

@@ -1,0 +1,208 @@
+//! corpus: a frozen corpus of bundles with expected outcomes.
+//!
+//! `DIR/manifest.json` = `{"trust": "trust.json", "cases": [{"file": ...,
+//! "expect": "verified|failed|error", "reason": code or null, "comment":
+//! ...}]}`. Optionally `DIR/SHA256SUMS` (sha256sum format) guards every
+//! frozen file against silent regeneration.
+
+use super::{Outcome, Report, Verifier, VerifierError};
+use crate::digest::{Digest, to_hex};
+use crate::limits::{MAX_JSON_DEPTH, MAX_KEY_FILE_BYTES, MAX_MANIFEST_BYTES};
+use crate::strictjson;
+use crate::trust::{Trust, TrustError};
+use serde::Deserialize;
+use std::path::{Component, Path, PathBuf};
+
+/// One case of the manifest.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// Bundle path relative to the corpus directory.
+    pub file: String,
+    /// `verified`, `failed` or `error`.
+    pub expect: String,
+    /// Expected primary reason code (null for verified).
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// What the case is about.
+    #[serde(default)]
+    pub comment: String,
+}
+
+/// The manifest.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Trust file path relative to the corpus directory.
+    pub trust: String,
+    /// The cases.
+    pub cases: Vec<Case>,
+}
+
+/// Why a corpus could not be run (a bad invocation).
+#[derive(Debug, thiserror::Error)]
+pub enum CorpusError {
+    /// A corpus file could not be read.
+    #[error("cannot read {path}: {detail}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        detail: String,
+    },
+    /// The manifest is not valid.
+    #[error("{path}: {detail}")]
+    Manifest {
+        /// The manifest path.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The trust file is not valid.
+    #[error("trust file: {0}")]
+    Trust(#[from] TrustError),
+    /// The trust file trusts nothing usable.
+    #[error(transparent)]
+    Verifier(#[from] VerifierError),
+}
+
+/// How one case came out.
+#[derive(Clone, Debug)]
+pub struct CaseResult {
+    /// The case.
+    pub case: Case,
+    /// The verifier's report.
+    pub report: Report,
+    /// Outcome and primary reason both as expected.
+    pub matched: bool,
+}
+
+/// A checksum line whose file is missing or changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChecksumMismatch {
+    /// The file named in SHA256SUMS.
+    pub file: String,
+    /// What was found.
+    pub detail: String,
+}
+
+/// The whole corpus run.
+#[derive(Clone, Debug)]
+pub struct CorpusResult {
+    /// Each case, in manifest order.
+    pub cases: Vec<CaseResult>,
+    /// SHA256SUMS problems (empty when the list is absent or all match).
+    pub checksums: Vec<ChecksumMismatch>,
+    /// Whether a SHA256SUMS list was present and checked.
+    pub checksums_checked: usize,
+}
+
+impl CorpusResult {
+    /// Every case matched and every checksum held.
+    pub fn all_matched(&self) -> bool {
+        self.checksums.is_empty() && self.cases.iter().all(|c| c.matched)
+    }
+}
+
+/// Read a file with a size cap.
+fn read_capped(path: &Path, max: usize) -> Result<Vec<u8>, CorpusError> {
+    let err = |detail: String| CorpusError::Read {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
+    if meta.len() > max as u64 {
+        return Err(err(format!(
+            "{} bytes, over the limit of {max}",
+            meta.len()
+        )));
+    }
+    std::fs::read(path).map_err(|e| err(e.to_string()))
+}
+
+/// A manifest path must stay inside the corpus directory.
+fn inside(dir: &Path, relative: &str) -> Option<PathBuf> {
+    let rel = Path::new(relative);
+    let safe = rel.components().all(|c| matches!(c, Component::Normal(_)));
+    safe.then(|| dir.join(rel))
+}
+
+/// Load the manifest and the trust it names.
+pub fn load(dir: &Path) -> Result<(Manifest, Trust), CorpusError> {
+    let path = dir.join("manifest.json");
+    let bytes = read_capped(&path, MAX_MANIFEST_BYTES)?;
+    let bad = |detail: String| CorpusError::Manifest {
+        path: path.clone(),
+        detail,
+    };
+    strictjson::check(&bytes, MAX_JSON_DEPTH).map_err(|e| bad(e.to_string()))?;
+    let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
+    let trust_path = inside(dir, &manifest.trust).ok_or_else(|| {
+        bad(format!(
+            "trust path \"{}\" leaves the corpus directory",
+            manifest.trust
+        ))
+    })?;
+    let trust = Trust::from_json(&read_capped(&trust_path, MAX_KEY_FILE_BYTES)?)?;
+    Ok((manifest, trust))
+}
+
+/// Check `DIR/SHA256SUMS` if present: (mismatches, lines checked).
+pub fn check_sums(dir: &Path) -> Result<(Vec<ChecksumMismatch>, usize), CorpusError> {
+    let path = dir.join("SHA256SUMS");
+    if !path.exists() {
+        return Ok((Vec::new(), 0));
+    }
+    let text = String::from_utf8_lossy(&read_capped(&path, MAX_MANIFEST_BYTES)?).into_owned();
+    let mut mismatches = Vec::new();
+    let mut checked = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        checked += 1;
+        let Some((hex, file)) = line.split_once("  ") else {
+            mismatches.push(ChecksumMismatch {
+                file: line.to_string(),
+                detail: "not a sha256sum line".into(),
+            });
+            continue;
+        };
+        let found =
+            inside(dir, file).map(|p| std::fs::read(p).map(|b| to_hex(&Digest::sha256(&b).bytes)));
+        let detail = match found {
+            None => Some("path leaves the corpus directory".to_string()),
+            Some(Err(e)) => Some(format!("cannot read: {e}")),
+            Some(Ok(actual)) if actual != hex => {
+                Some(format!("sha256 is {actual}, SHA256SUMS says {hex}"))
+            }
+            Some(Ok(_)) => None,
+        };
+        if let Some(detail) = detail {
+            mismatches.push(ChecksumMismatch {
+                file: file.to_string(),
+                detail,
+            });
+        }
+    }
+    Ok((mismatches, checked))
+}
+
+/// Run one case.
+pub fn run_case(dir: &Path, verifier: &Verifier, case: &Case) -> CaseResult {
+    let report = match inside(dir, &case.file) {
+        Some(path) => verifier.verify_file(&path),
+        None => verifier.verify_file(Path::new("/nonexistent/path/leaves/corpus")),
+    };
+    let matched = report.outcome().as_str() == case.expect
+        && report.primary_reason() == case.reason.as_deref();
+    CaseResult {
+        case: case.clone(),
+        report,
+        matched,
+    }
+}
+
+/// The outcome words a manifest may use.
+pub fn valid_expectation(expect: &str) -> bool {
+    [Outcome::Verified, Outcome::Failed, Outcome::NotEvaluated]
+        .iter()
+        .any(|o| o.as_str() == expect)
+}

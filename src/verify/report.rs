@@ -1,0 +1,214 @@
+//! report: render verification results for people (human), programs (json)
+//! and CI systems (junit). Rendering writes to a caller's `Write`; the
+//! library never chooses stdout or an exit status.
+
+use super::{Check, CheckVerdict, Outcome, Report, Summary};
+use serde_json::json;
+use std::io::{self, Write};
+
+/// The output formats of `rcpt verify`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// One line per bundle, a line per problem, a summary line.
+    Human,
+    /// One JSON document: `{"results": [...], "summary": {...}}`.
+    Json,
+    /// JUnit XML: one testcase per bundle.
+    Junit,
+}
+
+/// `pass`, `fail` or `error`.
+fn status(check: &Check) -> &'static str {
+    match &check.result {
+        Ok(CheckVerdict::Pass) => "pass",
+        Ok(CheckVerdict::Fail(_)) => "fail",
+        Err(_) => "error",
+    }
+}
+
+/// (reason, detail) of a check that did not pass.
+fn reason_detail(check: &Check) -> Option<(&'static str, &str)> {
+    match &check.result {
+        Ok(CheckVerdict::Pass) => None,
+        Ok(CheckVerdict::Fail(f)) => Some((f.reason, &f.detail)),
+        Err(e) => Some((e.reason, &e.detail)),
+    }
+}
+
+/// Streams reports in one format: `begin`, then `bundle` per file, then `end`.
+pub struct Renderer<W: Write> {
+    out: W,
+    format: Format,
+    count: u64,
+    /// JUnit needs the counts in its opening tag, so its cases are held back.
+    junit_cases: Vec<u8>,
+}
+
+impl<W: Write> Renderer<W> {
+    /// A renderer writing `format` to `out`.
+    pub fn new(out: W, format: Format) -> Self {
+        Renderer {
+            out,
+            format,
+            count: 0,
+            junit_cases: Vec::new(),
+        }
+    }
+
+    /// Start the document.
+    pub fn begin(&mut self) -> io::Result<()> {
+        match self.format {
+            Format::Json => self.out.write_all(b"{\"results\": [\n"),
+            Format::Human | Format::Junit => Ok(()),
+        }
+    }
+
+    /// Render one bundle's report.
+    pub fn bundle(&mut self, file: &str, report: &Report) -> io::Result<()> {
+        self.count += 1;
+        match self.format {
+            Format::Human => human(&mut self.out, file, report),
+            Format::Json => {
+                if self.count > 1 {
+                    self.out.write_all(b",\n")?;
+                }
+                serde_json::to_writer(&mut self.out, &json_result(file, report))?;
+                Ok(())
+            }
+            Format::Junit => junit_case(&mut self.junit_cases, file, report),
+        }
+    }
+
+    /// Finish the document with the summary.
+    pub fn end(&mut self, summary: &Summary) -> io::Result<()> {
+        match self.format {
+            Format::Human => writeln!(
+                self.out,
+                "{} verified, {} failed, {} not evaluated",
+                summary.verified, summary.failed, summary.not_evaluated
+            ),
+            Format::Json => {
+                let s = json!({"verified": summary.verified, "failed": summary.failed,
+                               "error": summary.not_evaluated});
+                writeln!(self.out, "\n], \"summary\": {s}}}")
+            }
+            Format::Junit => {
+                let total = summary.verified + summary.failed + summary.not_evaluated;
+                writeln!(self.out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>")?;
+                writeln!(
+                    self.out,
+                    "<testsuites name=\"rcpt verify\" tests=\"{total}\" failures=\"{}\" errors=\"{}\">",
+                    summary.failed, summary.not_evaluated
+                )?;
+                writeln!(
+                    self.out,
+                    "  <testsuite name=\"rcpt verify\" tests=\"{total}\" failures=\"{}\" errors=\"{}\" skipped=\"0\">",
+                    summary.failed, summary.not_evaluated
+                )?;
+                self.out.write_all(&self.junit_cases)?;
+                writeln!(self.out, "  </testsuite>\n</testsuites>")
+            }
+        }?;
+        self.out.flush()
+    }
+}
+
+/// `VERIFIED file  id` or `FAILED file` / `ERROR file` with a line per problem.
+fn human(out: &mut impl Write, file: &str, report: &Report) -> io::Result<()> {
+    let outcome = report.outcome();
+    let word = match outcome {
+        Outcome::Verified => "VERIFIED",
+        Outcome::Failed => "FAILED  ",
+        Outcome::NotEvaluated => "ERROR   ",
+    };
+    match &report.receipt_id {
+        Some(id) => writeln!(out, "{word} {file}  {id}")?,
+        None => writeln!(out, "{word} {file}")?,
+    }
+    for check in &report.checks {
+        // Skipped checks follow from a problem already listed: keep the output short.
+        if let Some((reason, detail)) = reason_detail(check).filter(|(r, _)| *r != "check.skipped")
+        {
+            let tag = if status(check) == "fail" {
+                "fail"
+            } else {
+                "not evaluated"
+            };
+            writeln!(out, "    {tag} {} [{reason}]: {detail}", check.name)?;
+        }
+    }
+    Ok(())
+}
+
+/// The JSON object of one bundle.
+fn json_result(file: &str, report: &Report) -> serde_json::Value {
+    let checks: Vec<_> = report
+        .checks
+        .iter()
+        .map(|c| {
+            let (reason, detail) =
+                reason_detail(c).map_or((None, None), |(r, d)| (Some(r), Some(d)));
+            json!({"name": c.name, "status": status(c), "reason": reason, "detail": detail})
+        })
+        .collect();
+    json!({
+        "file": file,
+        "outcome": report.outcome().as_str(),
+        "reason": report.primary_reason(),
+        "receipt_id": report.receipt_id,
+        "checks": checks,
+    })
+}
+
+/// Escape text for XML attributes and content.
+fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // XML 1.0 forbids most control characters even escaped.
+            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// One `<testcase>`: `<failure>` for failed, `<error>` for not evaluated.
+fn junit_case(out: &mut Vec<u8>, file: &str, report: &Report) -> io::Result<()> {
+    let name = xml_escape(file);
+    let outcome = report.outcome();
+    if outcome == Outcome::Verified {
+        return writeln!(
+            out,
+            "    <testcase classname=\"rcpt.verify\" name=\"{name}\"/>"
+        );
+    }
+    writeln!(
+        out,
+        "    <testcase classname=\"rcpt.verify\" name=\"{name}\">"
+    )?;
+    let element = if outcome == Outcome::Failed {
+        "failure"
+    } else {
+        "error"
+    };
+    let reason = report.primary_reason().unwrap_or("unknown");
+    let body: Vec<String> = report
+        .checks
+        .iter()
+        .filter_map(|c| reason_detail(c).map(|(r, d)| format!("{} [{r}]: {d}", c.name)))
+        .collect();
+    writeln!(
+        out,
+        "      <{element} type=\"{}\" message=\"{}\">{}</{element}>",
+        xml_escape(reason),
+        xml_escape(reason),
+        xml_escape(&body.join("\n"))
+    )?;
+    writeln!(out, "    </testcase>")
+}
