@@ -11,7 +11,7 @@ use serde_json::Value;
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/dsse");
 
 fn hex(s: &str) -> Vec<u8> {
-    assert!(s.len() % 2 == 0, "odd hex length");
+    assert!(s.len().is_multiple_of(2), "odd hex length");
     (0..s.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
