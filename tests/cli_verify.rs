@@ -1,0 +1,472 @@
+//! `rcpt verify` as a user meets it: exit statuses, output formats, the
+//! corpus runner, consistency with --since, and running with no network.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::{Path, PathBuf};
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/frozen-receipts")
+}
+
+fn bundle(name: &str) -> String {
+    corpus()
+        .join("bundles")
+        .join(format!("{name}.json"))
+        .display()
+        .to_string()
+}
+
+fn rcpt() -> Command {
+    Command::cargo_bin("rcpt").unwrap()
+}
+
+/// `rcpt verify --trust corpus/trust.json ARGS...`
+fn verify(args: &[&str]) -> assert_cmd::assert::Assert {
+    let trust = corpus().join("trust.json");
+    rcpt()
+        .arg("verify")
+        .arg("--trust")
+        .arg(trust)
+        .args(args)
+        .assert()
+}
+
+#[test]
+fn corpus_matches_its_manifest() {
+    rcpt()
+        .args(["verify", "--corpus"])
+        .arg(corpus())
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("0 not").and(predicate::str::contains("0 changed")));
+}
+
+#[test]
+fn corpus_with_a_changed_file_fails() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&corpus(), tmp.path());
+    let victim = tmp.path().join("bundles/verdict-admit.json");
+    let mut bytes = std::fs::read(&victim).unwrap();
+    bytes.push(b'\n');
+    std::fs::write(&victim, bytes).unwrap();
+    rcpt()
+        .args(["verify", "--corpus"])
+        .arg(tmp.path())
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "CHANGED   bundles/verdict-admit.json",
+        ));
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dst = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &dst);
+        } else {
+            std::fs::copy(entry.path(), dst).unwrap();
+        }
+    }
+}
+
+#[test]
+fn exit_status_zero_one_three() {
+    verify(&[&bundle("verdict-admit"), &bundle("verdict-deny")])
+        .code(0)
+        .stdout(predicate::str::contains(
+            "2 verified, 0 failed, 0 not evaluated",
+        ));
+    verify(&[
+        &bundle("verdict-admit"),
+        &bundle("inclusion-truncated"),
+        &bundle("log-unknown-origin"),
+    ])
+    .code(1)
+    .stdout(predicate::str::contains("[inclusion.invalid]"));
+    verify(&[
+        &bundle("verdict-admit"),
+        &bundle("signature-untrusted-only"),
+    ])
+    .code(3)
+    .stdout(predicate::str::contains(
+        "not evaluated signature [signature.untrusted]",
+    ));
+    // An unreadable file is not evaluated, not failed.
+    verify(&["/nonexistent/bundle.json"])
+        .code(3)
+        .stdout(predicate::str::contains("[input.unreadable]"));
+}
+
+#[test]
+fn bad_invocations_exit_two() {
+    // No trusted issuer key at all.
+    let log_key = std::fs::read_to_string(corpus().join("keys/log.vkey")).unwrap();
+    rcpt()
+        .args([
+            "verify",
+            "--log-key",
+            log_key.trim(),
+            &bundle("verdict-admit"),
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no trusted issuer key"));
+    // No trusted log key at all.
+    rcpt()
+        .args(["verify", "--issuer-key"])
+        .arg(corpus().join("keys/issuer.pub"))
+        .arg(bundle("verdict-admit"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no trusted log key"));
+    // --since without --consistency, no bundles, a missing trust file.
+    verify(&["--since", "x", &bundle("verdict-admit")]).code(2);
+    rcpt().arg("verify").assert().code(2);
+    rcpt()
+        .args([
+            "verify",
+            "--trust",
+            "/nonexistent/trust.json",
+            &bundle("verdict-admit"),
+        ])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn keys_on_the_command_line_instead_of_a_trust_file() {
+    let log_key = corpus().join("keys/log.vkey");
+    rcpt()
+        .args(["verify", "--issuer-key"])
+        .arg(corpus().join("keys/issuer.pub"))
+        .arg("--log-key")
+        .arg(&log_key)
+        .arg(bundle("verdict-escalate"))
+        .assert()
+        .code(0);
+    // The verifier key given as a string works the same.
+    let text = std::fs::read_to_string(&log_key).unwrap();
+    rcpt()
+        .args(["verify", "--issuer-key"])
+        .arg(corpus().join("keys/issuer.pub"))
+        .args(["--log-key", text.trim(), &bundle("verdict-escalate")])
+        .assert()
+        .code(0);
+    // Trusting only the untrusted issuer turns the good bundle into "not evaluated".
+    rcpt()
+        .args(["verify", "--issuer-key"])
+        .arg(corpus().join("keys/untrusted-issuer.pub"))
+        .args(["--log-key", text.trim(), &bundle("verdict-escalate")])
+        .assert()
+        .code(3);
+}
+
+#[test]
+fn json_format_lists_every_check() {
+    let out = verify(&[
+        "--format",
+        "json",
+        &bundle("verdict-admit"),
+        &bundle("invariant-applied-deny"),
+    ])
+    .code(1)
+    .get_output()
+    .stdout
+    .clone();
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(
+        doc["summary"],
+        serde_json::json!({"verified": 1, "failed": 1, "error": 0})
+    );
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["outcome"], "verified");
+    let names: Vec<&str> = results[0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    for name in [
+        "signature",
+        "payload.canonical",
+        "payload.schema",
+        "invariant.replay",
+        "receipt_id",
+        "checkpoint.signature",
+        "checkpoint.match",
+        "inclusion",
+    ] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    assert!(
+        results[0]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["status"] == "pass")
+    );
+    assert_eq!(results[1]["outcome"], "failed");
+    let failed: Vec<_> = results[1]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "fail")
+        .collect();
+    assert_eq!(failed.len(), 1, "only the invariant fails: {failed:?}");
+    assert_eq!(failed[0]["reason"], "invariant.applied");
+}
+
+#[test]
+fn junit_format_has_one_testcase_per_bundle() {
+    let out = verify(&[
+        "--format",
+        "junit",
+        &bundle("verdict-admit"),
+        &bundle("receipt-id-mismatch"),
+        &bundle("payload-version-2"),
+    ])
+    .code(1)
+    .get_output()
+    .stdout
+    .clone();
+    let xml = String::from_utf8(out).unwrap();
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"));
+    assert!(
+        xml.contains("tests=\"3\" failures=\"1\" errors=\"1\""),
+        "{xml}"
+    );
+    assert_eq!(xml.matches("<testcase ").count(), 3);
+    assert!(xml.contains("<failure type=\"receipt_id.mismatch\""));
+    assert!(xml.contains("<error type=\"payload.version_unsupported\""));
+    assert!(xml.trim_end().ends_with("</testsuites>"));
+}
+
+/// Build a log with the CLI: returns (dir, log key file, origin).
+fn cli_log(tmp: &Path, origin: &str, receipts: &[PathBuf], key_name: &str) -> PathBuf {
+    let dir = tmp.join(format!("log-{key_name}"));
+    let key = tmp.join(key_name);
+    if !key.with_extension("key").exists() {
+        rcpt()
+            .args(["key", "generate", "--name", origin, "--out"])
+            .arg(&key)
+            .assert()
+            .success();
+    }
+    rcpt()
+        .args(["log", "init"])
+        .arg(&dir)
+        .args(["--origin", origin, "--key"])
+        .arg(key.with_extension("key"))
+        .assert()
+        .success();
+    for r in receipts {
+        rcpt()
+            .args(["log", "append"])
+            .arg(&dir)
+            .arg(r)
+            .assert()
+            .success();
+    }
+    dir
+}
+
+/// Issue `n` receipts signed by a fresh key; returns (issuer pub, envelopes).
+fn issue(tmp: &Path, n: usize) -> (PathBuf, Vec<PathBuf>) {
+    let key = tmp.join("gate");
+    rcpt()
+        .args(["key", "generate", "--name", "gate", "--out"])
+        .arg(&key)
+        .assert()
+        .success();
+    let template = std::fs::read_to_string(corpus().join("bundles/verdict-admit.json")).unwrap();
+    let _ = template;
+    let mut out = Vec::new();
+    for i in 0..n {
+        let payload = tmp.join(format!("p{i}.json"));
+        let d = |s: &str| rcpt::digest::Digest::blake3(format!("{s}{i}").as_bytes()).to_string();
+        let j = serde_json::json!({
+            "version": 1, "issuer": "gate", "issued_at": 1_795_000_000 + i, "substrate": "git",
+            "change_id": d("c"), "inverse_delta_id": null, "reversibility": null, "read_set": [],
+            "precondition": null, "policy_id": d("p"), "verdict": {"escalate": {"ticket": format!("T-{i}")}},
+            "applied": false, "replay": {"class": "unknown"}
+        });
+        std::fs::write(&payload, j.to_string()).unwrap();
+        let env = tmp.join(format!("r{i}.json"));
+        rcpt()
+            .args(["receipt", "issue", "--key"])
+            .arg(key.with_extension("key"))
+            .arg("-o")
+            .arg(&env)
+            .arg(&payload)
+            .assert()
+            .success();
+        out.push(env);
+    }
+    (key.with_extension("pub"), out)
+}
+
+fn show_vkey(pub_key: &Path, name: &str) -> String {
+    let out = rcpt()
+        .args(["key", "show"])
+        .arg(pub_key)
+        .args(["--name", name])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("verifier key: "))
+        .expect("verifier key line")
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn since_accepts_an_extension_and_refuses_a_fork() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (issuer_pub, envs) = issue(tmp.path(), 6);
+    let origin = "test.example/since";
+    let dir = cli_log(tmp.path(), origin, &envs[..3], "logkey");
+    let old = tmp.path().join("old.checkpoint");
+    let cp = rcpt()
+        .args(["log", "checkpoint"])
+        .arg(&dir)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    std::fs::write(&old, cp).unwrap();
+    for r in &envs[3..] {
+        rcpt()
+            .args(["log", "append"])
+            .arg(&dir)
+            .arg(r)
+            .assert()
+            .success();
+    }
+    let proof = tmp.path().join("proof.json");
+    let p = rcpt()
+        .args(["log", "consistency"])
+        .arg(&dir)
+        .args(["--from", "3", "--to", "6", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    std::fs::write(&proof, p).unwrap();
+    let b = tmp.path().join("b.json");
+    rcpt()
+        .args(["log", "prove"])
+        .arg(&dir)
+        .args(["--index", "4", "-o"])
+        .arg(&b)
+        .assert()
+        .success();
+    let vkey = show_vkey(&tmp.path().join("logkey.pub"), origin);
+    let run = |since: &Path, proof: &Path, bundle: &Path| {
+        rcpt()
+            .args(["verify", "--issuer-key"])
+            .arg(&issuer_pub)
+            .args(["--log-key", &vkey, "--since"])
+            .arg(since)
+            .arg("--consistency")
+            .arg(proof)
+            .arg(bundle)
+            .assert()
+    };
+    run(&old, &proof, &b).code(0);
+    // A fork: the same key and origin, another history of the same first size.
+    let forked = tmp.path().join("log-fork");
+    rcpt()
+        .args(["log", "init"])
+        .arg(&forked)
+        .args(["--origin", origin, "--key"])
+        .arg(tmp.path().join("logkey.key"))
+        .assert()
+        .success();
+    for r in [&envs[1], &envs[0], &envs[2], &envs[3], &envs[4], &envs[5]] {
+        rcpt()
+            .args(["log", "append"])
+            .arg(&forked)
+            .arg(r)
+            .assert()
+            .success();
+    }
+    let fb = tmp.path().join("fb.json");
+    rcpt()
+        .args(["log", "prove"])
+        .arg(&forked)
+        .args(["--index", "4", "-o"])
+        .arg(&fb)
+        .assert()
+        .success();
+    let fp = tmp.path().join("fproof.json");
+    let p = rcpt()
+        .args(["log", "consistency"])
+        .arg(&forked)
+        .args(["--from", "3", "--to", "6", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    std::fs::write(&fp, p).unwrap();
+    // The forked bundle verifies on its own, but does not extend the old checkpoint.
+    run(&old, &fp, &fb)
+        .code(1)
+        .stdout(predicate::str::contains("[consistency.invalid]"));
+    // A proof between other sizes is refused for what it is.
+    let p2 = tmp.path().join("proof2.json");
+    let p = rcpt()
+        .args(["log", "consistency"])
+        .arg(&dir)
+        .args(["--from", "2", "--to", "6", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    std::fs::write(&p2, p).unwrap();
+    run(&old, &p2, &b)
+        .code(1)
+        .stdout(predicate::str::contains("[consistency.size_mismatch]"));
+}
+
+/// True when `unshare -rn true` works here (user namespaces allowed).
+fn unshare_works() -> bool {
+    std::process::Command::new("unshare")
+        .args(["-rn", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn verifies_with_no_network_at_all() {
+    if !unshare_works() {
+        println!(
+            "SKIPPED: `unshare -rn` is missing or not permitted here; the offline test needs a network namespace"
+        );
+        return;
+    }
+    // Inside a new network namespace there is no interface but a down loopback.
+    let status = std::process::Command::new("unshare")
+        .args(["-rn", "sh", "-c", "ip -o link show 2>/dev/null | grep -v ' lo:' | grep -q . && exit 9; exec \"$0\" verify --corpus \"$1\""])
+        .arg(env!("CARGO_BIN_EXE_rcpt"))
+        .arg(corpus())
+        .status()
+        .unwrap();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "rcpt verify --corpus inside `unshare -rn`"
+    );
+}
