@@ -152,3 +152,77 @@ impl Summary {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(name: &'static str, result: CheckResult) -> Check {
+        Check { name, result }
+    }
+    fn fail(reason: &'static str) -> CheckResult {
+        Ok(CheckVerdict::Fail(Failure {
+            reason,
+            detail: String::new(),
+        }))
+    }
+    fn not_evaluated(reason: &'static str) -> CheckResult {
+        Err(NotEvaluated {
+            reason,
+            detail: String::new(),
+        })
+    }
+
+    #[test]
+    fn outcome_keeps_the_three_apart() {
+        let pass = || check("a", Ok(CheckVerdict::Pass));
+        let all_pass = Report {
+            receipt_id: None,
+            checks: vec![pass(), pass()],
+        };
+        assert_eq!(all_pass.outcome(), Outcome::Verified);
+        assert_eq!(all_pass.primary_reason(), None);
+
+        let one_error = Report {
+            receipt_id: None,
+            checks: vec![pass(), check("b", not_evaluated("x.untrusted"))],
+        };
+        assert_eq!(one_error.outcome(), Outcome::NotEvaluated);
+        assert_eq!(one_error.primary_reason(), Some("x.untrusted"));
+
+        // A failure anywhere decides, even after a check that could not run.
+        let both = Report {
+            receipt_id: None,
+            checks: vec![
+                check("b", not_evaluated("x.untrusted")),
+                pass(),
+                check("c", fail("y.invalid")),
+            ],
+        };
+        assert_eq!(both.outcome(), Outcome::Failed);
+        assert_eq!(both.primary_reason(), Some("y.invalid"));
+
+        // A bundle that was never read is not evaluated, never verified by default.
+        let unread = Report {
+            receipt_id: None,
+            checks: vec![check("bundle", not_evaluated("input.unreadable"))],
+        };
+        assert_eq!(unread.outcome(), Outcome::NotEvaluated);
+    }
+
+    #[test]
+    fn summary_outcome_and_words() {
+        let mut s = Summary::default();
+        assert_eq!(s.outcome(), Outcome::Verified);
+        s.add(Outcome::Verified);
+        s.add(Outcome::NotEvaluated);
+        assert_eq!(s.outcome(), Outcome::NotEvaluated);
+        s.add(Outcome::Failed);
+        assert_eq!(s.outcome(), Outcome::Failed);
+        assert_eq!((s.verified, s.failed, s.not_evaluated), (1, 1, 1));
+        assert_eq!(
+            [Outcome::Verified, Outcome::Failed, Outcome::NotEvaluated].map(Outcome::as_str),
+            ["verified", "failed", "error"]
+        );
+    }
+}

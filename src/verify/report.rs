@@ -134,7 +134,11 @@ fn human(out: &mut impl Write, file: &str, report: &Report) -> io::Result<()> {
             } else {
                 "not evaluated"
             };
-            writeln!(out, "    {tag} {} [{reason}]: {detail}", check.name)?;
+            if reason == check.name {
+                writeln!(out, "    {tag} [{reason}]: {detail}")?;
+            } else {
+                writeln!(out, "    {tag} {} [{reason}]: {detail}", check.name)?;
+            }
         }
     }
     Ok(())
