@@ -636,4 +636,20 @@ mod tests {
             SignatureCheck::Failed { .. }
         ));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn json_and_entry_round_trip(
+            payload in proptest::collection::vec(proptest::num::u8::ANY, 0..256),
+            payload_type in "[ -~é]{0,40}",
+            seed in proptest::num::u8::ANY,
+        ) {
+            let k = key(seed);
+            let env = Envelope::sign(&payload_type, payload, &k);
+            proptest::prop_assert_eq!(&Envelope::from_json(env.to_json().as_bytes()).unwrap(), &env);
+            proptest::prop_assert_eq!(&Envelope::from_entry(&env.to_entry()).unwrap(), &env);
+            let ok = SignatureCheck::Verified { keyids: vec![keyid(&k.verifying_key())] };
+            proptest::prop_assert_eq!(check_signatures(&env, &[k.verifying_key()]), ok);
+        }
+    }
 }

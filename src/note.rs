@@ -453,4 +453,23 @@ mod tests {
         assert!(Checkpoint::parse("o\n1\nAAAA\n").is_err());
         assert!(Checkpoint::parse("o\n1\n").is_err());
     }
+
+    proptest::proptest! {
+        #[test]
+        fn sign_then_parse_and_check(text in "[ -~\n]{0,200}", seed in proptest::num::u8::ANY) {
+            let text = format!("{text}\n");
+            let k = key(seed);
+            let signed = sign(&text, "n.example", &k).unwrap();
+            let note = Note::parse(signed.as_bytes()).unwrap();
+            proptest::prop_assert_eq!(&note.text, &text);
+            let want = NoteCheck::Verified { names: vec!["n.example".into()] };
+            proptest::prop_assert_eq!(check(&note, &[verifier("n.example", &k)]), want);
+        }
+
+        #[test]
+        fn parse_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+            let _ = Note::parse(&bytes);
+            let _ = Checkpoint::parse(&String::from_utf8_lossy(&bytes));
+        }
+    }
 }
