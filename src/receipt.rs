@@ -599,7 +599,7 @@ impl Verdict {
     }
 
     /// 2. "`deny.reasons` is non-empty, sorted bytewise, without duplicates;
-    /// `escalate.ticket` is non-empty."
+    ///    `escalate.ticket` is non-empty."
     fn problem(&self) -> Option<String> {
         match self {
             Verdict::Admit { .. } => None,

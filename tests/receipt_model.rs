@@ -65,7 +65,10 @@ fn combine_over_all_nine_pairs() {
 }
 
 /// One mutation of the sample per invariant; each breaks exactly that one.
-fn invariant_breakers() -> Vec<(&'static str, Box<dyn Fn(&mut serde_json::Value)>)> {
+/// A change to the sample payload.
+type Mutation = Box<dyn Fn(&mut serde_json::Value)>;
+
+fn invariant_breakers() -> Vec<(&'static str, Mutation)> {
     let deny = |r: serde_json::Value| {
         move |v: &mut serde_json::Value| {
             v["verdict"] = json!({"deny": {"reasons": r.clone()}});
@@ -157,7 +160,6 @@ fn reversibility_message_says_what_to_do() {
 /// Schema refusals: (mutation, reason code, field named).
 #[test]
 fn schema_errors_name_the_field() {
-    type Mutation = Box<dyn Fn(&mut serde_json::Value)>;
     let long = "x".repeat(rcpt::limits::MAX_TEXT_BYTES + 1);
     let many: Vec<String> = (0..=rcpt::limits::MAX_DENY_REASONS)
         .map(|i| format!("{i:04}"))
