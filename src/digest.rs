@@ -29,7 +29,7 @@ impl Algorithm {
 }
 
 /// A 32-byte digest tagged with its algorithm.
-#[derive(Clone, Copy, Debug, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Eq, PartialOrd, Ord)]
 pub struct Digest {
     /// The algorithm named by the prefix.
     pub algorithm: Algorithm,
@@ -40,6 +40,14 @@ pub struct Digest {
 impl PartialEq for Digest {
     fn eq(&self, other: &Self) -> bool {
         self.algorithm == other.algorithm && bool::from(self.bytes.ct_eq(&other.bytes))
+    }
+}
+
+impl std::hash::Hash for Digest {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // Consistent with `eq`: equal digests hash equally.
+        self.algorithm.hash(state);
+        self.bytes.hash(state);
     }
 }
 

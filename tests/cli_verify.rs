@@ -1,6 +1,8 @@
 //! `rcpt verify` as a user meets it: exit statuses, output formats, the
 //! corpus runner, consistency with --since, and running with no network.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use assert_cmd::Command;
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
