@@ -472,3 +472,71 @@ fn verifies_with_no_network_at_all() {
         "rcpt verify --corpus inside `unshare -rn`"
     );
 }
+
+#[test]
+fn opens_no_socket_and_reads_only_its_inputs() {
+    let strace_works = std::process::Command::new("strace")
+        .args(["-qq", "-o", "/dev/null", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !strace_works {
+        println!("SKIPPED: strace is missing or not permitted here");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = tmp.path().join("trace");
+    let status = std::process::Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=%network,open,openat,openat2",
+            "-o",
+        ])
+        .arg(&trace)
+        .arg(env!("CARGO_BIN_EXE_rcpt"))
+        .args(["verify", "--corpus"])
+        .arg(corpus())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let network: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            ["socket(", "connect(", "bind(", "sendto(", "recvfrom("]
+                .iter()
+                .any(|s| l.contains(s))
+        })
+        .collect();
+    assert!(network.is_empty(), "network system calls: {network:?}");
+    // Every path opened is an input, or what the loader and the thread pool read.
+    let allowed = [
+        "/etc/ld.so.cache",
+        "/lib/",
+        "/usr/lib/",
+        "/lib64/",
+        "/proc/self/",
+        "/sys/fs/cgroup/",
+        "/sys/devices/system/cpu",
+    ];
+    let corpus_dir = corpus().display().to_string();
+    let mut opened = 0;
+    for line in text.lines() {
+        // Failed opens (the loader probing LD_LIBRARY_PATH) read nothing.
+        let succeeded = line.contains("open") && !line.contains("= -1 ");
+        let Some(path) = line.split('"').nth(1).filter(|_| succeeded) else {
+            continue;
+        };
+        opened += 1;
+        assert!(
+            path.starts_with(&corpus_dir) || allowed.iter().any(|a| path.starts_with(a)),
+            "opened a file that is not an input: {path}"
+        );
+    }
+    assert!(
+        opened > 100,
+        "the trace saw {opened} opens: every bundle is opened"
+    );
+}
