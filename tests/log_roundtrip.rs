@@ -333,7 +333,7 @@ fn batch_limits_are_enforced_before_work() {
     let big = vec![0u8; rcpt::limits::MAX_ENTRY_BYTES + 1];
     assert!(matches!(w.append(&[big]), Err(LogError::EntrySize { .. })));
     let max = vec![1u8; rcpt::limits::MAX_ENTRY_BYTES];
-    w.append(&[max.clone()]).unwrap();
+    w.append(std::slice::from_ref(&max)).unwrap();
     assert_eq!(w.log().entry(0).unwrap(), max);
     assert_eq!(w.log().size(), 1);
 }

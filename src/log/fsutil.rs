@@ -131,7 +131,7 @@ pub fn write_all_durable(
             .collect();
         workers
             .into_iter()
-            .map(|w| w.join().unwrap_or_else(|_| Err(LogError::WriterThread)))
+            .map(|w| w.join().unwrap_or(Err(LogError::WriterThread)))
             .collect()
     });
     results.into_iter().collect::<Result<(), LogError>>()?;

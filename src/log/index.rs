@@ -108,7 +108,7 @@ impl Index {
             let mut table = txn.open_table(LEAVES).map_err(idx_err(p))?;
             // Sorted keys make the B-tree inserts sequential.
             let mut sorted: Vec<&(Hash, u64)> = leaves.iter().collect();
-            sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            sorted.sort_unstable_by_key(|p| p.0);
             for (leaf, index) in sorted {
                 table.insert(leaf, index).map_err(idx_err(p))?;
             }

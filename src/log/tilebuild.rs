@@ -88,7 +88,7 @@ impl TileBuilder {
 
     /// Record one completed subtree; only levels that are multiples of 8 matter.
     pub fn node(&mut self, id: NodeId, hash: &Hash) {
-        if id.level % TILE_HEIGHT != 0 {
+        if !id.level.is_multiple_of(TILE_HEIGHT) {
             return;
         }
         let level = id.level / TILE_HEIGHT;
