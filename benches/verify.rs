@@ -50,6 +50,26 @@ fn ed25519_limit(key: &SigningKey) -> f64 {
     n as f64 / start.elapsed().as_secs_f64()
 }
 
+/// Strict Ed25519 verifies per second with every rayon thread verifying.
+fn ed25519_parallel(key: &SigningKey) -> f64 {
+    use ed25519_dalek::Signer;
+    let msgs: Vec<Vec<u8>> = (0..4000u32)
+        .map(|i| pae(RECEIPT_PAYLOAD_TYPE, &i.to_be_bytes().repeat(150)))
+        .collect();
+    let sigs: Vec<_> = msgs.iter().map(|m| key.sign(m)).collect();
+    let vk = key.verifying_key();
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed() < Duration::from_secs(3) {
+        n += msgs
+            .par_iter()
+            .zip(&sigs)
+            .filter(|(m, s)| vk.verify_strict(m, s).is_ok())
+            .count() as u64;
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
 /// A valid receipt payload, distinct per `i`.
 fn payload(i: u64) -> Vec<u8> {
     let d = |s: String| rcpt::digest::Digest::blake3(s.as_bytes()).to_string();
@@ -76,6 +96,10 @@ fn main() {
     println!(
         "  x {threads} cores (the limit):            {:>12.0} /s",
         limit * threads as f64
+    );
+    let parallel = ed25519_parallel(&issuer);
+    println!(
+        "ed25519 verify_strict, {threads} threads at once: {parallel:>8.0} /s (how the cores scale)"
     );
 
     // Bundles are built once per directory: RCPT_BENCH_DIR keeps them between runs.
