@@ -50,6 +50,26 @@ fn ed25519_limit(key: &SigningKey) -> f64 {
     n as f64 / start.elapsed().as_secs_f64()
 }
 
+/// Strict Ed25519 verifies per second with every rayon thread verifying.
+fn ed25519_parallel(key: &SigningKey) -> f64 {
+    use ed25519_dalek::Signer;
+    let msgs: Vec<Vec<u8>> = (0..4000u32)
+        .map(|i| pae(RECEIPT_PAYLOAD_TYPE, &i.to_be_bytes().repeat(150)))
+        .collect();
+    let sigs: Vec<_> = msgs.iter().map(|m| key.sign(m)).collect();
+    let vk = key.verifying_key();
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed() < Duration::from_secs(3) {
+        n += msgs
+            .par_iter()
+            .zip(&sigs)
+            .filter(|(m, s)| vk.verify_strict(m, s).is_ok())
+            .count() as u64;
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
 /// A valid receipt payload, distinct per `i`.
 fn payload(i: u64) -> Vec<u8> {
     let d = |s: String| rcpt::digest::Digest::blake3(s.as_bytes()).to_string();
@@ -77,12 +97,64 @@ fn main() {
         "  x {threads} cores (the limit):            {:>12.0} /s",
         limit * threads as f64
     );
+    let parallel = ed25519_parallel(&issuer);
+    println!(
+        "ed25519 verify_strict, {threads} threads at once: {parallel:>8.0} /s (how the cores scale)"
+    );
 
-    // A log of `log_size` entries; every (log_size / bundles)-th is a real envelope.
-    let dir = tempfile::tempdir().unwrap();
-    let log_dir = dir.path().join("log");
-    Log::init(&log_dir, "bench.example/log", &log_key).unwrap();
-    let mut writer = LogWriter::open(&log_dir, &log_key, false).unwrap();
+    // Bundles are built once per directory: RCPT_BENCH_DIR keeps them between runs.
+    let kept = std::env::var_os("RCPT_BENCH_DIR").map(std::path::PathBuf::from);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = kept.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    let marker = dir.join(format!("built-{log_size}-{bundles}"));
+    if !marker.exists() {
+        build(&dir, log_size, bundles, &issuer, &log_key);
+        std::fs::write(&marker, b"").unwrap();
+    }
+    let bundle_dir = dir.join("bundles");
+    let mut paths: Vec<_> = std::fs::read_dir(&bundle_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    let origin = "bench.example/log";
+    let mut trust = Trust::default();
+    trust.add_issuer("bench", issuer.verifying_key());
+    trust.add_log(NoteVerifier::new(origin, log_key.verifying_key()).unwrap());
+    let verifier = Verifier::new(trust, None).unwrap();
+    let start = Instant::now();
+    let verified = paths
+        .par_iter()
+        .filter(|p| verifier.verify_file(p).outcome() == Outcome::Verified)
+        .count();
+    let secs = start.elapsed().as_secs_f64();
+    assert_eq!(verified, paths.len(), "every bundle must verify");
+    let rate = paths.len() as f64 / secs;
+    println!(
+        "rcpt verify, {} bundles from a log of {log_size}: {rate:>12.0} /s ({secs:.2} s)",
+        paths.len()
+    );
+    println!(
+        "ratio to the limit (ed25519/s/core x {threads}):  {:>12.3}",
+        rate / (limit * threads as f64)
+    );
+}
+
+/// Build a log of `log_size` entries in `dir/log`, every (log_size / bundles)-th
+/// a real envelope, and write one bundle per real envelope to `dir/bundles`.
+fn build(
+    dir: &std::path::Path,
+    log_size: u64,
+    bundles: u64,
+    issuer: &SigningKey,
+    log_key: &SigningKey,
+) {
+    let log_dir = dir.join("log");
+    // A directory built for other sizes is rebuilt from scratch.
+    let _ = std::fs::remove_dir_all(&log_dir);
+    let _ = std::fs::remove_dir_all(dir.join("bundles"));
+    Log::init(&log_dir, "bench.example/log", log_key).unwrap();
+    let mut writer = LogWriter::open(&log_dir, log_key, false).unwrap();
     let stride = log_size / bundles.max(1);
     let start = Instant::now();
     let mut real = Vec::new();
@@ -92,7 +164,7 @@ fn main() {
             .into_par_iter()
             .map(|i| {
                 if i % stride == 0 && i / stride < bundles {
-                    Envelope::sign(RECEIPT_PAYLOAD_TYPE, payload(i), &issuer).to_entry()
+                    Envelope::sign(RECEIPT_PAYLOAD_TYPE, payload(i), issuer).to_entry()
                 } else {
                     format!("filler entry {i}").into_bytes()
                 }
@@ -112,47 +184,21 @@ fn main() {
 
     let log = writer.log();
     let checkpoint = log.checkpoint_at(log.size()).unwrap();
-    let bundle_dir = dir.path().join("bundles");
+    let bundle_dir = dir.join("bundles");
     std::fs::create_dir_all(&bundle_dir).unwrap();
-    let paths: Vec<_> = real
-        .par_iter()
-        .map(|(index, entry)| {
-            let envelope = Envelope::from_entry(entry).unwrap();
-            let bundle = Bundle {
-                receipt_id: canonical::identity(&envelope.payload).to_string(),
-                envelope,
-                log: LogProof {
-                    origin: log.origin().to_string(),
-                    index: *index,
-                    tree_size: log.size(),
-                    inclusion: log.inclusion_proof(*index, log.size()).unwrap(),
-                    checkpoint: checkpoint.clone(),
-                },
-            };
-            let path = bundle_dir.join(format!("{index}.json"));
-            std::fs::write(&path, bundle.to_json()).unwrap();
-            path
-        })
-        .collect();
-
-    let mut trust = Trust::default();
-    trust.add_issuer("bench", issuer.verifying_key());
-    trust.add_log(NoteVerifier::new(log.origin(), log_key.verifying_key()).unwrap());
-    let verifier = Verifier::new(trust, None).unwrap();
-    let start = Instant::now();
-    let verified = paths
-        .par_iter()
-        .filter(|p| verifier.verify_file(p).outcome() == Outcome::Verified)
-        .count();
-    let secs = start.elapsed().as_secs_f64();
-    assert_eq!(verified, paths.len(), "every bundle must verify");
-    let rate = paths.len() as f64 / secs;
-    println!(
-        "rcpt verify, {} bundles from a log of {log_size}: {rate:>12.0} /s ({secs:.2} s)",
-        paths.len()
-    );
-    println!(
-        "ratio to the limit (ed25519/s/core x {threads}):  {:>12.3}",
-        rate / (limit * threads as f64)
-    );
+    real.par_iter().for_each(|(index, entry)| {
+        let envelope = Envelope::from_entry(entry).unwrap();
+        let bundle = Bundle {
+            receipt_id: canonical::identity(&envelope.payload).to_string(),
+            envelope,
+            log: LogProof {
+                origin: log.origin().to_string(),
+                index: *index,
+                tree_size: log.size(),
+                inclusion: log.inclusion_proof(*index, log.size()).unwrap(),
+                checkpoint: checkpoint.clone(),
+            },
+        };
+        std::fs::write(bundle_dir.join(format!("{index}.json")), bundle.to_json()).unwrap();
+    });
 }

@@ -113,26 +113,45 @@ pub struct RawLogProof {
 }
 
 impl RawBundle {
-    /// Size limit, strict JSON, media type, then the v1 shape.
+    /// Size limit, then the v1 shape, then the media type.
+    ///
+    /// One pass on the happy path: serde's derived structs refuse a repeated
+    /// or unknown field at every level of the v1 shape, and the shape bounds
+    /// the depth (the envelope inside is checked strictly by
+    /// [`Envelope::from_json`]). Only when that parse fails is the document
+    /// walked again, to tell another bundle version (not evaluated) from a
+    /// malformed v1 bundle (failed).
     pub fn parse(bytes: &[u8]) -> Result<RawBundle, BundleError> {
         if bytes.len() > MAX_BUNDLE_BYTES {
             return Err(BundleError::TooLarge(bytes.len()));
         }
-        strictjson::check(bytes, MAX_JSON_DEPTH).map_err(|e| BundleError::Json(e.to_string()))?;
-        let head: MediaTypeOnly =
-            serde_json::from_slice(bytes).map_err(|e| BundleError::Json(e.to_string()))?;
-        match head.media_type.as_deref() {
-            Some(BUNDLE_MEDIA_TYPE) => {}
-            Some(other) => return Err(BundleError::UnsupportedMediaType(other.to_string())),
-            None => return Err(BundleError::Json("missing field `media_type`".to_string())),
+        match serde_json::from_slice::<RawBundle>(bytes) {
+            Ok(raw) if raw.media_type == BUNDLE_MEDIA_TYPE => Ok(raw),
+            Ok(raw) => Err(BundleError::UnsupportedMediaType(raw.media_type)),
+            Err(e) => Err(classify_refusal(bytes, e)),
         }
-        serde_json::from_slice(bytes).map_err(|e| BundleError::Json(e.to_string()))
     }
 
     /// Decode the inclusion hashes (each base64 of exactly 32 bytes).
     pub fn inclusion_hashes(&self) -> Result<Vec<Hash>, BundleError> {
         decode_hashes(&self.log.inclusion)
     }
+}
+
+/// Why a document that is not a v1 bundle was refused: another media type
+/// is unsupported (whatever its shape); anything else is malformed.
+fn classify_refusal(bytes: &[u8], error: serde_json::Error) -> BundleError {
+    if strictjson::check(bytes, MAX_JSON_DEPTH).is_ok() {
+        if let Ok(MediaTypeOnly {
+            media_type: Some(other),
+        }) = serde_json::from_slice(bytes)
+        {
+            if other != BUNDLE_MEDIA_TYPE {
+                return BundleError::UnsupportedMediaType(other);
+            }
+        }
+    }
+    BundleError::Json(error.to_string())
 }
 
 /// Decode base64 proof hashes, each exactly 32 bytes, at most [`MAX_PROOF_HASHES`].
@@ -209,5 +228,82 @@ impl Bundle {
             },
         };
         serde_json::to_string_pretty(&out).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V1: &str = BUNDLE_MEDIA_TYPE;
+
+    fn doc(media: &str, extra_top: &str, extra_log: &str) -> String {
+        format!(
+            r#"{{"media_type": "{media}", "receipt_id": "x"{extra_top}, "envelope": {{}},
+               "log": {{"origin": "o", "index": 0, "tree_size": 1, "inclusion": [],
+                        "checkpoint": "c"{extra_log}}}}}"#
+        )
+    }
+
+    #[test]
+    fn one_parse_refuses_repeats_and_unknown_fields_at_every_level() {
+        assert!(RawBundle::parse(doc(V1, "", "").as_bytes()).is_ok());
+        for (top, log) in [
+            (r#", "receipt_id": "y""#, ""),
+            ("", r#", "index": 1"#),
+            (r#", "extra": 1"#, ""),
+            ("", r#", "extra": 1"#),
+        ] {
+            let err = RawBundle::parse(doc(V1, top, log).as_bytes()).unwrap_err();
+            assert!(matches!(err, BundleError::Json(_)), "{top} {log}: {err:?}");
+        }
+    }
+
+    #[test]
+    fn another_media_type_is_unsupported_whatever_its_shape() {
+        let v2 = "application/vnd.rcpt.bundle.v2+json";
+        for text in [
+            doc(v2, "", ""),
+            format!(r#"{{"media_type": "{v2}", "anything": [1]}}"#),
+        ] {
+            let err = RawBundle::parse(text.as_bytes()).unwrap_err();
+            assert_eq!(
+                err,
+                BundleError::UnsupportedMediaType(v2.to_string()),
+                "{text}"
+            );
+        }
+        // ...unless the document is not even strict JSON.
+        let dup = format!(r#"{{"media_type": "{v2}", "a": 1, "a": 2}}"#);
+        assert!(matches!(
+            RawBundle::parse(dup.as_bytes()),
+            Err(BundleError::Json(_))
+        ));
+        let none = r#"{"receipt_id": "x"}"#;
+        assert!(matches!(
+            RawBundle::parse(none.as_bytes()),
+            Err(BundleError::Json(_))
+        ));
+    }
+
+    #[test]
+    fn size_limit_before_parsing() {
+        let big = vec![b' '; MAX_BUNDLE_BYTES + 1];
+        assert!(
+            matches!(RawBundle::parse(&big), Err(BundleError::TooLarge(n)) if n == MAX_BUNDLE_BYTES + 1)
+        );
+    }
+
+    #[test]
+    fn proof_hashes_are_32_bytes_and_at_most_63() {
+        let ok = encode_hashes(&[[1u8; 32], [2u8; 32]]);
+        assert_eq!(decode_hashes(&ok), Ok(vec![[1u8; 32], [2u8; 32]]));
+        let short = vec![STANDARD.encode([0u8; 31])];
+        assert!(matches!(
+            decode_hashes(&short),
+            Err(BundleError::ProofHash { index: 0, .. })
+        ));
+        let long = encode_hashes(&[[0u8; 32]; 64]);
+        assert_eq!(decode_hashes(&long), Err(BundleError::ProofTooLong(64)));
     }
 }

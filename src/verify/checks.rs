@@ -134,7 +134,10 @@ impl Verifier {
     pub fn verify_file(&self, path: &Path) -> Report {
         let mut bytes = Vec::new();
         let read = std::fs::File::open(path).and_then(|f| {
-            // Read one byte past the limit so an oversized file is seen as such.
+            // Size the buffer once (never past the limit), and read one byte
+            // past the limit so an oversized file is seen as such.
+            let len = f.metadata().map_or(0, |m| m.len());
+            bytes.reserve(usize::try_from(len).unwrap_or(0).min(MAX_BUNDLE_BYTES) + 1);
             f.take(MAX_BUNDLE_BYTES as u64 + 1).read_to_end(&mut bytes)
         });
         match read {
