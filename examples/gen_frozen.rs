@@ -236,8 +236,11 @@ enum Edit {
     /// Change the bundle JSON (as a serde_json value).
     Json(Box<dyn Fn(&mut J)>),
     /// Replace the bundle file's bytes entirely.
-    Bytes(Box<dyn Fn(&[u8]) -> Vec<u8>>),
+    Bytes(BytesEdit),
 }
+
+/// A function from the correct bundle's bytes to the case's bytes.
+type BytesEdit = Box<dyn Fn(&[u8]) -> Vec<u8>>;
 
 /// One envelope to log and a bundle to write from it.
 struct Case {
@@ -821,9 +824,7 @@ fn cases(issuer: &SigningKey, stranger: &SigningKey) -> Result<Vec<Case>> {
         "envelope payload and sig in URL-safe base64 without padding",
         cbor(&base(next()))?,
         Edit::Json(Box::new(|b| {
-            for field in ["payload"] {
-                recode_url_safe(&mut b["envelope"][field]);
-            }
+            recode_url_safe(&mut b["envelope"]["payload"]);
             recode_url_safe(&mut b["envelope"]["signatures"][0]["sig"]);
         })),
         VERIFIED,
@@ -990,14 +991,14 @@ fn replace_line(note: &str, i: usize, with: &str) -> String {
 fn flip_signature(note: &str) -> String {
     let (body, sigs) = note.split_once("\n\n").unwrap_or((note, ""));
     let mut lines: Vec<String> = sigs.lines().map(str::to_string).collect();
-    if let Some(last) = lines.last_mut() {
-        if let Some((prefix, b64)) = last.rsplit_once(' ') {
-            let mut bytes = STANDARD.decode(b64).unwrap_or_default();
-            if let Some(x) = bytes.get_mut(20) {
-                *x ^= 0x80;
-            }
-            *last = format!("{prefix} {}", STANDARD.encode(bytes));
+    if let Some(last) = lines.last_mut()
+        && let Some((prefix, b64)) = last.rsplit_once(' ')
+    {
+        let mut bytes = STANDARD.decode(b64).unwrap_or_default();
+        if let Some(x) = bytes.get_mut(20) {
+            *x ^= 0x80;
         }
+        *last = format!("{prefix} {}", STANDARD.encode(bytes));
     }
     format!("{body}\n\n{}\n", lines.join("\n"))
 }

@@ -141,17 +141,15 @@ impl RawBundle {
 /// Why a document that is not a v1 bundle was refused: another media type
 /// is unsupported (whatever its shape); anything else is malformed.
 fn classify_refusal(bytes: &[u8], error: serde_json::Error) -> BundleError {
-    if strictjson::check(bytes, MAX_JSON_DEPTH).is_ok() {
-        if let Ok(MediaTypeOnly {
-            media_type: Some(other),
-        }) = serde_json::from_slice(bytes)
-        {
-            if other != BUNDLE_MEDIA_TYPE {
-                return BundleError::UnsupportedMediaType(other);
-            }
-        }
+    let other_version = strictjson::check(bytes, MAX_JSON_DEPTH)
+        .ok()
+        .and_then(|()| serde_json::from_slice::<MediaTypeOnly>(bytes).ok())
+        .and_then(|head| head.media_type)
+        .filter(|media_type| media_type != BUNDLE_MEDIA_TYPE);
+    match other_version {
+        Some(media_type) => BundleError::UnsupportedMediaType(media_type),
+        None => BundleError::Json(error.to_string()),
     }
-    BundleError::Json(error.to_string())
 }
 
 /// Decode base64 proof hashes, each exactly 32 bytes, at most [`MAX_PROOF_HASHES`].
