@@ -100,7 +100,10 @@ impl FromStr for Digest {
         }
         let mut bytes = [0u8; 32];
         for (out, pair) in bytes.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
-            *out = (hex_nibble(pair[0])? << 4) | hex_nibble(pair[1])?;
+            let &[high, low] = pair else {
+                return Err(DigestError::BadLength(hex.len()));
+            };
+            *out = (hex_nibble(high)? << 4) | hex_nibble(low)?;
         }
         Ok(Digest { algorithm, bytes })
     }
@@ -117,11 +120,14 @@ fn hex_nibble(c: u8) -> Result<u8, DigestError> {
 
 /// Lowercase hex of `bytes`.
 pub fn to_hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
+    /// The digit of a nibble (`n` < 16 by construction below).
+    fn digit(n: u8) -> char {
+        char::from(if n < 10 { b'0' + n } else { b'a' + n - 10 })
+    }
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
-        s.push(char::from(HEX[usize::from(b >> 4)]));
-        s.push(char::from(HEX[usize::from(b & 0x0f)]));
+        s.push(digit(b >> 4));
+        s.push(digit(b & 0x0f));
     }
     s
 }

@@ -233,8 +233,9 @@ pub fn note_key_hash(name: &str, key: &VerifyingKey) -> [u8; 4] {
     h.update(name.as_bytes());
     h.update([b'\n', NOTE_ED25519_TYPE]);
     h.update(key.as_bytes());
-    let d = h.finalize();
-    [d[0], d[1], d[2], d[3]]
+    let d: [u8; 32] = h.finalize().into();
+    let [a, b, c, e, ..] = d;
+    [a, b, c, e]
 }
 
 /// A C2SP signed-note Ed25519 verifier key: `NAME+<8 hex>+<base64(0x01||pub)>`.
