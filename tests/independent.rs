@@ -1,4 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 //! Cross-checks the `rcpt` binary against an independent Python implementation
 //! of DESIGN.md (tests/independent/rcpt_ref.py: its own DAG-CBOR, RFC 8785,
 //! DSSE PAE, RFC 6962/9162 Merkle, C2SP signed notes and tiles; Ed25519 from
@@ -389,6 +394,27 @@ fn bundles_written_independently_verify_and_mutants_are_refused() {
                 show(&o)
             ));
         }
+    }
+    // random JSON- and byte-level mutations of one valid bundle: same exit status
+    let kept = dir.path().join("disagreeing");
+    let o = py(&[
+        "differential",
+        RCPT,
+        s(&bundles[5]),
+        s(&trust),
+        "--count",
+        "200",
+        "--seed",
+        "1",
+        "--keep",
+        s(&kept),
+    ]);
+    if !o.status.success() {
+        wrong.push(format!(
+            "random mutations of {}: rcpt verify and the independent verifier disagree\n{}",
+            bundles[5].display(),
+            show(&o)
+        ));
     }
     assert!(
         wrong.is_empty(),

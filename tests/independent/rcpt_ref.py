@@ -245,11 +245,20 @@ def _no_float(s):
     raise RefError("json-float", f"non-integer number {s}")
 
 
+def _int_not_minus_zero(s: str) -> int:
+    if s == "-0":  # spec/identity.md: -0 is refused (JSON readers disagree on it)
+        raise RefError("json-float", "-0")
+    return int(s)
+
+
 def json_strict(text: str | bytes):
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")  # strict; a leading BOM then fails in json.loads
     return json.loads(
         text,
         object_pairs_hook=_no_dups,
         parse_float=_no_float,
+        parse_int=_int_not_minus_zero,
         parse_constant=_no_float,
     )
 
@@ -387,8 +396,9 @@ def validate_receipt(v) -> None:
         raise RefError("payload.schema", "version is not 1")
     if not isinstance(v["issuer"], str):
         raise RefError("payload.schema", "issuer is not text")
-    if not _is_int(v["issued_at"]):
-        raise RefError("payload.schema", "issued_at is not an integer")
+    if not _is_int(v["issued_at"]) or v["issued_at"] < 0:
+        # DESIGN.md: integer Unix seconds; spec/receipt.md adds 0 ..= 2^53-1
+        raise RefError("payload.schema", "issued_at is not a non-negative integer")
     if v["substrate"] not in SUBSTRATES or not isinstance(v["substrate"], str):
         raise RefError("payload.schema", "unknown substrate")
     _digest(v["change_id"], "change_id")
@@ -1188,7 +1198,11 @@ def verify_bundle_bytes(data: bytes, trust: Trust) -> Outcome:
         add("bundle", "fail", "bundle.malformed")
         print(f"  bundle: {e}")
         return done()
-    if b.get("media_type") != BUNDLE_TYPE:
+    if not isinstance(b.get("media_type"), str):
+        # missing or not text: malformed (only another media type is "unsupported")
+        add("bundle", "fail", "bundle.malformed")
+        return done()
+    if b["media_type"] != BUNDLE_TYPE:
         add("bundle", "not-evaluated", "bundle.unsupported")
         return done()
     try:
@@ -1213,6 +1227,7 @@ def verify_bundle_bytes(data: bytes, trust: Trust) -> Outcome:
         add("envelope", "fail", e.code)
         print(f"  envelope: {e}")
         pt = None
+    entry_pt = pt  # the log entry exists whatever the payload type
     if pt is not None and pt != RECEIPT_TYPE:
         add("payload_type", "not-evaluated", "envelope.payload_type_unsupported")
         pt = None
@@ -1278,8 +1293,8 @@ def verify_bundle_bytes(data: bytes, trust: Trust) -> Outcome:
     except RefError as e:
         add("inclusion", "fail", "inclusion.malformed")
         proof = None
-    if proof is not None and cp is not None and pt is not None:
-        entry = cbor_encode({"payload": payload, "payload_type": pt,
+    if proof is not None and cp is not None and entry_pt is not None:
+        entry = cbor_encode({"payload": payload, "payload_type": entry_pt,
                              "signatures": [{"keyid": k, "sig": sg} for k, sg in sigs]})
         ok = verify_inclusion(log["index"], log["tree_size"], leaf_hash(entry), proof, cp.root)
         add("inclusion", "pass" if ok else "fail", "inclusion.invalid")
@@ -1677,6 +1692,75 @@ def cmd_samples(a) -> int:
     return 0
 
 
+def cmd_differential(a) -> int:
+    """Random mutations of one valid bundle (JSON-level and byte-level, fixed
+    seed): `RCPT verify --trust` must exit as our verifier does."""
+    import copy
+    import random
+    import subprocess
+    import tempfile
+
+    rng = random.Random(a.seed)
+    trust = load_trust(a.trust)
+    good = json_strict(Path(a.bundle).read_bytes())
+    rep = Report()
+
+    def mutate(b):
+        b = copy.deepcopy(b)
+        env, log = b["envelope"], b["log"]
+        sig0 = env["signatures"][0]
+        k = rng.randrange(12)
+        if k == 0:
+            p = bytearray(base64.b64decode(env["payload"]))
+            p[rng.randrange(len(p))] ^= 1 << rng.randrange(8)
+            env["payload"] = b64e(bytes(p))
+        elif k == 1:
+            env["payload"] = base64.urlsafe_b64encode(base64.b64decode(env["payload"])).decode().rstrip("=")
+        elif k == 2:
+            sig0["keyid"] = rng.choice(["", None, "ab" * 32, sig0["keyid"].upper()])
+        elif k == 3:
+            env[rng.choice(["extra", "payloadtype"])] = rng.choice([1, "x", None])
+        elif k == 4:
+            log["checkpoint"] = log["checkpoint"].replace("\n\n", rng.choice(["\n\n\n", "\n \n", "\r\n\r\n"]), 1)
+        elif k == 5:
+            c = log["checkpoint"]
+            log["checkpoint"] = rng.choice([c.replace("\u2014", "-"), c + "\n", c.rstrip("\n"), c.replace("\n", "\next\n", 3)])
+        elif k == 6:
+            log["index"] = rng.choice([-1, 2**64, None, log["tree_size"]])
+        elif k == 7:
+            env["signatures"].append(copy.deepcopy(sig0))
+        elif k == 8:
+            b["receipt_id"] = rng.choice([b["receipt_id"].upper(), b["receipt_id"] + " ", "blake3:" + "0" * 64])
+        elif k == 9:
+            env["payloadType"] = env["payloadType"] + rng.choice(["", " ", "x"])
+        elif k == 10:
+            log["inclusion"] = log["inclusion"] + [rng.choice(["", "AA==", b64e(bytes(32))])]
+        else:
+            b[rng.choice(["extra", "Media_type"])] = 1
+        return json.dumps(b).encode()
+
+    with tempfile.TemporaryDirectory() as td:
+        for it in range(a.count):
+            if it % 2 == 0:
+                data = mutate(good)
+            else:
+                d = bytearray(json.dumps(good).encode())
+                d[rng.randrange(len(d))] = rng.randrange(256)
+                data = bytes(d)
+            f = Path(td) / f"m{it}.json"
+            f.write_bytes(data)
+            o = verify_bundle_bytes(data, trust)
+            ours = exit_status([o])
+            rc = subprocess.run([a.rcpt, "verify", str(f), "--trust", a.trust], capture_output=True, text=True)
+            rep.cmp(f"mutation {it}: rcpt verify exit {rc.returncode}, ours {ours} {o.reasons}",
+                    rc.returncode == ours, rc.stdout.strip()[-400:])
+            if rc.returncode != ours:
+                (Path(a.keep) if a.keep else Path(".")).mkdir(parents=True, exist_ok=True)
+                if a.keep:
+                    (Path(a.keep) / f.name).write_bytes(data)
+    return rep.finish("differential")
+
+
 # ---------------------------------------------------------------------------
 # selftest against the external vectors (tests/vectors)
 # ---------------------------------------------------------------------------
@@ -1812,6 +1896,11 @@ def main(argv=None) -> int:
     p.add_argument("outdir"); p.add_argument("--count", type=int, default=300)
     p.add_argument("--key"); p.add_argument("--every", type=int, default=5)
     p.set_defaults(fn=cmd_samples)
+    p = sub.add_parser("differential", help="random bundle mutations: rcpt verify vs our verifier")
+    p.add_argument("rcpt"); p.add_argument("bundle"); p.add_argument("trust")
+    p.add_argument("--count", type=int, default=200); p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--keep", help="directory to keep the disagreeing inputs in")
+    p.set_defaults(fn=cmd_differential)
     p = sub.add_parser("selftest")
     p.add_argument("vectors", nargs="?", default=str(Path(__file__).resolve().parent.parent / "vectors"))
     p.set_defaults(fn=cmd_selftest)
