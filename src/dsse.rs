@@ -10,11 +10,12 @@
 use crate::canonical::{Value, dagcbor};
 use crate::constants::DSSE_PAE_PREFIX;
 use crate::keys::{SigningKey, VerifyingKey, decode_base64_any, keyid};
-use crate::limits::{MAX_ENTRY_BYTES, MAX_ENVELOPE_BYTES, MAX_ENVELOPE_SIGNATURES};
+use crate::limits::{MAX_ENTRY_BYTES, MAX_ENVELOPE_BYTES, MAX_ENVELOPE_SIGNATURES, MAX_JSON_DEPTH};
+use crate::strictjson::{self, StrictJsonError};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use ed25519_dalek::Signer as _;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 /// One DSSE signature.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -347,74 +348,10 @@ fn decode_field(text: &str, field: impl Fn() -> String) -> Result<Vec<u8>, Envel
 /// Walk the JSON once and refuse any object that names a key twice:
 /// serde_json would silently keep the last value, another reader the first.
 fn reject_duplicate_keys(bytes: &[u8]) -> Result<(), EnvelopeError> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    match serde::Deserialize::deserialize(&mut de) {
-        Ok(NoDuplicates) => de.end().map_err(|e| EnvelopeError::Json(e.to_string())),
-        Err(e) => {
-            let msg = e.to_string();
-            match msg.strip_prefix(DUPLICATE_MARKER) {
-                Some(rest) => Err(EnvelopeError::DuplicateKey(
-                    rest.split(" at line").next().unwrap_or(rest).to_owned(),
-                )),
-                None => Err(EnvelopeError::Json(msg)),
-            }
-        }
-    }
-}
-
-/// Prefix of the custom serde error raised for a repeated key.
-const DUPLICATE_MARKER: &str = "duplicate key: ";
-
-/// A JSON value of any shape, accepted only if no object repeats a key.
-/// serde_json's own recursion limit (128) bounds the depth.
-struct NoDuplicates;
-
-impl<'de> serde::Deserialize<'de> for NoDuplicates {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(NoDuplicatesVisitor)
-    }
-}
-
-struct NoDuplicatesVisitor;
-
-impl<'de> serde::de::Visitor<'de> for NoDuplicatesVisitor {
-    type Value = NoDuplicates;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<NoDuplicates, E> {
-        Ok(NoDuplicates)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<NoDuplicates, E> {
-        Ok(NoDuplicates)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<NoDuplicates, E> {
-        Ok(NoDuplicates)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<NoDuplicates, E> {
-        Ok(NoDuplicates)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<NoDuplicates, E> {
-        Ok(NoDuplicates)
-    }
-    fn visit_unit<E>(self) -> Result<NoDuplicates, E> {
-        Ok(NoDuplicates)
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<NoDuplicates, A::Error> {
-        while seq.next_element::<NoDuplicates>()?.is_some() {}
-        Ok(NoDuplicates)
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<NoDuplicates, A::Error> {
-        let mut seen = HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            map.next_value::<NoDuplicates>()?;
-            if !seen.insert(key.clone()) {
-                return Err(serde::de::Error::custom(format!("{DUPLICATE_MARKER}{key}")));
-            }
-        }
-        Ok(NoDuplicates)
-    }
+    strictjson::check(bytes, MAX_JSON_DEPTH).map_err(|e| match e {
+        StrictJsonError::DuplicateKey { key, .. } => EnvelopeError::DuplicateKey(key),
+        StrictJsonError::Invalid(message) => EnvelopeError::Json(message),
+    })
 }
 
 /// The outcome of the envelope-signature check (DESIGN.md "Verifier").

@@ -12,11 +12,22 @@ use std::fmt;
 /// Why a JSON document was refused before typed parsing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StrictJsonError {
-    /// Not JSON, a repeated key, too deep, or trailing data (serde_json's
-    /// message carries the line and column).
+    /// An object names `key` twice (`at` is serde_json's line and column).
+    #[error("duplicate key \"{key}\" {at}")]
+    DuplicateKey {
+        /// The repeated key.
+        key: String,
+        /// Where, as "at line L column C".
+        at: String,
+    },
+    /// Not JSON, too deep, or trailing data (serde_json's message carries
+    /// the line and column).
     #[error("{0}")]
     Invalid(String),
 }
+
+/// Marks the serde error raised for a repeated key, so it can be told apart.
+const DUPLICATE_MARKER: &str = "\u{0}duplicate key\u{0}";
 
 /// Refuse duplicate object keys, nesting deeper than `max_depth`, and
 /// anything after the document.
@@ -27,7 +38,21 @@ pub fn check(bytes: &[u8], max_depth: usize) -> Result<(), StrictJsonError> {
     }
     .deserialize(&mut de)
     .and_then(|()| de.end())
-    .map_err(|e| StrictJsonError::Invalid(e.to_string()))
+    .map_err(|e| classify(&e.to_string()))
+}
+
+/// Turn serde_json's message back into a typed error.
+fn classify(message: &str) -> StrictJsonError {
+    match message.strip_prefix(DUPLICATE_MARKER) {
+        Some(rest) => {
+            let (key, at) = rest.split_once(DUPLICATE_MARKER).unwrap_or((rest, ""));
+            StrictJsonError::DuplicateKey {
+                key: key.to_string(),
+                at: at.trim().to_string(),
+            }
+        }
+        None => StrictJsonError::Invalid(message.to_string()),
+    }
 }
 
 /// One level of the walk: how many more levels of nesting are allowed.
@@ -88,7 +113,9 @@ impl<'de> Visitor<'de> for Walk {
         let mut seen = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
             if !seen.insert(key.clone()) {
-                return Err(A::Error::custom(format!("duplicate key \"{key}\"")));
+                return Err(A::Error::custom(format!(
+                    "{DUPLICATE_MARKER}{key}{DUPLICATE_MARKER}"
+                )));
             }
             map.next_value_seed(Walk { ..inner })?;
         }
@@ -104,7 +131,14 @@ mod tests {
     fn refuses_duplicates_depth_and_trailing_data() {
         assert!(check(br#"{"a": [1, {"b": null}], "c": "x"}"#, 3).is_ok());
         let dup = check(br#"{"a": 1, "b": {"a": 1, "a": 2}}"#, 8).unwrap_err();
-        assert!(dup.to_string().contains("duplicate key \"a\""), "{dup}");
+        assert!(
+            matches!(&dup, StrictJsonError::DuplicateKey { key, .. } if key == "a"),
+            "{dup}"
+        );
+        assert!(
+            dup.to_string().starts_with("duplicate key \"a\" at line 1"),
+            "{dup}"
+        );
         assert!(check(b"[[[1]]]", 3).is_ok());
         assert!(check(b"[[[[1]]]]", 3).is_err());
         assert!(check(b"{} {}", 3).is_err());
