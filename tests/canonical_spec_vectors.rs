@@ -6,7 +6,12 @@
 //! serde_ipld_dagcbor decodes the bytes to the value and re-encodes them
 //! unchanged, the id is the blake3 crate over the bytes, and the interop
 //! digest is SHA-256 over an RFC 8785 rendering written from the RFC alone.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 mod canonical_support;
 

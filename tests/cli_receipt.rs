@@ -1,5 +1,10 @@
 //! `rcpt receipt issue` and `rcpt receipt inspect`, run as a user would.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 mod canonical_support;
 

@@ -2,7 +2,12 @@
 //! DSSE spec example (ECDSA P-256: PAE and parsing only) and Ed25519 DSSE
 //! envelopes made by securesystemslib, an independent DSSE implementation.
 //! Ed25519 is deterministic, so our signer must reproduce its signatures.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use rcpt::dsse::{Envelope, EnvelopeError, SignatureCheck, check_signatures, pae};
 use rcpt::keys::{self, SigningKey, VerifyingKey};

@@ -2,7 +2,12 @@
 //! Wycheproof ed25519_test.json (every case's expected result must match
 //! rcpt's key parsing + `verify_strict`) and ed25519-speccheck's 12 edge
 //! cases (the outcome of strict verification recorded and asserted).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use rcpt::keys::verifying_key_from_bytes;
 use serde_json::Value;

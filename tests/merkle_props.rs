@@ -3,7 +3,12 @@
 //! every 0 <= m < n <= 300 and every index < n, generated proofs equal the
 //! RFC's and verify; mutated proofs are refused; arbitrary u64 sizes,
 //! indices and proof lengths never panic the verifiers.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use proptest::prelude::*;
 use rcpt::merkle::{

@@ -2,7 +2,12 @@
 //! every transparency-dev/merkle inclusion and consistency file (the harness
 //! walks the directories and asserts the count), and the real Argon2020 CT
 //! proofs. See tests/vectors/tlog/README.md for their origin.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;

@@ -1,6 +1,11 @@
 //! External signed-note and checkpoint vectors (tests/vectors/signed-note,
 //! origins in its README): every file is run, the count is asserted.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;

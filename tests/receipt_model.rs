@@ -1,6 +1,11 @@
 //! The version-1 receipt model: schema, invariants with their reason codes,
 //! the combining function, and round trips through both encodings.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 mod canonical_support;
 
