@@ -1,0 +1,6 @@
+//! Fuzz target `receipt_json`: runs [`rcpt_fuzz::receipt_json`] (the same check
+//! tests/fuzz_corpus.rs replays over the committed corpus).
+
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| rcpt_fuzz::receipt_json(data));
