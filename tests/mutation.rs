@@ -32,7 +32,13 @@
 //!
 //! The counts are printed (`cargo test --test mutation -- --nocapture`).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// A wrong index here fails a test, never the library.
+#![allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use assert_cmd::Command;
 use base64::Engine as _;
