@@ -435,7 +435,7 @@ fn a_100_000_deep_bundle_fails_without_overflowing() {
     // Also inside an otherwise valid bundle, as the envelope.
     let mut v = bundle_json("size-1-index-0");
     v["envelope"] = serde_json::Value::Null;
-    let deep = String::from_utf8(deep_array(DEEP / 2)).unwrap();
+    let deep = String::from_utf8(deep_array(DEEP)).unwrap();
     let with_deep = serde_json::to_string(&v)
         .unwrap()
         .replace("\"envelope\":null", &format!("\"envelope\":{deep}"));
