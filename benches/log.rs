@@ -4,7 +4,8 @@
 //!
 //! `cargo bench --bench log` (full: 1,000,000 receipts). Quick run:
 //! `RCPT_BENCH_N=100000 RCPT_BENCH_PROOFS=2000 cargo bench --bench log`.
-//! `RCPT_BENCH_DIR` picks the file system (default: the system temp dir).
+//! `RCPT_BENCH_DIR` picks the file system (default: the system temp dir);
+//! `RCPT_BENCH_BATCHES=100000` runs only the listed batch sizes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use rcpt::keys::SigningKey;
@@ -59,16 +60,26 @@ fn append_rate(root: &std::path::Path, n: u64, batch: u64) -> (f64, std::path::P
     (n as f64 / start.elapsed().as_secs_f64(), dir)
 }
 
-/// Inclusion proofs per second at the latest size, spread over the log.
-fn proof_rate(dir: &std::path::Path, proofs: u64) -> f64 {
+/// Inclusion proofs per second at the latest size, spread over the log:
+/// one at a time on one thread, and as one parallel batch on every core.
+/// Each run opens the log afresh (cold tile cache).
+fn proof_rates(dir: &std::path::Path, proofs: u64) -> (f64, f64) {
     let log = Log::open(dir).unwrap();
     let size = log.size();
+    let indexes: Vec<u64> = (0..proofs)
+        .map(|k| k.wrapping_mul(0x9E37_79B9_7F4A_7C15) % size)
+        .collect();
     let start = Instant::now();
-    for k in 0..proofs {
-        let i = k.wrapping_mul(0x9E37_79B9_7F4A_7C15) % size;
+    for &i in &indexes {
         std::hint::black_box(log.inclusion_proof(i, size).unwrap());
     }
-    proofs as f64 / start.elapsed().as_secs_f64()
+    let one = proofs as f64 / start.elapsed().as_secs_f64();
+    let log = Log::open(dir).unwrap();
+    let start = Instant::now();
+    for p in log.inclusion_proofs(&indexes, size) {
+        std::hint::black_box(p.unwrap());
+    }
+    (one, proofs as f64 / start.elapsed().as_secs_f64())
 }
 
 fn main() {
@@ -90,16 +101,22 @@ fn main() {
         "{:<44} {:>14.0} {:>10}",
         "hashing limit for appends (h/2)", limit, "1.000"
     );
+    let batches: Vec<u64> = std::env::var("RCPT_BENCH_BATCHES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|b| b.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1_000, 100_000]);
     let mut last_dir = None;
-    for batch in [1_000u64, 100_000] {
+    for batch in batches {
         let (rate, dir) = append_rate(tmp.path(), n, batch);
         let label = format!("append, batches of {batch}");
         println!("{label:<44} {rate:>14.0} {:>10.3}", rate / limit);
         last_dir = Some(dir);
     }
     if let Some(dir) = last_dir {
-        let rate = proof_rate(&dir, proofs);
-        let label = format!("inclusion proofs on a {n}-entry log");
-        println!("{label:<44} {rate:>14.0} {:>10.5}", rate / h);
+        let (one, all) = proof_rates(&dir, proofs);
+        let label = format!("inclusion proofs, {n}-entry log, 1 thread");
+        println!("{label:<44} {one:>14.0} {:>10.5}", one / h);
+        let label = format!("inclusion proofs, {n}-entry log, all cores");
+        println!("{label:<44} {all:>14.0} {:>10.5}", all / h);
     }
 }

@@ -53,3 +53,6 @@ pub const MAX_APPEND_BATCH_BYTES: usize = 256 * 1024 * 1024;
 /// Largest entry bundle file: 256 entries, each behind a 2-byte length
 /// (C2SP tlog-tiles); a reader refuses a larger file before decoding it.
 pub const MAX_ENTRY_BUNDLE_BYTES: usize = 256 * (2 + MAX_ENTRY_BYTES);
+/// Most full hash tiles a log reader keeps expanded in memory for proofs
+/// (16 KiB each: 16 MiB at most).
+pub const MAX_CACHED_TILES: usize = 1024;

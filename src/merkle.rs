@@ -31,11 +31,15 @@ pub fn leaf_hash(entry: &[u8]) -> Hash {
 
 /// SHA-256(0x01 || left || right) (RFC 6962 section 2.1).
 pub fn node_hash(left: &Hash, right: &Hash) -> Hash {
-    let mut h = Sha256::new();
-    h.update([NODE_PREFIX]);
-    h.update(left);
-    h.update(right);
-    h.finalize().into()
+    // One 65-byte input hashes faster than three updates (fewer copies
+    // through the block buffer).
+    let mut input = [0u8; 65];
+    let (prefix, rest) = input.split_at_mut(1);
+    let (l, r) = rest.split_at_mut(32);
+    prefix.fill(NODE_PREFIX);
+    l.copy_from_slice(left);
+    r.copy_from_slice(right);
+    Sha256::digest(input).into()
 }
 
 /// MTH({}) = SHA-256() (RFC 6962 section 2.1).

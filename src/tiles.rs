@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Tile height: each tile spans 8 tree levels.
 pub const TILE_HEIGHT: u8 = 8;
@@ -253,6 +254,67 @@ pub fn decode_entry_bundle(bytes: &[u8]) -> Result<Vec<&[u8]>, TileError> {
 pub struct TileReader {
     root: PathBuf,
     size: u64,
+    cache: Option<Arc<TileCache>>,
+}
+
+/// Every node of one full hash tile: `levels[k]` holds the `256 >> k`
+/// subtree hashes of height `k` above the tile's stored hashes (k = 0..=8).
+#[derive(Debug)]
+struct TileNodes {
+    levels: Vec<Vec<Hash>>,
+}
+
+impl TileNodes {
+    /// Expand a full tile's 256 hashes into its 511 nodes (255 node hashes).
+    fn new(hashes: Vec<Hash>) -> TileNodes {
+        let mut levels = vec![hashes];
+        while let Some(below) = levels.last().filter(|l| l.len() > 1) {
+            let up = below
+                .chunks_exact(2)
+                .map(|p| match p {
+                    [l, r] => merkle::node_hash(l, r),
+                    // chunks_exact(2) yields pairs only.
+                    _ => merkle::empty_root(),
+                })
+                .collect();
+            levels.push(up);
+        }
+        TileNodes { levels }
+    }
+}
+
+/// Full hash tiles already read and expanded, shared by the readers of one
+/// log: a full tile never changes, so a proof that meets it again costs no
+/// file read and no hashing. Holds at most `limits::MAX_CACHED_TILES`
+/// tiles (16 KiB each); when full it drops its level-0 tiles first (the
+/// upper tiles are the ones every proof meets).
+#[derive(Debug, Default)]
+pub struct TileCache {
+    tiles: Mutex<HashMap<(u8, u64), Arc<TileNodes>>>,
+}
+
+impl TileCache {
+    /// An empty cache.
+    pub fn new() -> TileCache {
+        TileCache::default()
+    }
+
+    fn get(&self, key: (u8, u64)) -> Option<Arc<TileNodes>> {
+        self.tiles.lock().ok()?.get(&key).cloned()
+    }
+
+    fn insert(&self, key: (u8, u64), nodes: Arc<TileNodes>) {
+        let Ok(mut tiles) = self.tiles.lock() else {
+            return; // a poisoned cache is simply not used
+        };
+        if tiles.len() >= crate::limits::MAX_CACHED_TILES {
+            tiles.retain(|k, _| k.0 > 0);
+            if tiles.len() >= crate::limits::MAX_CACHED_TILES {
+                tiles.clear();
+            }
+        }
+        tiles.insert(key, nodes);
+    }
 }
 
 /// Which file holds tile N (hashes at some level, or entries) at a size.
@@ -286,6 +348,17 @@ impl TileReader {
         TileReader {
             root: root.to_path_buf(),
             size,
+            cache: None,
+        }
+    }
+
+    /// A reader that keeps the full tiles it expands in `cache` (shared
+    /// with other readers of the same directory).
+    pub fn with_cache(root: &Path, size: u64, cache: Arc<TileCache>) -> TileReader {
+        TileReader {
+            root: root.to_path_buf(),
+            size,
+            cache: Some(cache),
         }
     }
 
@@ -386,6 +459,25 @@ impl TileReader {
         Ok(entry.to_vec())
     }
 
+    /// The expanded nodes of tile `n` at `level` when this reader has a
+    /// cache and the tile is full at this size (else `None`).
+    fn full_tile(&self, level: u8, n: u64) -> Result<Option<Arc<TileNodes>>, TileError> {
+        let Some(cache) = &self.cache else {
+            return Ok(None);
+        };
+        let shift = u32::from(level) * u32::from(TILE_HEIGHT);
+        let items = self.size.checked_shr(shift).unwrap_or(0);
+        if tile_span(n, items).partial.is_some() {
+            return Ok(None);
+        }
+        if let Some(hit) = cache.get((level, n)) {
+            return Ok(Some(hit));
+        }
+        let nodes = Arc::new(TileNodes::new(self.hash_tile(level, n)?));
+        cache.insert((level, n), Arc::clone(&nodes));
+        Ok(Some(nodes))
+    }
+
     /// One node from its tile: the hash of the `2^(h mod 8)` stored level-8L
     /// hashes below it, `cache` holding the tiles already read in this call.
     fn node(
@@ -408,6 +500,13 @@ impl TileReader {
         let first = id.index << sub;
         let n = first / TILE_WIDTH;
         let start = (first % TILE_WIDTH) as usize;
+        if let Some(nodes) = self.full_tile(tile_level, n)? {
+            let at = nodes
+                .levels
+                .get(sub as usize)
+                .and_then(|l| l.get(start >> sub));
+            return at.copied().ok_or(not_in_tree);
+        }
         let tile = match cache.entry((tile_level, n)) {
             Entry::Occupied(hit) => hit.into_mut(),
             Entry::Vacant(slot) => slot.insert(self.hash_tile(tile_level, n)?),

@@ -145,7 +145,7 @@ fn same_entry_keeps_its_first_index() {
         }]
     );
     drop(w);
-    std::fs::remove_file(tmp.path().join(".rcpt/index")).unwrap();
+    std::fs::remove_dir_all(tmp.path().join(".rcpt/dedup")).unwrap();
     let mut w = LogWriter::open(tmp.path(), &key(), false).unwrap();
     assert_eq!(
         w.append(&[entry(7)]).unwrap(),

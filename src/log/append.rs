@@ -141,22 +141,26 @@ impl LogWriter {
         let mut seen: HashMap<Hash, u64> = HashMap::new();
         let mut results = Vec::with_capacity(entries.len());
         let mut fresh: Vec<&[u8]> = Vec::new();
-        let mut fresh_leaves: Vec<(Hash, u64)> = Vec::new();
-        for ((entry, leaf), hint) in entries.iter().zip(&leaves).zip(&hints) {
+        let mut fresh_leaves: Vec<Hash> = Vec::new();
+        let mut h = 0;
+        for (pos, (entry, leaf)) in entries.iter().zip(&leaves).enumerate() {
+            // The hints of this position (sorted by position, then index).
+            let from = h;
+            while hints.get(h).is_some_and(|c| c.0 == pos) {
+                h += 1;
+            }
             if let Some(&index) = seen.get(leaf) {
                 results.push(Appended { index, new: false });
                 continue;
             }
-            if let Some(index) = *hint
-                && self.log.confirm(index, leaf)?
-            {
+            if let Some(index) = self.confirmed(hints.get(from..h).unwrap_or_default(), leaf)? {
                 results.push(Appended { index, new: false });
                 continue;
             }
             let index = old + fresh.len() as u64;
             seen.insert(*leaf, index);
             fresh.push(entry);
-            fresh_leaves.push((*leaf, index));
+            fresh_leaves.push(*leaf);
             results.push(Appended { index, new: true });
         }
         if !fresh.is_empty() {
@@ -165,21 +169,43 @@ impl LogWriter {
         Ok(results)
     }
 
-    /// The writer's index (always open in a writer).
-    fn index(&self) -> Result<&Index, LogError> {
-        self.log.index.as_ref().ok_or_else(|| LogError::Index {
-            path: layout::index(&self.log.dir),
-            detail: "not open".to_string(),
-        })
+    /// The first hint `(position, index)` the log confirms for `leaf`.
+    fn confirmed(&self, hints: &[(usize, u64)], leaf: &Hash) -> Result<Option<u64>, LogError> {
+        for &(_, index) in hints {
+            if self.log.confirm(index, leaf)? {
+                return Ok(Some(index));
+            }
+        }
+        Ok(None)
     }
 
-    /// Steps 3 to 9 of the protocol for the new entries `fresh`.
-    fn integrate(&mut self, fresh: &[&[u8]], leaves: &[(Hash, u64)]) -> Result<(), LogError> {
+    /// The writer's index (always open in a writer).
+    fn index(&self) -> Result<&Index, LogError> {
+        self.log.index.as_ref().ok_or_else(|| self.no_index())
+    }
+
+    /// The writer's index, mutably.
+    fn index_mut(&mut self) -> Result<&mut Index, LogError> {
+        let err = self.no_index();
+        self.log.index.as_mut().ok_or(err)
+    }
+
+    fn no_index(&self) -> LogError {
+        LogError::Index {
+            path: layout::index(&self.log.dir),
+            detail: "not open".to_string(),
+        }
+    }
+
+    /// Steps 3 to 9 of the protocol for the new entries `fresh` with leaf
+    /// hashes `leaves` (indexes `old..`).
+    fn integrate(&mut self, fresh: &[&[u8]], leaves: &[Hash]) -> Result<(), LogError> {
         let dir = self.log.dir.clone();
+        let tmp = layout::tmp(&dir);
         let old = self.log.size;
         let mut frontier = self.frontier.clone();
         let mut builder = TileBuilder::new(old, |l, i, w| read_hash_tile(&dir, l, i, Some(w)))?;
-        for (leaf, _) in leaves {
+        for leaf in leaves {
             frontier
                 .push(*leaf, |id, h| builder.node(id, h))
                 .map_err(|_| LogError::Full { size: old })?;
@@ -191,45 +217,64 @@ impl LogWriter {
             .into_iter()
             .chain(builder.take_partial());
         files.extend(tiles.map(|t| (dir.join(t.path()), t.bytes())));
-        // Steps 4-5: every touched tile durable under its final name.
-        fsutil::write_all_durable(&dir, &layout::tmp(&dir), &files)?;
+        // Steps 4-6: every touched tile durable under its final name, and
+        // (at the same time) the index run of the new leaves.
+        let index = self.index()?;
+        let (written, prepared) = std::thread::scope(|s| {
+            let run = s.spawn(|| index.prepare(&tmp, old, leaves));
+            let written = fsutil::write_all_durable(&dir, &tmp, &files);
+            (written, run.join().unwrap_or(Err(LogError::WriterThread)))
+        });
+        written?;
+        let prepared = prepared?;
         drop(files);
-        // Step 6: the index learns the new leaves (hints until published).
-        self.index()?.commit(leaves, new)?;
+        index.install(&prepared)?;
         // Steps 7-8: keep, then publish, the new checkpoint.
         let root = frontier.root();
         let checkpoint = sign_checkpoint(self.log.origin(), new, root, &self.key)?;
         let kept = layout::checkpoint_at(&dir, new);
-        fsutil::write_durable(&layout::tmp(&dir), &kept, checkpoint.as_bytes())?;
+        fsutil::write_durable(&tmp, &kept, checkpoint.as_bytes())?;
         fsutil::sync_dir(&layout::checkpoints(&dir))?;
         publish(&dir, &checkpoint)?;
         self.log.size = new;
         self.log.root = root;
         self.log.checkpoint = checkpoint;
         self.frontier = frontier;
-        Ok(())
+        // The runs the new one absorbed are no longer needed.
+        self.index_mut()?.retire(prepared)
     }
 
     /// Bring a lost or stale dedup index up to the checkpoint, from the
     /// entries (the index is never ahead of the truth it is checked against).
     pub(super) fn catch_up_index(&mut self) -> Result<(), LogError> {
         let size = self.log.size;
-        let from = self.index()?.indexed_size()?;
+        let from = self.index()?.indexed_size();
         if from >= size {
             return Ok(());
         }
-        let mut pending: Vec<(Hash, u64)> = Vec::new();
+        let mut pending: Vec<Hash> = Vec::new();
+        let mut pending_first = from;
         let dir = self.log.dir.clone();
         super::check::for_each_bundle(&dir, from, size, |first, entries| {
-            let leaves = entries.par_iter().map(|e| merkle::leaf_hash(e));
-            let numbered = leaves.enumerate().map(|(k, l)| (l, first + k as u64));
-            pending.extend(numbered.collect::<Vec<_>>());
+            let leaves: Vec<Hash> = entries.par_iter().map(|e| merkle::leaf_hash(e)).collect();
+            pending.extend(leaves);
             if pending.len() >= MAX_APPEND_BATCH_ENTRIES {
-                let last = pending.last().map_or(0, |p| p.1 + 1);
-                self.index()?.commit(&std::mem::take(&mut pending), last)?;
+                self.add_run(pending_first, &std::mem::take(&mut pending))?;
+                pending_first = first + entries.len() as u64;
             }
             Ok(())
         })?;
-        self.index()?.commit(&pending, size)
+        if pending.is_empty() {
+            return Ok(());
+        }
+        self.add_run(pending_first, &pending)
+    }
+
+    /// Add the run of `leaves` (indexes `first..`, all published) to the index.
+    fn add_run(&mut self, first: u64, leaves: &[Hash]) -> Result<(), LogError> {
+        let tmp = layout::tmp(&self.log.dir);
+        let prepared = self.index()?.prepare(&tmp, first, leaves)?;
+        self.index()?.install(&prepared)?;
+        self.index_mut()?.retire(prepared)
     }
 }

@@ -45,13 +45,18 @@ pub fn read_limited(path: &Path, max: usize) -> Result<Vec<u8>, LogError> {
     Ok(bytes)
 }
 
+/// A fresh temporary file name in `tmp_dir`, unique within this process.
+pub fn tmp_name(tmp_dir: &Path) -> PathBuf {
+    let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    tmp_dir.join(format!("{}-{n}", std::process::id()))
+}
+
 /// Write `bytes` to a fresh file in `tmp_dir`, fsync it, and rename it to
 /// `dest` (creating `dest`'s parent directories). The rename is atomic: a
 /// reader sees the old file or the whole new one. The caller fsyncs
 /// `dest`'s directory (see [`sync_dirs`]) before relying on the name.
 pub fn write_durable(tmp_dir: &Path, dest: &Path, bytes: &[u8]) -> Result<(), LogError> {
-    let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp = tmp_dir.join(format!("{}-{n}", std::process::id()));
+    let tmp = tmp_name(tmp_dir);
     let mut file = File::create(&tmp).map_err(io_err(&tmp))?;
     file.write_all(bytes).map_err(io_err(&tmp))?;
     file.sync_all().map_err(io_err(&tmp))?;

@@ -1,121 +1,609 @@
-//! index: the dedup index, a redb map from leaf hash to the first index of
-//! that entry, under `DIR/.rcpt/index`.
+//! index: the dedup index, sorted runs of (leaf-hash key, log index) under
+//! `DIR/.rcpt/dedup/`, merged like a binary counter (an LSM of one level
+//! per power of two).
 //!
-//! The index is a hint, never the truth: the caller confirms every hit
-//! against the checkpoint size and the entry bytes (see `spec/log.md`,
-//! "Dedup"). It also records `indexed_size`, the tree size of its last
-//! commit, so a lost or stale index is rebuilt from the entries.
+//! The index is a hint, never the truth: the caller confirms every
+//! candidate against the checkpoint size and the stored entry (see
+//! `spec/log.md`, "Dedup"). A run file `<first>-<end>` holds one record per
+//! leaf of `[first, end)`; the runs chosen at open tile `[0, indexed_size)`
+//! contiguously, and a lost or stale range is rebuilt from the entries.
+//! Every run file is written once (temporary file, fsync, rename) and never
+//! changed, so readers need no lock. Memory is bounded by the batch: runs
+//! are read and merged in fixed-size chunks, never loaded whole.
+//!
+//! Run file layout (all integers big-endian):
+//! `MAGIC || first:u64 || end:u64 || dir[0..=D]:u64 || records`, where a
+//! record is `key:u64 || index:u64` (key = the first 8 bytes of the leaf
+//! hash), records are sorted by (key, index), D = 2^bits buckets with
+//! `bits` a function of the record count, and `dir[j]` is the number of
+//! records whose key's top `bits` bits are below `j` (`dir[D]` = count).
 
 use super::LogError;
+use super::fsutil::{self, io_err};
 use crate::merkle::Hash;
-use redb::{Database, TableDefinition};
+use std::fs::File;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
-/// Leaf hash to first index.
-const LEAVES: TableDefinition<&[u8; 32], u64> = TableDefinition::new("leaves");
-/// Bookkeeping: `indexed_size`.
-const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
-/// Key of the tree size covered by the last commit.
-const INDEXED_SIZE: &str = "indexed_size";
-/// Page cache of the index: memory stays bounded whatever the log's size.
-const INDEX_CACHE_BYTES: usize = 64 * 1024 * 1024;
-/// How long an open waits for a reader that holds the file briefly.
-const OPEN_RETRY: Duration = Duration::from_secs(10);
+/// First bytes of every run file.
+const MAGIC: &[u8; 8] = b"rcptdd01";
+/// Header: magic, first, end.
+const HEADER_BYTES: u64 = 24;
+/// One record: key and index.
+const RECORD_BYTES: u64 = 16;
+/// Records read at once when streaming a run (64 KiB).
+const CHUNK_RECORDS: u64 = 4096;
+/// Runs this small are read whole for a look-up (1 MiB).
+const DENSE_RECORDS: u64 = 65_536;
+/// Largest bucket a look-up reads at once; with SHA-256 keys a bucket
+/// averages 128 to 256 records, so a larger one marks a damaged run.
+const MAX_BUCKET_RECORDS: u64 = 65_536;
+/// Most directory bits: 2^24 buckets cover 2^31 records at 128 a bucket.
+const MAX_BITS: u32 = 24;
 
-/// An open dedup index.
-pub struct Index {
-    db: Database,
+/// The sort key of a leaf hash: its first 8 bytes.
+fn key_of(leaf: &Hash) -> u64 {
+    let mut k = [0u8; 8];
+    k.copy_from_slice(leaf.get(..8).unwrap_or(&[0; 8]));
+    u64::from_be_bytes(k)
+}
+
+/// Directory bits for a run of `count` records: about 128 records a bucket.
+fn bits_for(count: u64) -> u32 {
+    let buckets = (count / 128).max(1);
+    (63 - buckets.leading_zeros()).min(MAX_BITS)
+}
+
+/// The bucket of `key` in a directory of `bits` bits.
+fn bucket(key: u64, bits: u32) -> u64 {
+    key.checked_shr(64 - bits).unwrap_or(0)
+}
+
+/// One immutable run file covering leaves `[first, end)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Run {
+    first: u64,
+    end: u64,
     path: PathBuf,
 }
 
-impl std::fmt::Debug for Index {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Index").field("path", &self.path).finish()
+impl Run {
+    fn count(&self) -> u64 {
+        self.end - self.first
+    }
+    fn bits(&self) -> u32 {
+        bits_for(self.count())
+    }
+    /// Byte offset of the records.
+    fn records_at(&self) -> u64 {
+        HEADER_BYTES + 8 * ((1u64 << self.bits()) + 1)
+    }
+    fn file_len(&self) -> u64 {
+        self.records_at() + RECORD_BYTES * self.count()
     }
 }
 
-/// Map any redb error to [`LogError::Index`] naming the file.
-fn idx_err<E: Into<redb::Error>>(path: &Path) -> impl FnOnce(E) -> LogError + '_ {
-    move |e| LogError::Index {
-        path: path.to_path_buf(),
-        detail: e.into().to_string(),
+/// Parse a run file name `<first>-<end>` (canonical decimals, first < end).
+fn parse_name(name: &str) -> Option<(u64, u64)> {
+    let (a, b) = name.split_once('-')?;
+    let (first, end) = (a.parse::<u64>().ok()?, b.parse::<u64>().ok()?);
+    let canonical = first.to_string() == a && end.to_string() == b;
+    (canonical && first < end).then_some((first, end))
+}
+
+/// A run file whose header and length match its name, else `None`.
+fn valid_run(path: PathBuf, first: u64, end: u64) -> Option<Run> {
+    let run = Run { first, end, path };
+    let file = File::open(&run.path).ok()?;
+    if file.metadata().ok()?.len() != run.file_len() {
+        return None;
     }
+    let mut head = [0u8; HEADER_BYTES as usize];
+    file.read_exact_at(&mut head, 0).ok()?;
+    let mut want = Vec::with_capacity(head.len());
+    want.extend_from_slice(MAGIC);
+    want.extend_from_slice(&first.to_be_bytes());
+    want.extend_from_slice(&end.to_be_bytes());
+    (head[..] == want[..]).then_some(run)
+}
+
+/// Every run file in `dir` (absent directory: none), then the contiguous
+/// cover of `[0, ..)` within `size`: from each position, the run starting
+/// there that reaches farthest. Returns (cover, every other file).
+fn list_runs(dir: &Path, size: u64) -> Result<(Vec<Run>, Vec<PathBuf>), LogError> {
+    let mut all = Vec::new();
+    let mut other = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((all, other)),
+        Err(e) => return Err(io_err(dir)(e)),
+    };
+    for entry in entries {
+        let path = entry.map_err(io_err(dir))?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        match parse_name(name) {
+            Some((first, end)) if end <= size => match valid_run(path.clone(), first, end) {
+                Some(run) => all.push(run),
+                None => other.push(path),
+            },
+            _ => other.push(path),
+        }
+    }
+    // Farthest-reaching first among runs of one start.
+    all.sort_unstable_by(|a, b| a.first.cmp(&b.first).then(b.end.cmp(&a.end)));
+    let mut cover: Vec<Run> = Vec::new();
+    let mut pos = 0;
+    for run in all {
+        if run.first == pos {
+            pos = run.end;
+            cover.push(run);
+        } else {
+            other.push(run.path);
+        }
+    }
+    Ok((cover, other))
+}
+
+/// Reads records `[lo, hi)` of a run in chunks of [`CHUNK_RECORDS`].
+struct Records<'a> {
+    file: &'a File,
+    run: &'a Run,
+    next: u64,
+    hi: u64,
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl<'a> Records<'a> {
+    fn new(file: &'a File, run: &'a Run, lo: u64, hi: u64) -> Records<'a> {
+        Records {
+            file,
+            run,
+            next: lo,
+            hi,
+            buf: Vec::new(),
+            at: 0,
+        }
+    }
+
+    /// The next (key, index), or `None` at `hi`.
+    fn next_record(&mut self) -> Result<Option<(u64, u64)>, LogError> {
+        if self.at >= self.buf.len() {
+            if self.next >= self.hi {
+                return Ok(None);
+            }
+            let n = (self.hi - self.next).min(CHUNK_RECORDS);
+            // n <= CHUNK_RECORDS, so the buffer stays at 64 KiB.
+            self.buf.resize((n * RECORD_BYTES) as usize, 0);
+            let offset = self.run.records_at() + self.next * RECORD_BYTES;
+            self.file
+                .read_exact_at(&mut self.buf, offset)
+                .map_err(io_err(&self.run.path))?;
+            self.next += n;
+            self.at = 0;
+        }
+        let rec = self.buf.get(self.at..self.at + 16).unwrap_or(&[0; 16]);
+        self.at += 16;
+        let (k, i) = rec.split_at(8);
+        let be = |b: &[u8]| u64::from_be_bytes(b.try_into().unwrap_or([0; 8]));
+        Ok(Some((be(k), be(i))))
+    }
+}
+
+/// Merge-join `probes` (sorted by key) with a stream of records; push
+/// `(probe position, index)` for every equal key.
+fn join(
+    probes: &[(u64, usize)],
+    records: &mut Records<'_>,
+    out: &mut Vec<(usize, u64)>,
+) -> Result<(), LogError> {
+    let mut p = 0;
+    while let Some((key, index)) = records.next_record()? {
+        while probes.get(p).is_some_and(|q| q.0 < key) {
+            p += 1;
+        }
+        if p >= probes.len() {
+            break;
+        }
+        let equal = probes.get(p..).unwrap_or_default();
+        out.extend(
+            equal
+                .iter()
+                .take_while(|q| q.0 == key)
+                .map(|q| (q.1, index)),
+        );
+    }
+    Ok(())
+}
+
+/// Look `probes` (sorted by key) up in one run.
+fn lookup_run(
+    run: &Run,
+    probes: &[(u64, usize)],
+    out: &mut Vec<(usize, u64)>,
+) -> Result<(), LogError> {
+    let file = File::open(&run.path).map_err(io_err(&run.path))?;
+    let count = run.count();
+    if count <= DENSE_RECORDS || probes.len() as u64 * 128 >= count {
+        // Many probes: one sequential pass over the run is cheapest.
+        return join(probes, &mut Records::new(&file, run, 0, count), out);
+    }
+    let bits = run.bits();
+    let mut start = 0;
+    while let Some(&(key, _)) = probes.get(start) {
+        // The probes of one bucket share one read of that bucket.
+        let b = bucket(key, bits);
+        let len = probes
+            .get(start..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(|q| bucket(q.0, bits) == b)
+            .count();
+        let group = probes.get(start..start + len).unwrap_or_default();
+        let mut dir = [0u8; 16];
+        file.read_exact_at(&mut dir, HEADER_BYTES + 8 * b)
+            .map_err(io_err(&run.path))?;
+        let (lo, hi) = dir.split_at(8);
+        let be = |b: &[u8]| u64::from_be_bytes(b.try_into().unwrap_or([0; 8]));
+        let (lo, hi) = (be(lo), be(hi));
+        if lo > hi || hi > count || hi - lo > MAX_BUCKET_RECORDS {
+            return Err(LogError::Index {
+                path: run.path.clone(),
+                detail: format!("bucket {b} spans records {lo}..{hi}; remove the file to rebuild"),
+            });
+        }
+        join(group, &mut Records::new(&file, run, lo, hi), out)?;
+        start += len.max(1);
+    }
+    Ok(())
+}
+
+/// Writes a run file in one streaming pass: records in key order, the
+/// directory filled in as they go. Memory: two write buffers.
+struct RunWriter {
+    records: BufWriter<File>,
+    dir: BufWriter<File>,
+    bits: u32,
+    count: u64,
+    written: u64,
+    next_bucket: u64,
+    file: File,
+}
+
+impl RunWriter {
+    fn create(tmp: &Path, first: u64, end: u64) -> Result<RunWriter, LogError> {
+        let count = end - first;
+        let run = Run {
+            first,
+            end,
+            path: tmp.to_path_buf(),
+        };
+        let file = File::create(tmp).map_err(io_err(tmp))?;
+        let mut head = file.try_clone().map_err(io_err(tmp))?;
+        head.write_all(MAGIC)
+            .and_then(|()| head.write_all(&first.to_be_bytes()))
+            .and_then(|()| head.write_all(&end.to_be_bytes()))
+            .map_err(io_err(tmp))?;
+        let mut rec = File::options().write(true).open(tmp).map_err(io_err(tmp))?;
+        rec.seek(SeekFrom::Start(run.records_at()))
+            .map_err(io_err(tmp))?;
+        Ok(RunWriter {
+            records: BufWriter::with_capacity(1 << 16, rec),
+            dir: BufWriter::with_capacity(1 << 16, head),
+            bits: run.bits(),
+            count,
+            written: 0,
+            next_bucket: 0,
+            file,
+        })
+    }
+
+    /// Append one record; keys must come in ascending order.
+    fn push(&mut self, key: u64, index: u64) -> std::io::Result<()> {
+        let b = bucket(key, self.bits);
+        while self.next_bucket <= b {
+            self.dir.write_all(&self.written.to_be_bytes())?;
+            self.next_bucket += 1;
+        }
+        self.records.write_all(&key.to_be_bytes())?;
+        self.records.write_all(&index.to_be_bytes())?;
+        self.written += 1;
+        Ok(())
+    }
+
+    /// Close the directory, flush, and fsync the file.
+    fn finish(mut self, path: &Path) -> Result<(), LogError> {
+        let io = io_err(path);
+        if self.written != self.count {
+            return Err(LogError::Index {
+                path: path.to_path_buf(),
+                detail: format!("wrote {} records, expected {}", self.written, self.count),
+            });
+        }
+        let last = 1u64 << self.bits;
+        let flush = (|| {
+            while self.next_bucket <= last {
+                self.dir.write_all(&self.count.to_be_bytes())?;
+                self.next_bucket += 1;
+            }
+            self.dir.flush()?;
+            self.records.flush()?;
+            self.file.sync_all()
+        })();
+        flush.map_err(io)
+    }
+}
+
+/// A run being written: merged from the absorbed tail runs and a batch of
+/// new leaves, durable in `.rcpt/tmp/` until [`Index::install`] renames it.
+#[derive(Debug)]
+pub struct Prepared {
+    tmp: PathBuf,
+    run: Run,
+    absorbed: usize,
+}
+
+/// The dedup index of one log directory.
+#[derive(Debug)]
+pub struct Index {
+    dir: PathBuf,
+    runs: Vec<Run>,
 }
 
 impl Index {
-    /// Open (creating if absent) the index at `path`. When `retry`, a file
-    /// held by another process (a reader's short look-up) is retried for a
-    /// few seconds; otherwise `Ok(None)` is returned at once.
-    pub fn open(path: &Path, retry: bool) -> Result<Option<Index>, LogError> {
-        let start = Instant::now();
-        loop {
-            match Database::builder()
-                .set_cache_size(INDEX_CACHE_BYTES)
-                .create(path)
-            {
-                Ok(db) => {
-                    return Ok(Some(Index {
-                        db,
-                        path: path.to_path_buf(),
-                    }));
-                }
-                Err(redb::DatabaseError::DatabaseAlreadyOpen)
-                    if retry && start.elapsed() < OPEN_RETRY =>
-                {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(redb::DatabaseError::DatabaseAlreadyOpen) if !retry => return Ok(None),
-                Err(e) => return Err(idx_err(path)(e)),
+    /// The runs under `dir` that tile `[0, n)` for the largest `n <= size`.
+    pub fn open(dir: &Path, size: u64) -> Result<Index, LogError> {
+        let (runs, _) = list_runs(dir, size)?;
+        Ok(Index {
+            dir: dir.to_path_buf(),
+            runs,
+        })
+    }
+
+    /// [`Index::open`] for the writer: also removes every file outside the
+    /// cover (runs past `size` from a crashed append, runs already merged,
+    /// damaged files), so they are rebuilt from the entries.
+    pub fn open_writer(dir: &Path, size: u64) -> Result<Index, LogError> {
+        if dir.is_file() {
+            std::fs::remove_file(dir).map_err(io_err(dir))?;
+        }
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let (runs, other) = list_runs(dir, size)?;
+        for path in other {
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path).map_err(io_err(&path))?;
+            } else {
+                std::fs::remove_file(&path).map_err(io_err(&path))?;
             }
         }
+        Ok(Index {
+            dir: dir.to_path_buf(),
+            runs,
+        })
     }
 
-    /// The tree size covered by the last commit (0 for a new index).
-    pub fn indexed_size(&self) -> Result<u64, LogError> {
-        let p = &self.path;
-        let txn = self.db.begin_read().map_err(idx_err(p))?;
-        let table = match txn.open_table(META) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(0),
-            Err(e) => return Err(idx_err(p)(e)),
-        };
-        let v = table.get(INDEXED_SIZE).map_err(idx_err(p))?;
-        Ok(v.map(|g| g.value()).unwrap_or(0))
+    /// The tree size the runs cover from 0.
+    pub fn indexed_size(&self) -> u64 {
+        self.runs.last().map_or(0, |r| r.end)
     }
 
-    /// The stored index of each leaf hash (unconfirmed hints).
-    pub fn get_many(&self, leaves: &[Hash]) -> Result<Vec<Option<u64>>, LogError> {
-        let p = &self.path;
-        let txn = self.db.begin_read().map_err(idx_err(p))?;
-        let table = match txn.open_table(LEAVES) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(vec![None; leaves.len()]),
-            Err(e) => return Err(idx_err(p)(e)),
-        };
-        leaves
+    /// Every stored candidate `(position in leaves, index)` whose key equals
+    /// that leaf's key (unconfirmed hints: a key is 8 bytes of the hash).
+    pub fn get_many(&self, leaves: &[Hash]) -> Result<Vec<(usize, u64)>, LogError> {
+        let mut probes: Vec<(u64, usize)> = leaves
             .iter()
-            .map(|l| Ok(table.get(l).map_err(idx_err(p))?.map(|g| g.value())))
-            .collect()
+            .enumerate()
+            .map(|(i, l)| (key_of(l), i))
+            .collect();
+        probes.sort_unstable();
+        let mut out = Vec::new();
+        for run in &self.runs {
+            lookup_run(run, &probes, &mut out)?;
+        }
+        out.sort_unstable();
+        Ok(out)
     }
 
-    /// Durably record `leaves` (leaf hash, index) and the new `indexed_size`
-    /// in one transaction; returns after the commit is on disk.
-    pub fn commit(&self, leaves: &[(Hash, u64)], indexed_size: u64) -> Result<(), LogError> {
-        let p = &self.path;
-        let txn = self.db.begin_write().map_err(idx_err(p))?;
-        {
-            let mut table = txn.open_table(LEAVES).map_err(idx_err(p))?;
-            // Sorted keys make the B-tree inserts sequential.
-            let mut sorted: Vec<&(Hash, u64)> = leaves.iter().collect();
-            sorted.sort_unstable_by_key(|p| p.0);
-            for (leaf, index) in sorted {
-                table.insert(leaf, index).map_err(idx_err(p))?;
-            }
-            let mut meta = txn.open_table(META).map_err(idx_err(p))?;
-            meta.insert(INDEXED_SIZE, indexed_size)
-                .map_err(idx_err(p))?;
+    /// Write, durably but not yet under its name, the run of `leaves`
+    /// (indexes `first..`) merged with every tail run no larger than the
+    /// result would grow to (a binary counter: about log2(n / batch) runs).
+    pub fn prepare(
+        &self,
+        tmp_dir: &Path,
+        first: u64,
+        leaves: &[Hash],
+    ) -> Result<Prepared, LogError> {
+        let end = first + leaves.len() as u64;
+        if self.indexed_size() != first {
+            return Err(LogError::Index {
+                path: self.dir.clone(),
+                detail: format!("covers {} leaves, not {first}", self.indexed_size()),
+            });
         }
-        txn.commit().map_err(idx_err(p))
+        let mut start = first;
+        let mut absorbed = 0;
+        for run in self.runs.iter().rev() {
+            if run.count() > end - start {
+                break;
+            }
+            start = run.first;
+            absorbed += 1;
+        }
+        let tails = self
+            .runs
+            .get(self.runs.len() - absorbed..)
+            .unwrap_or_default();
+        let tmp = fsutil::tmp_name(tmp_dir);
+        let mut w = RunWriter::create(&tmp, start, end)?;
+        merge_into(&mut w, tails, first, leaves).map_err(|e| match e {
+            MergeError::Io(e) => io_err(&tmp)(e),
+            MergeError::Log(e) => e,
+        })?;
+        w.finish(&tmp)?;
+        let path = self.dir.join(format!("{start}-{end}"));
+        Ok(Prepared {
+            tmp,
+            run: Run {
+                first: start,
+                end,
+                path,
+            },
+            absorbed,
+        })
+    }
+
+    /// Rename a prepared run into place and fsync the index directory.
+    /// Until the checkpoint covering it is published, the writer's open
+    /// removes it again (its end is past the checkpoint size).
+    pub fn install(&self, prepared: &Prepared) -> Result<(), LogError> {
+        let dest = &prepared.run.path;
+        std::fs::rename(&prepared.tmp, dest).map_err(io_err(dest))?;
+        fsutil::sync_dir(&self.dir)
+    }
+
+    /// After the checkpoint covering `prepared` is published: drop the
+    /// absorbed runs from the cover and delete their files.
+    pub fn retire(&mut self, prepared: Prepared) -> Result<(), LogError> {
+        let keep = self.runs.len().saturating_sub(prepared.absorbed);
+        for old in self.runs.drain(keep..) {
+            std::fs::remove_file(&old.path).map_err(io_err(&old.path))?;
+        }
+        self.runs.push(prepared.run);
+        Ok(())
+    }
+}
+
+/// Why a merge stopped.
+enum MergeError {
+    Io(std::io::Error),
+    Log(LogError),
+}
+
+/// Stream the records of `tails` (contiguous runs) and the new `leaves`
+/// (indexes `first..`, sorted here) into `w` in key order.
+fn merge_into(
+    w: &mut RunWriter,
+    tails: &[Run],
+    first: u64,
+    leaves: &[Hash],
+) -> Result<(), MergeError> {
+    let mut fresh: Vec<(u64, u64)> = leaves
+        .iter()
+        .enumerate()
+        .map(|(k, l)| (key_of(l), first + k as u64))
+        .collect();
+    fresh.sort_unstable();
+    let mut files = Vec::new();
+    for run in tails {
+        files.push(File::open(&run.path).map_err(|e| MergeError::Log(io_err(&run.path)(e)))?);
+    }
+    let mut streams: Vec<Records<'_>> = tails
+        .iter()
+        .zip(&files)
+        .map(|(run, f)| Records::new(f, run, 0, run.count()))
+        .collect();
+    let mut heads: Vec<Option<(u64, u64)>> = Vec::with_capacity(streams.len() + 1);
+    for s in &mut streams {
+        heads.push(s.next_record().map_err(MergeError::Log)?);
+    }
+    let mut fresh_iter = fresh.into_iter();
+    heads.push(fresh_iter.next());
+    // At most ~64 sources (one per power of two), so a linear minimum is fine.
+    loop {
+        let Some((src, &Some(rec))) = heads
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.is_some())
+            .min_by_key(|(_, h)| *h)
+        else {
+            return Ok(());
+        };
+        w.push(rec.0, rec.1).map_err(MergeError::Io)?;
+        let next = match streams.get_mut(src) {
+            Some(s) => s.next_record().map_err(MergeError::Log)?,
+            None => fresh_iter.next(),
+        };
+        if let Some(h) = heads.get_mut(src) {
+            *h = next;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::merkle::leaf_hash;
+
+    fn leaves(range: std::ops::Range<u64>) -> Vec<Hash> {
+        range.map(|i| leaf_hash(&i.to_le_bytes())).collect()
+    }
+
+    /// Add `first..end` the way an append does: prepare, install, retire.
+    fn add(index: &mut Index, tmp: &Path, first: u64, end: u64) {
+        let p = index.prepare(tmp, first, &leaves(first..end)).unwrap();
+        index.install(&p).unwrap();
+        index.retire(p).unwrap();
+    }
+
+    #[test]
+    fn runs_merge_like_a_binary_counter_and_find_every_leaf() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, t) = (tmp.path().join("dedup"), tmp.path().join("tmp"));
+        std::fs::create_dir_all(&t).unwrap();
+        let mut index = Index::open_writer(&dir, u64::MAX).unwrap();
+        // A large first run (sparse look-ups), then small batches.
+        add(&mut index, &t, 0, 150_000);
+        for k in 0..7u64 {
+            add(&mut index, &t, 150_000 + k * 1000, 151_000 + k * 1000);
+        }
+        let counts: Vec<u64> = index.runs.iter().map(Run::count).collect();
+        assert_eq!(counts, vec![150_000, 4000, 2000, 1000]);
+        assert_eq!(index.indexed_size(), 157_000);
+        // Reopened from the files alone: the same cover.
+        let again = Index::open(&dir, 157_000).unwrap();
+        assert_eq!(again.runs, index.runs);
+        // A few probes (sparse path) and many (dense path).
+        let few: Vec<Hash> = [3u64, 149_999, 150_500, 156_999]
+            .iter()
+            .map(|i| leaf_hash(&i.to_le_bytes()))
+            .collect();
+        let got = again.get_many(&few).unwrap();
+        assert_eq!(got, vec![(0, 3), (1, 149_999), (2, 150_500), (3, 156_999)]);
+        let all = leaves(0..157_000);
+        let got = again.get_many(&all).unwrap();
+        assert_eq!(got.len(), 157_000);
+        assert!(got.iter().all(|&(pos, i)| pos as u64 == i));
+        assert!(again.get_many(&[leaf_hash(b"absent")]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn runs_past_the_size_and_merged_leftovers_are_dropped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, t) = (tmp.path().join("dedup"), tmp.path().join("tmp"));
+        std::fs::create_dir_all(&t).unwrap();
+        let mut index = Index::open_writer(&dir, u64::MAX).unwrap();
+        add(&mut index, &t, 0, 10);
+        // A crash after install, before publish: the run ends past size 10.
+        let p = index.prepare(&t, 10, &leaves(10..20)).unwrap();
+        index.install(&p).unwrap();
+        assert!(dir.join("0-20").exists() && dir.join("0-10").exists());
+        let index = Index::open_writer(&dir, 10).unwrap();
+        assert_eq!(index.indexed_size(), 10);
+        assert!(!dir.join("0-20").exists());
+        // A crash after publish, before retire: the merged run wins.
+        let p = index.prepare(&t, 10, &leaves(10..20)).unwrap();
+        index.install(&p).unwrap();
+        std::fs::write(dir.join("junk"), b"x").unwrap();
+        std::fs::write(dir.join("20-30"), b"short").unwrap();
+        let index = Index::open_writer(&dir, 30).unwrap();
+        assert_eq!(index.indexed_size(), 20);
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, vec!["0-20"]);
     }
 }

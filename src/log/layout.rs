@@ -31,8 +31,15 @@ pub fn lock(dir: &Path) -> PathBuf {
     private(dir).join("lock")
 }
 
-/// `DIR/.rcpt/index`: the dedup index (leaf hash to first index).
+/// `DIR/.rcpt/dedup/`: the dedup index, sorted runs of (leaf-hash key,
+/// index). (Logs written before it used a redb file `DIR/.rcpt/index`;
+/// the writer removes that file and rebuilds the runs from the entries.)
 pub fn index(dir: &Path) -> PathBuf {
+    private(dir).join("dedup")
+}
+
+/// `DIR/.rcpt/index`: the redb dedup index of earlier versions (removed on open).
+pub fn old_index(dir: &Path) -> PathBuf {
     private(dir).join("index")
 }
 

@@ -25,13 +25,15 @@ pub use check::{CheckReport, check};
 use crate::keys::{NoteVerifier, SigningKey};
 use crate::merkle::{self, Hash};
 use crate::note::{self, Checkpoint};
-use crate::tiles::TileReader;
+use crate::tiles::{TileCache, TileReader};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use fsutil::io_err;
 use index::Index;
 use layout::Settings;
+use rayon::prelude::*;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Why a log operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -206,8 +208,10 @@ pub struct Log {
     size: u64,
     root: Hash,
     checkpoint: String,
-    /// The writer's open index; readers open it briefly in [`Log::find`].
+    /// The writer's open index; readers list the runs in [`Log::find`].
     index: Option<Index>,
+    /// Full hash tiles already expanded for proofs (bounded; full tiles never change).
+    tiles: Arc<TileCache>,
 }
 
 /// Parse a signed checkpoint note, verify it with the log key, and check
@@ -348,6 +352,7 @@ impl Log {
             root: cp.root_hash,
             checkpoint,
             index: None,
+            tiles: Arc::new(TileCache::new()),
         })
     }
 
@@ -429,7 +434,7 @@ impl Log {
 
     /// A tile reader of the tree at `size` (at most the latest size).
     fn reader(&self, size: u64) -> TileReader {
-        TileReader::new(&self.dir, size)
+        TileReader::with_cache(&self.dir, size, Arc::clone(&self.tiles))
     }
 
     /// Entry bytes at `index`.
@@ -465,23 +470,28 @@ impl Log {
     pub fn find(&self, leaf: &Hash) -> Result<Option<u64>, LogError> {
         let transient;
         let index = match &self.index {
-            Some(i) => Some(i),
+            Some(i) => i,
             None => {
-                transient = Index::open(&layout::index(&self.dir), false)?;
-                transient.as_ref()
+                transient = Index::open(&layout::index(&self.dir), self.size)?;
+                &transient
             }
         };
-        let mut scan_from = 0;
-        if let Some(index) = index {
-            let hint = index.get_many(std::slice::from_ref(leaf))?;
-            if let Some(Some(i)) = hint.first()
-                && self.confirm(*i, leaf)?
-            {
-                return Ok(Some(*i));
-            }
-            scan_from = index.indexed_size()?.min(self.size);
+        match self.find_hinted(index, leaf) {
+            Ok(found) => Ok(found),
+            // A writer may merge runs away while we read them: scan instead.
+            Err(LogError::Io { .. } | LogError::Index { .. }) => self.scan(leaf, 0),
+            Err(e) => Err(e),
         }
-        self.scan(leaf, scan_from)
+    }
+
+    /// Confirm `index`'s candidates for `leaf`, then scan what it does not cover.
+    fn find_hinted(&self, index: &Index, leaf: &Hash) -> Result<Option<u64>, LogError> {
+        for (_, i) in index.get_many(std::slice::from_ref(leaf))? {
+            if self.confirm(i, leaf)? {
+                return Ok(Some(i));
+            }
+        }
+        self.scan(leaf, index.indexed_size().min(self.size))
     }
 
     /// Look for `leaf` among entries `from..size`, one entry bundle at a time.
@@ -503,6 +513,15 @@ impl Log {
         self.in_range("size", size, self.size)?;
         merkle::prove_inclusion(index, size, &self.reader(size))
             .map_err(|e| LogError::Proof(e.to_string()))
+    }
+
+    /// Inclusion proofs of many `indexes` in the tree of `size` leaves,
+    /// made in parallel (one result per index, in order).
+    pub fn inclusion_proofs(&self, indexes: &[u64], size: u64) -> Vec<Result<Vec<Hash>, LogError>> {
+        indexes
+            .par_iter()
+            .map(|&i| self.inclusion_proof(i, size))
+            .collect()
     }
 
     /// Consistency proof from `m` to `n`.
@@ -557,11 +576,11 @@ impl LogWriter {
         remove_unpublished(dir, log.size)?;
         let frontier = merkle::Frontier::from_reader(log.size, &log.reader(log.size))
             .map_err(|e| LogError::Proof(format!("rebuilding the tree edge: {e}")))?;
-        let index = Index::open(&layout::index(dir), true)?.ok_or_else(|| LogError::Index {
-            path: layout::index(dir),
-            detail: "held by another process".to_string(),
-        })?;
-        log.index = Some(index);
+        let old_index = layout::old_index(dir);
+        if old_index.is_file() {
+            std::fs::remove_file(&old_index).map_err(io_err(&old_index))?;
+        }
+        log.index = Some(Index::open_writer(&layout::index(dir), log.size)?);
         let mut writer = LogWriter {
             log,
             key: key.clone(),
