@@ -11,12 +11,16 @@
 //! - every byte of every inclusion hash, XOR 0x01 and XOR 0xff;
 //! - `index` and `tree_size` by ±1 and to 0, 2^53, 2^62, 2^63 and u64::MAX;
 //! - each inclusion hash dropped, and one hash inserted at each position;
-//! - every line of the checkpoint deleted, duplicated, emptied, extended,
-//!   and every character of it replaced (signature line and blank line
-//!   included), and the final newline dropped or doubled;
+//! - every line of the checkpoint deleted, duplicated, emptied, replaced by
+//!   each other line, extended, and every character of it replaced
+//!   (signature line and blank line included); the final newline dropped or
+//!   doubled;
 //! - every character of `receipt_id`, every character of the keyid, the
 //!   keyid emptied or dropped, and `payloadType` changed;
-//! - the bundle's `origin` changed.
+//! - the bundle's `origin` changed;
+//! - parts of the other verified bundles swapped in: their signed
+//!   checkpoint (with and without their tree size), their envelope with its
+//!   receipt id, their inclusion proof.
 //!
 //! Each mutant must come out `failed`, except those whose checkpoint carries
 //! no well-formed signature line of the trusted log key with the original
@@ -393,6 +397,11 @@ fn checkpoint_lines(m: &mut Mutator) -> Vec<u8> {
             edit("duplicated".into(), &|l| l.insert(i, l[i].clone()));
         }
         edit("emptied".into(), &|l| l[i].clear());
+        for k in (0..lines.len()).filter(|&k| k != i) {
+            edit(format!("replaced by line {k}"), &|l| {
+                l[i] = lines[k].clone()
+            });
+        }
         edit("+ space".into(), &|l| l[i].push(' '));
         edit("+ x".into(), &|l| l[i].push('x'));
         edit("space +".into(), &|l| l[i].insert(0, ' '));
@@ -450,8 +459,35 @@ fn checkpoint_expectation(mutated: &str, text: &str, trusted: &(String, Vec<u8>)
     }
 }
 
+/// Parts of the other verified bundles: their (validly signed) checkpoint,
+/// with and without their tree size; their envelope with its receipt id;
+/// their inclusion proof.
+fn cross_bundle(m: &mut Mutator, others: &[Value]) {
+    for (o, other) in others.iter().enumerate() {
+        let log = &other["log"];
+        m.add(format!("checkpoint of bundle {o}"), Expect::Failed, |v| {
+            v["log"]["checkpoint"] = log["checkpoint"].clone()
+        });
+        m.add(
+            format!("checkpoint and size of bundle {o}"),
+            Expect::Failed,
+            |v| {
+                v["log"]["checkpoint"] = log["checkpoint"].clone();
+                v["log"]["tree_size"] = log["tree_size"].clone();
+            },
+        );
+        m.add(format!("envelope of bundle {o}"), Expect::Failed, |v| {
+            v["envelope"] = other["envelope"].clone();
+            v["receipt_id"] = other["receipt_id"].clone();
+        });
+        m.add(format!("inclusion of bundle {o}"), Expect::Failed, |v| {
+            v["log"]["inclusion"] = log["inclusion"].clone()
+        });
+    }
+}
+
 /// Every mutant of one base bundle, and its equivalent mutant.
-fn mutants_of(base: &Value) -> (Vec<Mutant>, Vec<u8>) {
+fn mutants_of(base: &Value, others: &[Value]) -> (Vec<Mutant>, Vec<u8>) {
     let mut m = Mutator {
         base,
         out: Vec::new(),
@@ -463,6 +499,7 @@ fn mutants_of(base: &Value) -> (Vec<Mutant>, Vec<u8>) {
     inclusion_shape(&mut m);
     receipt_id(&mut m);
     envelope_fields(&mut m);
+    cross_bundle(&mut m, others);
     let equivalent = checkpoint_lines(&mut m);
     (m.out, equivalent)
 }
@@ -471,8 +508,9 @@ fn mutants_of(base: &Value) -> (Vec<Mutant>, Vec<u8>) {
 fn no_mutant_of_a_verified_bundle_verifies() {
     let verifier = verifier();
     let (mut tried, mut failed, mut untrusted) = (0usize, 0usize, 0usize);
-    for name in BUNDLES {
-        let base = load(name);
+    let all: Vec<Value> = BUNDLES.iter().map(|n| load(n)).collect();
+    for (name, base) in BUNDLES.iter().zip(&all) {
+        let base = base.clone();
         let unchanged = serde_json::to_vec(&base).unwrap();
         let report = verifier.verify_bytes(&unchanged);
         assert_eq!(
@@ -480,7 +518,7 @@ fn no_mutant_of_a_verified_bundle_verifies() {
             Outcome::Verified,
             "{name} must verify as is"
         );
-        let (mutants, equivalent) = mutants_of(&base);
+        let (mutants, equivalent) = mutants_of(&base, &all);
         for mutant in &mutants {
             let report = verifier.verify_bytes(&mutant.bytes);
             let outcome = report.outcome();
@@ -526,7 +564,7 @@ fn no_mutant_of_a_verified_bundle_verifies() {
 fn cli_refuses_a_sample_of_mutants() {
     let tmp = tempfile::tempdir().unwrap();
     let base = load("size-7-index-3");
-    let (mutants, _) = mutants_of(&base);
+    let (mutants, _) = mutants_of(&base, &[]);
     let step = mutants.len() / 8;
     let mut paths = Vec::new();
     for (n, mutant) in mutants
