@@ -584,11 +584,35 @@ fn inclusion_proof_of_63_hashes_is_read_and_64_refused() {
     assert!(rcpt::merkle::verify_inclusion(&[0; 32], 0, u64::MAX, &proof, &[0; 32]).is_err());
 }
 
+/// A hash store that answers zeros and counts the hashes asked for.
+struct ZeroStore(std::cell::Cell<usize>);
+
+impl rcpt::merkle::HashReader for ZeroStore {
+    type Error = std::convert::Infallible;
+    fn read_hashes(
+        &self,
+        ids: &[rcpt::merkle::NodeId],
+    ) -> Result<Vec<rcpt::merkle::Hash>, Self::Error> {
+        self.0.set(self.0.get() + ids.len());
+        Ok(vec![[0; 32]; ids.len()])
+    }
+}
+
 #[test]
-fn tree_sizes_over_the_limit_are_refused() {
-    let proof = vec![[7u8; 32]; 62];
-    let err = rcpt::merkle::verify_inclusion(&[0; 32], 0, MAX_TREE_SIZE + 1, &proof, &[0; 32]);
-    assert!(err.is_err());
+fn tree_sizes_over_the_limit_are_refused_before_any_read() {
+    use rcpt::merkle::{ProveError, prove_inclusion};
+    let store = ZeroStore(std::cell::Cell::new(0));
+    // At the limit: a proof of 62 hashes, within MAX_PROOF_HASHES.
+    let proof = prove_inclusion(0, MAX_TREE_SIZE, &store).unwrap();
+    assert_eq!(proof.len(), 62);
+    assert!(proof.len() <= MAX_PROOF_HASHES);
+    let read = store.0.get();
+    let err = prove_inclusion(0, MAX_TREE_SIZE + 1, &store).unwrap_err();
+    assert!(
+        matches!(err, ProveError::TreeTooLarge { size, max } if size == MAX_TREE_SIZE + 1 && max == MAX_TREE_SIZE),
+        "{err:?}"
+    );
+    assert_eq!(store.0.get(), read, "nothing read for a refused size");
 }
 
 #[test]
