@@ -929,3 +929,58 @@ fn the_memory_cap_refuses_a_1_gib_buffer() {
         .unwrap();
     assert!(!out.status.success(), "{out:?}");
 }
+
+#[test]
+fn consistency_proof_of_63_hashes_is_read_and_64_refused() {
+    let proof = |n: usize| {
+        let h = format!("\"{}\"", STANDARD.encode([7u8; 32]));
+        format!(
+            r#"{{"from": 1, "to": 2, "proof": [{}]}}"#,
+            vec![h; n].join(",")
+        )
+    };
+    let cp = b"x\n";
+    let ok = rcpt::verify::ConsistencyInput::parse(cp, proof(MAX_PROOF_HASHES).as_bytes());
+    assert_eq!(ok.unwrap().proof.len(), MAX_PROOF_HASHES);
+    let err = rcpt::verify::ConsistencyInput::parse(cp, proof(MAX_PROOF_HASHES + 1).as_bytes())
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains(&format!("limit of {MAX_PROOF_HASHES}")),
+        "{err}"
+    );
+}
+
+/// A 1 GiB line on `rcpt log append -` is refused, read in bounded pieces.
+#[test]
+fn log_append_from_stdin_refuses_a_1_gib_line_under_a_memory_cap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (log, key) = new_log(tmp.path());
+    let big = sparse(tmp.path(), "big.jsonl", GIB);
+    let bin = assert_cmd::cargo::cargo_bin("rcpt");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {VMEM_CAP_KIB}; exec \"$0\" \"$@\""))
+        .arg(bin)
+        .args([
+            os("log"),
+            os("append"),
+            log.as_os_str(),
+            os("--key"),
+            key.as_os_str(),
+            os("-"),
+        ])
+        .stdin(std::fs::File::open(&big).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        all.contains(&format!("{MAX_STDIN_LINE_BYTES}-byte limit")),
+        "{all}"
+    );
+}
