@@ -265,7 +265,9 @@ struct TileNodes {
 }
 
 impl TileNodes {
-    /// Expand a full tile's 256 hashes into its 511 nodes (255 node hashes).
+    /// Expand a tile's hashes into every complete subtree they hold (255
+    /// node hashes for a full tile; a partial tile of W hashes has
+    /// `W >> k` nodes of height k).
     fn new(hashes: Vec<Hash>) -> TileNodes {
         let mut levels = vec![hashes];
         while let Some(below) = levels.last().filter(|l| l.len() > 1) {
@@ -283,14 +285,15 @@ impl TileNodes {
     }
 }
 
-/// Full hash tiles already read and expanded, shared by the readers of one
-/// log: a full tile never changes, so a proof that meets it again costs no
+/// Hash tiles already read and expanded, shared by the readers of one log,
+/// keyed by level, index and width: a full tile, and a partial tile of a
+/// given width, never change, so a proof that meets one again costs no
 /// file read and no hashing. Holds at most `limits::MAX_CACHED_TILES`
 /// tiles (16 KiB each); when full it drops its level-0 tiles first (the
 /// upper tiles are the ones every proof meets).
 #[derive(Debug, Default)]
 pub struct TileCache {
-    tiles: Mutex<HashMap<(u8, u64), Arc<TileNodes>>>,
+    tiles: Mutex<HashMap<(u8, u64, usize), Arc<TileNodes>>>,
 }
 
 impl TileCache {
@@ -299,11 +302,11 @@ impl TileCache {
         TileCache::default()
     }
 
-    fn get(&self, key: (u8, u64)) -> Option<Arc<TileNodes>> {
+    fn get(&self, key: (u8, u64, usize)) -> Option<Arc<TileNodes>> {
         self.tiles.lock().ok()?.get(&key).cloned()
     }
 
-    fn insert(&self, key: (u8, u64), nodes: Arc<TileNodes>) {
+    fn insert(&self, key: (u8, u64, usize), nodes: Arc<TileNodes>) {
         let Ok(mut tiles) = self.tiles.lock() else {
             return; // a poisoned cache is simply not used
         };
@@ -378,7 +381,9 @@ impl TileReader {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io(e)),
         };
-        let mut bytes = Vec::new();
+        // Sized from the file's length (at most the limit) to read in one go.
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(limit).min(limit) + 1);
         // One byte over the limit tells "too long" from "exactly the limit".
         let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
         file.take(cap).read_to_end(&mut bytes).map_err(io)?;
@@ -459,22 +464,20 @@ impl TileReader {
         Ok(entry.to_vec())
     }
 
-    /// The expanded nodes of tile `n` at `level` when this reader has a
-    /// cache and the tile is full at this size (else `None`).
-    fn full_tile(&self, level: u8, n: u64) -> Result<Option<Arc<TileNodes>>, TileError> {
+    /// The expanded nodes of tile `n` at `level`, as this size holds it,
+    /// when this reader has a cache (else `None`).
+    fn cached_tile(&self, level: u8, n: u64) -> Result<Option<Arc<TileNodes>>, TileError> {
         let Some(cache) = &self.cache else {
             return Ok(None);
         };
         let shift = u32::from(level) * u32::from(TILE_HEIGHT);
         let items = self.size.checked_shr(shift).unwrap_or(0);
-        if tile_span(n, items).partial.is_some() {
-            return Ok(None);
-        }
-        if let Some(hit) = cache.get((level, n)) {
+        let key = (level, n, tile_span(n, items).width);
+        if let Some(hit) = cache.get(key) {
             return Ok(Some(hit));
         }
         let nodes = Arc::new(TileNodes::new(self.hash_tile(level, n)?));
-        cache.insert((level, n), Arc::clone(&nodes));
+        cache.insert(key, Arc::clone(&nodes));
         Ok(Some(nodes))
     }
 
@@ -500,7 +503,7 @@ impl TileReader {
         let first = id.index << sub;
         let n = first / TILE_WIDTH;
         let start = (first % TILE_WIDTH) as usize;
-        if let Some(nodes) = self.full_tile(tile_level, n)? {
+        if let Some(nodes) = self.cached_tile(tile_level, n)? {
             let at = nodes
                 .levels
                 .get(sub as usize)
