@@ -237,3 +237,140 @@ fn two_writer_processes_never_corrupt() {
         assert!(err.contains("another rcpt process is writing"), "{err}");
     }
 }
+
+/// A small tmpfs mounted at `at`, unmounted on drop; `None` (with the
+/// reason) where mounting is not permitted.
+struct SmallFs(PathBuf);
+
+impl SmallFs {
+    fn mount(at: &Path, size: &str) -> Result<SmallFs, String> {
+        std::fs::create_dir_all(at).unwrap();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .output()
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+        }
+        Ok(SmallFs(at.to_path_buf()))
+    }
+
+    fn remount_read_only(&self) -> bool {
+        Command::new("mount")
+            .args(["-o", "remount,ro"])
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// `rcpt log init` of a log in `dir` with its key in `key_dir`.
+fn init_log_at(dir: &Path, key_dir: &Path) {
+    let key = key_dir.join("log.key");
+    std::fs::write(
+        &key,
+        rcpt::keys::signing_key_to_pem(&SigningKey::from_bytes(&[6u8; 32])),
+    )
+    .unwrap();
+    let st = Command::new(BIN)
+        .args(["log", "init"])
+        .arg(dir)
+        .args(["--origin", "example.com/crash", "--key"])
+        .arg(&key)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+/// `rcpt log append --json --batch B DIR -` on `lines`, to completion:
+/// (success, acknowledgements, stderr).
+fn append_all(dir: &Path, lines: &[String], batch: u32) -> (bool, Vec<serde_json::Value>, String) {
+    let mut child = Command::new(BIN)
+        .args(["log", "append", "--json", "--batch", &batch.to_string()])
+        .arg(dir)
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    let acks = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v.get("index").is_some())
+        .collect();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    (out.status.success(), acks, err)
+}
+
+#[test]
+fn full_disk_fails_cleanly_and_keeps_every_acknowledged_receipt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = match SmallFs::mount(&tmp.path().join("small"), "1m") {
+        Ok(fs) => fs,
+        Err(why) => {
+            eprintln!("skipped: cannot mount a 1 MiB tmpfs to fill ({why}); needs root");
+            return;
+        }
+    };
+    let dir = fs.0.join("log");
+    init_log_at(&dir, tmp.path());
+    let first: Vec<String> = (0..50).map(|n| envelope(7_000_000 + n)).collect();
+    let (ok, acks, err) = append_all(&dir, &first, 25);
+    assert!(ok, "{err}");
+    assert_intact(&dir, &first, &acks);
+    // Far more than 1 MiB of receipts: some batch must hit the full disk.
+    let more: Vec<String> = (0..6000).map(|n| envelope(8_000_000 + n)).collect();
+    let (ok, more_acks, err) = append_all(&dir, &more, 200);
+    assert!(
+        !ok,
+        "appending 6,000 receipts to a 1 MiB file system succeeded"
+    );
+    assert!(err.contains("no space left on the device holding"), "{err}");
+    assert!(more_acks.len() < more.len());
+    // The log checks, and every receipt acknowledged before or during it is there.
+    assert_intact(&dir, &first, &acks);
+    assert_intact(&dir, &more, &more_acks);
+}
+
+#[test]
+fn read_only_log_directory_fails_with_a_clear_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = match SmallFs::mount(&tmp.path().join("ro"), "4m") {
+        Ok(fs) => fs,
+        Err(why) => {
+            eprintln!("skipped: cannot mount a tmpfs to make read-only ({why}); needs root");
+            return;
+        }
+    };
+    let dir = fs.0.join("log");
+    init_log_at(&dir, tmp.path());
+    let first: Vec<String> = (0..10).map(|n| envelope(9_000_000 + n)).collect();
+    let (ok, acks, err) = append_all(&dir, &first, 5);
+    assert!(ok, "{err}");
+    if !fs.remount_read_only() {
+        eprintln!("skipped: cannot remount the tmpfs read-only");
+        return;
+    }
+    let (ok, _, err) = append_all(&dir, &[envelope(9_100_000)], 5);
+    assert!(!ok);
+    assert!(err.contains("read-only file system"), "{err}");
+    assert!(err.contains(&dir.display().to_string()), "{err}");
+    // Readers still work on the read-only log.
+    assert_intact(&dir, &first, &acks);
+}

@@ -12,11 +12,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Counter that makes temporary file names unique within this process.
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Map an I/O error to [`LogError::Io`] naming `path`.
+/// Map an I/O error to [`LogError::Io`] naming `path` ([`LogError::NoSpace`]
+/// and [`LogError::ReadOnly`] for a full or read-only file system).
 pub fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> LogError + '_ {
-    move |source| LogError::Io {
-        path: path.to_path_buf(),
-        source,
+    move |source| {
+        let path = path.to_path_buf();
+        match source.kind() {
+            std::io::ErrorKind::StorageFull => LogError::NoSpace { path },
+            std::io::ErrorKind::ReadOnlyFilesystem => LogError::ReadOnly { path },
+            _ => LogError::Io { path, source },
+        }
     }
 }
 

@@ -46,6 +46,24 @@ pub enum LogError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The device holding the log is full.
+    #[error(
+        "no space left on the device holding {path}; free some space and run the \
+         append again (the log is unchanged: its checkpoint names only durable files)"
+    )]
+    NoSpace {
+        /// The file being written.
+        path: PathBuf,
+    },
+    /// The log directory is on a read-only file system.
+    #[error(
+        "{path} is on a read-only file system; appending needs write access to the log \
+         directory (remount it read-write, or copy the log)"
+    )]
+    ReadOnly {
+        /// The file or directory that could not be written.
+        path: PathBuf,
+    },
     /// A file is larger than the limit for its kind.
     #[error("{path} is {len} bytes, over the limit of {max}; it is not a file this log wrote")]
     FileTooLarge {
