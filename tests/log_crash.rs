@@ -15,7 +15,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_rcpt");
+/// The binary under test; `RCPT_TEST_BIN` points a long run at a frozen copy.
+fn bin() -> String {
+    std::env::var("RCPT_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rcpt").to_string())
+}
 
 /// A valid signed receipt envelope (one JSON line), distinct for each `n`.
 fn envelope(n: u64) -> String {
@@ -56,7 +59,7 @@ fn init_log(tmp: &Path) -> PathBuf {
     )
     .unwrap();
     let dir = tmp.join("log");
-    let st = Command::new(BIN)
+    let st = Command::new(bin())
         .args(["log", "init"])
         .arg(&dir)
         .args(["--origin", "example.com/crash", "--key"])
@@ -79,7 +82,7 @@ fn spawn_append(
     std::process::Child,
     std::thread::JoinHandle<Vec<serde_json::Value>>,
 ) {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(bin());
     cmd.args(["log", "append", "--json", "--batch", &batch.to_string()]);
     if wait {
         cmd.arg("--wait");
@@ -118,7 +121,7 @@ fn spawn_append(
 /// Check the log with the binary, then that every acknowledged receipt is
 /// at its index. `inputs[k]` is the envelope of stdin line `k + 1`.
 fn assert_intact(dir: &Path, inputs: &[String], acks: &[serde_json::Value]) {
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args(["log", "check"])
         .arg(dir)
         .output()
@@ -224,7 +227,7 @@ fn two_writer_processes_never_corrupt() {
         false,
     );
     std::thread::sleep(Duration::from_millis(100));
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args(["log", "append"])
         .arg(&dir)
         .arg("-")
@@ -279,7 +282,7 @@ fn init_log_at(dir: &Path, key_dir: &Path) {
         rcpt::keys::signing_key_to_pem(&SigningKey::from_bytes(&[6u8; 32])),
     )
     .unwrap();
-    let st = Command::new(BIN)
+    let st = Command::new(bin())
         .args(["log", "init"])
         .arg(dir)
         .args(["--origin", "example.com/crash", "--key"])
@@ -293,7 +296,7 @@ fn init_log_at(dir: &Path, key_dir: &Path) {
 /// `rcpt log append --json --batch B DIR -` on `lines`, to completion:
 /// (success, acknowledgements, stderr).
 fn append_all(dir: &Path, lines: &[String], batch: u32) -> (bool, Vec<serde_json::Value>, String) {
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(bin())
         .args(["log", "append", "--json", "--batch", &batch.to_string()])
         .arg(dir)
         .arg("-")
