@@ -5,8 +5,14 @@
 //! `cargo bench --bench log` (full: 1,000,000 receipts). Quick run:
 //! `RCPT_BENCH_N=100000 RCPT_BENCH_PROOFS=2000 cargo bench --bench log`.
 //! `RCPT_BENCH_DIR` picks the file system (default: the system temp dir);
-//! `RCPT_BENCH_BATCHES=100000` runs only the listed batch sizes.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! `RCPT_BENCH_BATCHES=100000` runs only the listed batch sizes;
+//! `RCPT_BENCH_KEEP=1` keeps the logs (to measure their disk use).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use rcpt::keys::SigningKey;
 use rcpt::log::{Log, LogWriter};
@@ -118,5 +124,8 @@ fn main() {
         println!("{label:<44} {one:>14.0} {:>10.5}", one / h);
         let label = format!("inclusion proofs, {n}-entry log, all cores");
         println!("{label:<44} {all:>14.0} {:>10.5}", all / h);
+    }
+    if std::env::var_os("RCPT_BENCH_KEEP").is_some() {
+        println!("logs kept in {}", tmp.keep().display());
     }
 }

@@ -1,7 +1,12 @@
 //! `rcpt log` as a user runs it: init, append (files and JSON Lines, with
 //! refused envelopes and duplicates), checkpoint, prove, consistency, check,
 //! and the lock message.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use assert_cmd::Command;
 use base64::Engine;

@@ -4,7 +4,12 @@
 //! 20 trials in the normal suite; 1,000 in an ignored test
 //! (`cargo test --test log_crash -- --ignored`). Also: two concurrent
 //! writer processes never corrupt the log.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
 use rcpt::dsse::Envelope;

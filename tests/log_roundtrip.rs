@@ -2,7 +2,12 @@
 //! sizes and batch shapes, proofs that verify against the signed root,
 //! dedup, reopen, repair of work past the checkpoint, tamper detection by
 //! `check`, and concurrent writers.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use rcpt::keys::SigningKey;
 use rcpt::log::{Appended, Log, LogError, LogWriter, check};
