@@ -184,10 +184,13 @@ fn crash_trials(trials: u64, seed: u64) {
                 acked_before.push((e.clone(), index));
             }
         }
-        // Everything acknowledged in any trial is still there.
-        let log = Log::open(&dir).unwrap();
-        for (e, index) in &acked_before {
-            assert_eq!(log.entry(*index).unwrap(), entry_of(e), "trial {trial}");
+        // Everything acknowledged in any trial is still there (every 25
+        // trials and at the end: reading them all each trial is quadratic).
+        if trial % 25 == 24 || trial + 1 == trials {
+            let log = Log::open(&dir).unwrap();
+            for (e, index) in &acked_before {
+                assert_eq!(log.entry(*index).unwrap(), entry_of(e), "trial {trial}");
+            }
         }
     }
     // The harness is only a test if kills land between acknowledged batches.
