@@ -265,3 +265,58 @@ fn init_refuses_a_key_inside_the_log() {
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(err.contains("inside the log directory"), "{err}");
 }
+
+/// Regression (found by the independent reference): `prove --size` and
+/// `consistency` at a size the log never published failed with a tile
+/// read error, or succeeded for one command and not the other. Both now
+/// refuse an unpublished size, naming it, and work at published ones.
+#[test]
+fn prove_and_consistency_refuse_unpublished_sizes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = init(tmp.path());
+    for batch in [0..2u64, 2..5] {
+        let files: Vec<PathBuf> = batch
+            .map(|n| {
+                let path = tmp.path().join(format!("e{n}.json"));
+                std::fs::write(&path, envelope(n)).unwrap();
+                path
+            })
+            .collect();
+        rcpt()
+            .args(["log", "append"])
+            .arg(&dir)
+            .args(&files)
+            .assert()
+            .success();
+    }
+    // Published sizes: 0, 2, 5.
+    let unpublished = "the log published no checkpoint of size 4 (latest is 5)";
+    rcpt()
+        .args(["log", "prove"])
+        .arg(&dir)
+        .args(["--index", "1", "--size", "4"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(unpublished));
+    for (from, to) in [("1", "5"), ("2", "4")] {
+        rcpt()
+            .args(["log", "consistency"])
+            .arg(&dir)
+            .args(["--from", from, "--to", to, "--json"])
+            .assert()
+            .code(1)
+            .stderr(predicates::str::contains("published no checkpoint of size"));
+    }
+    rcpt()
+        .args(["log", "prove"])
+        .arg(&dir)
+        .args(["--index", "1", "--size", "2"])
+        .assert()
+        .success();
+    rcpt()
+        .args(["log", "consistency"])
+        .arg(&dir)
+        .args(["--from", "2", "--to", "5", "--json"])
+        .assert()
+        .success();
+}

@@ -476,6 +476,9 @@ fn prove(
         let msg = format!("index {index} is not below the tree size {size}");
         return Err(UsageError(msg).into());
     }
+    // A bundle needs the signed checkpoint of its size: refuse an
+    // unpublished size before any proof work.
+    let checkpoint = log.checkpoint_at(size)?;
     let envelope = Envelope::from_entry(&log.entry(index)?)
         .with_context(|| format!("decoding entry {index}"))?;
     let payload = rcpt::receipt::payload_from_cbor(&envelope.payload)
@@ -488,7 +491,7 @@ fn prove(
             index,
             tree_size: size,
             inclusion: log.inclusion_proof(index, size)?,
-            checkpoint: log.checkpoint_at(size)?,
+            checkpoint,
         },
     };
     let mut text = bundle.to_json();
@@ -530,6 +533,11 @@ fn consistency(dir: &Path, from: u64, to: Option<u64>, json: bool) -> anyhow::Re
     if from > to {
         return Err(UsageError(format!("--from {from} is after --to {to}")).into());
     }
+    // A consistency proof links two signed roots: both sizes must be
+    // published checkpoints (a verifier has nothing to check it against
+    // otherwise).
+    log.checkpoint_at(from)?;
+    log.checkpoint_at(to)?;
     let proof = log.consistency_proof(from, to)?;
     let proof: Vec<String> = proof.iter().map(|h| STANDARD.encode(h)).collect();
     if json {
