@@ -31,41 +31,34 @@ fn env_size(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// Strict Ed25519 verifies per second on one thread, over distinct messages.
-fn ed25519_limit(key: &SigningKey) -> f64 {
+/// Distinct PAE messages the size of a receipt's, each signed by `key`.
+fn signed_messages(key: &SigningKey, n: u32) -> Vec<(Vec<u8>, ed25519_dalek::Signature)> {
     use ed25519_dalek::Signer;
-    let msgs: Vec<Vec<u8>> = (0..2000u32)
+    (0..n)
         .map(|i| pae(RECEIPT_PAYLOAD_TYPE, &i.to_be_bytes().repeat(150)))
-        .collect();
-    let sigs: Vec<_> = msgs.iter().map(|m| key.sign(m)).collect();
-    let vk = key.verifying_key();
-    let start = Instant::now();
-    let mut n = 0u64;
-    while start.elapsed() < Duration::from_secs(3) {
-        for (m, s) in msgs.iter().zip(&sigs) {
-            assert!(vk.verify_strict(m, s).is_ok());
-            n += 1;
-        }
-    }
-    n as f64 / start.elapsed().as_secs_f64()
+        .map(|m| {
+            let sig = key.sign(&m);
+            (m, sig)
+        })
+        .collect()
 }
 
-/// Strict Ed25519 verifies per second with every rayon thread verifying.
-fn ed25519_parallel(key: &SigningKey) -> f64 {
-    use ed25519_dalek::Signer;
-    let msgs: Vec<Vec<u8>> = (0..4000u32)
-        .map(|i| pae(RECEIPT_PAYLOAD_TYPE, &i.to_be_bytes().repeat(150)))
-        .collect();
-    let sigs: Vec<_> = msgs.iter().map(|m| key.sign(m)).collect();
+/// Strict Ed25519 verifies per second for 3 s, `parallel` on every rayon
+/// thread or on one.
+fn ed25519_rate(key: &SigningKey, parallel: bool) -> f64 {
+    let signed = signed_messages(key, 4000);
     let vk = key.verifying_key();
+    let ok = |(m, s): &(Vec<u8>, ed25519_dalek::Signature)| vk.verify_strict(m, s).is_ok();
     let start = Instant::now();
-    let mut n = 0u64;
+    let mut n = 0usize;
     while start.elapsed() < Duration::from_secs(3) {
-        n += msgs
-            .par_iter()
-            .zip(&sigs)
-            .filter(|(m, s)| vk.verify_strict(m, s).is_ok())
-            .count() as u64;
+        let verified = if parallel {
+            signed.par_iter().filter(|x| ok(x)).count()
+        } else {
+            signed.iter().filter(|x| ok(x)).count()
+        };
+        assert_eq!(verified, signed.len(), "every signature verifies");
+        n += verified;
     }
     n as f64 / start.elapsed().as_secs_f64()
 }
@@ -91,13 +84,13 @@ fn main() {
     let issuer = SigningKey::from_bytes(&[1u8; 32]);
     let log_key = SigningKey::from_bytes(&[2u8; 32]);
 
-    let limit = ed25519_limit(&issuer);
+    let limit = ed25519_rate(&issuer, false);
     println!("ed25519 verify_strict, 1 core:        {limit:>12.0} /s");
     println!(
         "  x {threads} cores (the limit):            {:>12.0} /s",
         limit * threads as f64
     );
-    let parallel = ed25519_parallel(&issuer);
+    let parallel = ed25519_rate(&issuer, true);
     println!(
         "ed25519 verify_strict, {threads} threads at once: {parallel:>8.0} /s (how the cores scale)"
     );

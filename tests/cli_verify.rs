@@ -354,25 +354,8 @@ fn since_accepts_an_extension_and_refuses_a_fork() {
             .assert()
             .success();
     }
-    let proof = tmp.path().join("proof.json");
-    let p = rcpt()
-        .args(["log", "consistency"])
-        .arg(&dir)
-        .args(["--from", "3", "--to", "6", "--json"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    std::fs::write(&proof, p).unwrap();
-    let b = tmp.path().join("b.json");
-    rcpt()
-        .args(["log", "prove"])
-        .arg(&dir)
-        .args(["--index", "4", "-o"])
-        .arg(&b)
-        .assert()
-        .success();
+    let proof = consistency_file(&dir, 3, 6, &tmp.path().join("proof.json"));
+    let b = prove_file(&dir, 4, &tmp.path().join("b.json"));
     let vkey = show_vkey(&tmp.path().join("logkey.pub"), origin);
     let run = |since: &Path, proof: &Path, bundle: &Path| {
         rcpt()
@@ -403,44 +386,50 @@ fn since_accepts_an_extension_and_refuses_a_fork() {
             .assert()
             .success();
     }
-    let fb = tmp.path().join("fb.json");
-    rcpt()
-        .args(["log", "prove"])
-        .arg(&forked)
-        .args(["--index", "4", "-o"])
-        .arg(&fb)
-        .assert()
-        .success();
-    let fp = tmp.path().join("fproof.json");
-    let p = rcpt()
-        .args(["log", "consistency"])
-        .arg(&forked)
-        .args(["--from", "3", "--to", "6", "--json"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    std::fs::write(&fp, p).unwrap();
+    let fb = prove_file(&forked, 4, &tmp.path().join("fb.json"));
+    let fp = consistency_file(&forked, 3, 6, &tmp.path().join("fproof.json"));
     // The forked bundle verifies on its own, but does not extend the old checkpoint.
     run(&old, &fp, &fb)
         .code(1)
         .stdout(predicate::str::contains("[consistency.invalid]"));
     // A proof between other sizes is refused for what it is.
-    let p2 = tmp.path().join("proof2.json");
-    let p = rcpt()
+    let p2 = consistency_file(&dir, 2, 6, &tmp.path().join("proof2.json"));
+    run(&old, &p2, &b)
+        .code(1)
+        .stdout(predicate::str::contains("[consistency.size_mismatch]"));
+}
+
+/// `rcpt log consistency DIR --from M --to N --json` written to `out`.
+fn consistency_file(dir: &Path, from: u64, to: u64, out: &Path) -> PathBuf {
+    let json = rcpt()
         .args(["log", "consistency"])
-        .arg(&dir)
-        .args(["--from", "2", "--to", "6", "--json"])
+        .arg(dir)
+        .args([
+            "--from",
+            &from.to_string(),
+            "--to",
+            &to.to_string(),
+            "--json",
+        ])
         .assert()
         .success()
         .get_output()
         .stdout
         .clone();
-    std::fs::write(&p2, p).unwrap();
-    run(&old, &p2, &b)
-        .code(1)
-        .stdout(predicate::str::contains("[consistency.size_mismatch]"));
+    std::fs::write(out, json).unwrap();
+    out.to_path_buf()
+}
+
+/// `rcpt log prove DIR --index I -o out`.
+fn prove_file(dir: &Path, index: u64, out: &Path) -> PathBuf {
+    rcpt()
+        .args(["log", "prove"])
+        .arg(dir)
+        .args(["--index", &index.to_string(), "-o"])
+        .arg(out)
+        .assert()
+        .success();
+    out.to_path_buf()
 }
 
 /// True when `unshare -rn true` works here (user namespaces allowed).
