@@ -160,17 +160,29 @@ pub fn decode_hashes(texts: &[String]) -> Result<Vec<Hash>, BundleError> {
     texts
         .iter()
         .enumerate()
-        .map(|(index, text)| {
-            let bytes = STANDARD.decode(text).map_err(|e| BundleError::ProofHash {
-                index,
-                detail: e.to_string(),
-            })?;
-            Hash::try_from(bytes.as_slice()).map_err(|_| BundleError::ProofHash {
-                index,
-                detail: format!("{} bytes, expected 32", bytes.len()),
-            })
-        })
+        .map(|(index, text)| decode_hash(index, text))
         .collect()
+}
+
+/// One proof hash: standard base64 of exactly 32 bytes, decoded in place.
+fn decode_hash(index: usize, text: &str) -> Result<Hash, BundleError> {
+    // 32 bytes are 44 base64 characters with padding; room for 33 lets a
+    // longer input be told apart from a short one.
+    let mut buf = [0u8; 33];
+    let bad = |detail: String| BundleError::ProofHash { index, detail };
+    if text.len() > 48 {
+        return Err(bad(format!(
+            "{} base64 characters, expected 44",
+            text.len()
+        )));
+    }
+    let n = STANDARD
+        .decode_slice(text, &mut buf)
+        .map_err(|e| bad(e.to_string()))?;
+    match buf.get(..n).map(Hash::try_from) {
+        Some(Ok(hash)) => Ok(hash),
+        _ => Err(bad(format!("{n} bytes, expected 32"))),
+    }
 }
 
 /// Base64 (standard, padded) of each hash, for JSON output.

@@ -6,7 +6,7 @@
 //! trailing data, so that two readers of one file cannot see two values.
 
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
-use std::collections::HashSet;
+use std::borrow::Cow;
 use std::fmt;
 
 /// Why a JSON document was refused before typed parsing.
@@ -110,16 +110,43 @@ impl<'de> Visitor<'de> for Walk {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let inner = self.nested()?;
-        let mut seen = HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if !seen.insert(key.clone()) {
+        // Objects here have a handful of keys: a linear scan over borrowed
+        // keys costs less than hashing owned ones.
+        let mut seen: Vec<Cow<'de, str>> = Vec::new();
+        while let Some(key) = map.next_key_seed(Key)? {
+            if seen.contains(&key) {
                 return Err(A::Error::custom(format!(
                     "{DUPLICATE_MARKER}{key}{DUPLICATE_MARKER}"
                 )));
             }
+            seen.push(key);
             map.next_value_seed(Walk { ..inner })?;
         }
         Ok(())
+    }
+}
+
+/// Reads an object key, borrowing it from the input when it has no escapes.
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_string()))
     }
 }
 
