@@ -3,7 +3,8 @@
 # seconds each (default 600), and append each target's final stats to
 # fuzz/results.log. New inputs go to fuzz/target/work-corpus/<target>
 # (ignored by git); the committed seeds in fuzz/corpus/<target> are read only.
-# Crashes land in fuzz/artifacts/<target>/. Stable toolchain: no sanitizer.
+# Crashes land in fuzz/artifacts/<target>/. Stable toolchain: no sanitizer;
+# debug assertions on, so integer overflow panics as it does in tests.
 #
 # Usage: fuzz/run-all.sh [target...]
 set -u
@@ -15,13 +16,13 @@ if [ ${#targets[@]} -eq 0 ]; then
            merkle_inclusion merkle_consistency tiles trust)
 fi
 unset CARGO_TARGET_DIR  # cargo fuzz builds in fuzz/target
-nice -n 10 cargo fuzz build --sanitizer none || exit 1
+nice -n 10 cargo fuzz build --sanitizer none --debug-assertions || exit 1
 mkdir -p target/logs
 for t in "${targets[@]}"; do
   mkdir -p "target/work-corpus/$t" "artifacts/$t"
   log="target/logs/$t.log"
   start=$(date +%s)
-  nice -n 10 cargo fuzz run --sanitizer none "$t" "target/work-corpus/$t" "corpus/$t" -- \
+  nice -n 10 cargo fuzz run --sanitizer none --debug-assertions "$t" "target/work-corpus/$t" "corpus/$t" -- \
     -max_total_time="$secs" -print_final_stats=1 -rss_limit_mb=2048 -timeout=10 \
     >"$log" 2>&1
   rc=$?
