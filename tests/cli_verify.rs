@@ -285,8 +285,6 @@ fn issue(tmp: &Path, n: usize) -> (PathBuf, Vec<PathBuf>) {
         .arg(&key)
         .assert()
         .success();
-    let template = std::fs::read_to_string(corpus().join("bundles/verdict-admit.json")).unwrap();
-    let _ = template;
     let mut out = Vec::new();
     for i in 0..n {
         let payload = tmp.join(format!("p{i}.json"));
