@@ -28,6 +28,7 @@ pub mod log;
 pub mod merkle;
 pub mod note;
 pub mod receipt;
+pub mod storage;
 pub mod strictjson;
 pub mod tiles;
 pub mod trust;
