@@ -20,7 +20,7 @@ use rcpt::limits::{
     MAX_STDIN_LINE_BYTES,
 };
 use rcpt::log::admit::{self, AcceptedIssuers, Admitted};
-use rcpt::log::{InitOptions, Log, LogWriter};
+use rcpt::log::{InitOptions, Log, LogError, LogWriter};
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -414,7 +414,10 @@ struct AppendOptions {
 }
 
 fn append(dir: &Path, opts: &AppendOptions, files: &[String]) -> anyhow::Result<u8> {
-    let log = Log::open(dir)?;
+    let log = Log::open(dir).map_err(|e| match e {
+        LogError::NoLogKey { location } => LogError::NotWritable { location },
+        e => e,
+    })?;
     let key_path = match &opts.key {
         Some(k) => k.clone(),
         None => log.key_file().map(Path::to_path_buf).ok_or_else(|| {

@@ -36,6 +36,15 @@ pub enum LogError {
         /// The directory or store.
         location: String,
     },
+    /// A copy of a log's public files (no `.rcpt/`) takes no appends.
+    #[error(
+        "{location} holds a log's public files but not its private state (.rcpt/): it can be \
+         read (with --log-key), not appended to; append to the log itself"
+    )]
+    NotWritable {
+        /// The directory or store.
+        location: String,
+    },
     /// The log key given is not the one in the log's settings.
     #[error("the log key {given} is not the key of this log ({expected})")]
     OtherLogKey {

@@ -182,7 +182,7 @@ impl LogWriter {
     ) -> Result<LogWriter, LogError> {
         // A copy of the public files has no settings and takes no writer.
         if Settings::read(&*store)?.is_none() && store.read_checkpoint(1)?.is_some() {
-            return Err(LogError::NoLogKey {
+            return Err(LogError::NotWritable {
                 location: store.describe(),
             });
         }
