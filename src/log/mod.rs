@@ -11,22 +11,25 @@
 //! [`tiles`](crate::tiles), signed notes from [`note`](crate::note). It
 //! never prints and never exits.
 //!
-//! Modules depend downward only: `writer` and `check` use this reader,
-//! `index` (the dedup runs) and `tilebuild` (subtrees into tiles); none
-//! of those uses `writer` or `check`.
+//! Modules depend downward only, with no circle: `writer` and `check` use
+//! this reader, `index` (the dedup runs) and `tilebuild` (subtrees into
+//! tiles); `step` names the append's steps; `error` and `settings` are
+//! leaves. The reader uses `index` (for `find`), never `writer` or `check`.
 
 pub mod admit;
 mod check;
 mod error;
 mod index;
 mod settings;
+mod step;
 pub mod tilebuild;
 mod writer;
 
 pub use check::{CheckReport, check, check_log};
 pub use error::{CheckpointError, LogError, SettingsError};
 pub use settings::{SETTINGS_FORMAT, Settings};
-pub use writer::{LogWriter, Step};
+pub use step::Step;
+pub use writer::LogWriter;
 
 use crate::keys::{NoteVerifier, SigningKey};
 use crate::merkle::{self, Hash};
