@@ -22,6 +22,9 @@ pub enum KeyCommand {
         /// Output path prefix.
         #[arg(long)]
         out: std::path::PathBuf,
+        /// Also print the witness (cosignature/v1, type 0x04) verifier key.
+        #[arg(long)]
+        witness: bool,
     },
     /// Print the keyid of a .key or .pub file (and the verifier key with --name).
     Show {
@@ -30,13 +33,20 @@ pub enum KeyCommand {
         /// Key name, for the verifier key.
         #[arg(long)]
         name: Option<String>,
+        /// Print the witness (cosignature/v1, type 0x04) verifier key instead.
+        #[arg(long, requires = "name")]
+        witness: bool,
     },
 }
 
 pub fn run(cmd: KeyCommand) -> anyhow::Result<u8> {
     match cmd {
-        KeyCommand::Generate { name, out } => generate(&name, &out),
-        KeyCommand::Show { file, name } => show(&file, name.as_deref()),
+        KeyCommand::Generate { name, out, witness } => generate(&name, &out, witness),
+        KeyCommand::Show {
+            file,
+            name,
+            witness,
+        } => show(&file, name.as_deref(), witness),
     }
 }
 
@@ -47,7 +57,7 @@ fn with_suffix(prefix: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn generate(name: &str, out: &Path) -> anyhow::Result<u8> {
+fn generate(name: &str, out: &Path, witness: bool) -> anyhow::Result<u8> {
     if !keys::is_valid_key_name(name) {
         return Err(UsageError(format!(
             "key name {name:?} is invalid: use a non-empty name without spaces or '+', \
@@ -69,6 +79,13 @@ fn generate(name: &str, out: &Path) -> anyhow::Result<u8> {
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "keyid: {}", keys::keyid(&public))?;
     writeln!(stdout, "verifier key: {verifier}")?;
+    if witness {
+        writeln!(
+            stdout,
+            "witness verifier key: {}",
+            witness_vkey(name, public)?
+        )?;
+    }
     writeln!(
         stdout,
         "wrote {} and {}",
@@ -101,12 +118,18 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", path.display()))
 }
 
-fn show(file: &Path, name: Option<&str>) -> anyhow::Result<u8> {
+fn show(file: &Path, name: Option<&str>, witness: bool) -> anyhow::Result<u8> {
     let text = keys::read_key_file(file)?;
     let public = public_key_of(&text).with_context(|| format!("reading {}", file.display()))?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "keyid: {}", keys::keyid(&public))?;
-    if let Some(name) = name {
+    if let (Some(name), true) = (name, witness) {
+        writeln!(
+            stdout,
+            "witness verifier key: {}",
+            witness_vkey(name, public)?
+        )?;
+    } else if let Some(name) = name {
         let verifier = NoteVerifier::new(name, public).map_err(|e| UsageError(e.to_string()))?;
         writeln!(stdout, "verifier key: {verifier}")?;
     }
@@ -120,4 +143,11 @@ fn public_key_of(text: &str) -> anyhow::Result<VerifyingKey> {
     } else {
         Ok(keys::verifying_key_from_text(text)?)
     }
+}
+
+/// The C2SP cosignature/v1 (type 0x04) verifier key of `public` under `name`.
+fn witness_vkey(name: &str, public: VerifyingKey) -> anyhow::Result<String> {
+    let v =
+        rcpt::cosig::WitnessVerifier::new(name, public).map_err(|e| UsageError(e.to_string()))?;
+    Ok(v.to_string())
 }

@@ -69,6 +69,9 @@ pub enum LogCommand {
         size: Option<u64>,
         #[arg(short = 'o', long = "out")]
         out: Option<PathBuf>,
+        /// `bundle` (rcpt JSON) or `tlog-proof` (C2SP tlog-proof@v1, the entry in `extra`).
+        #[arg(long, value_enum, default_value = "bundle")]
+        format: ProveFormat,
     },
     /// Print a consistency proof between two tree sizes.
     Consistency {
@@ -106,7 +109,15 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             receipt,
             size,
             out,
-        } => prove(&dir, index, receipt.as_deref(), size, out.as_deref()),
+            format,
+        } => prove(
+            &dir,
+            index,
+            receipt.as_deref(),
+            size,
+            out.as_deref(),
+            format,
+        ),
         LogCommand::Consistency {
             dir,
             from,
@@ -464,6 +475,7 @@ fn prove(
     receipt: Option<&Path>,
     size: Option<u64>,
     out: Option<&Path>,
+    format: ProveFormat,
 ) -> anyhow::Result<u8> {
     let log = Log::open(dir)?;
     let index = match (index, receipt) {
@@ -479,6 +491,15 @@ fn prove(
     // A bundle needs the signed checkpoint of its size: refuse an
     // unpublished size before any proof work.
     let checkpoint = log.checkpoint_at(size)?;
+    if format == ProveFormat::TlogProof {
+        let proof = rcpt::tlogproof::TlogProof::new(
+            Some(log.entry(index)?),
+            index,
+            log.inclusion_proof(index, size)?,
+            &checkpoint,
+        )?;
+        return emit(out, &proof.to_text());
+    }
     let envelope = Envelope::from_entry(&log.entry(index)?)
         .with_context(|| format!("decoding entry {index}"))?;
     let payload = rcpt::receipt::payload_from_cbor(&envelope.payload)
@@ -498,6 +519,20 @@ fn prove(
     if !text.ends_with('\n') {
         text.push('\n');
     }
+    emit(out, &text)
+}
+
+/// The proof formats of `rcpt log prove`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProveFormat {
+    /// The rcpt bundle (JSON).
+    Bundle,
+    /// C2SP tlog-proof@v1.
+    TlogProof,
+}
+
+/// Print `text`, or write it to `out` atomically.
+fn emit(out: Option<&Path>, text: &str) -> anyhow::Result<u8> {
     match out {
         None => print!("{text}"),
         Some(path) => write_atomic(path, text.as_bytes())?,

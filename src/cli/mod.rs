@@ -9,6 +9,7 @@ mod key;
 mod log;
 mod receipt;
 mod verify;
+mod witness;
 
 /// Exit status: success.
 pub const EXIT_OK: u8 = 0;
@@ -48,6 +49,9 @@ enum Command {
     Log(log::LogCommand),
     /// Verify receipt bundles offline.
     Verify(verify::VerifyArgs),
+    /// Witness logs: cosign checkpoints that extend the last one cosigned.
+    #[command(subcommand)]
+    Witness(witness::WitnessCommand),
 }
 
 /// Parse arguments, run the command, print any error, pick the exit status.
@@ -64,6 +68,7 @@ pub fn main() -> ExitCode {
         Command::Receipt(cmd) => receipt::run(cmd),
         Command::Log(cmd) => log::run(cmd),
         Command::Verify(args) => verify::run(args),
+        Command::Witness(cmd) => witness::run(cmd),
     };
     match result {
         Ok(code) => ExitCode::from(code),
