@@ -26,7 +26,7 @@ pub const TIMESTAMPED_SIGNATURE_LEN: usize = 8 + 64;
 #[non_exhaustive]
 pub enum CosigError {
     /// Key material that [`crate::keys`] refuses (weak, not on the curve, ...).
-    #[error("witness key for {name}: {source}")]
+    #[error("witness key for {name}")]
     Key {
         /// Key name.
         name: String,
@@ -81,7 +81,7 @@ pub enum CosigError {
     #[error("a cosignature timestamp must not be zero (tlog-witness); pass the current time")]
     TimestampZero,
     /// The text to cosign is not a checkpoint.
-    #[error("only a checkpoint can be cosigned: {0}")]
+    #[error("only a checkpoint can be cosigned")]
     NotCheckpoint(#[source] NoteError),
     /// The Ed25519 signature does not verify (strict).
     #[error("cosignature by {name} (key ID {key_id}) does not verify over this checkpoint")]

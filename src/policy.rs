@@ -146,7 +146,7 @@ pub enum PolicyError {
         detail: String,
     },
     /// A witness vkey that does not parse as a cosignature (0x04) key.
-    #[error("line {line}: witness key: {source}")]
+    #[error("line {line}: witness key")]
     WitnessKey {
         /// The line.
         line: usize,

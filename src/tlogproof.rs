@@ -66,7 +66,7 @@ pub enum TlogProofError {
     #[error("no blank line before the checkpoint")]
     NoBlankLine,
     /// The checkpoint is not a signed checkpoint note.
-    #[error("checkpoint: {0}")]
+    #[error("checkpoint")]
     Checkpoint(#[source] NoteError),
     /// Text that is not UTF-8 before the checkpoint.
     #[error("tlog-proof is not UTF-8 text")]

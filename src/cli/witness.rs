@@ -13,7 +13,7 @@ use base64::engine::general_purpose::STANDARD;
 use clap::Subcommand;
 use rcpt::limits::{MAX_NOTE_BYTES, MAX_POLICY_BYTES, MAX_PROOF_FILE_BYTES};
 use rcpt::merkle::Hash;
-use rcpt::witness::{AddCheckpointError, AddCheckpointRequest, Refusal, Witness};
+use rcpt::witness::{AddCheckpointError, AddCheckpointRequest, Refusal, Witness, error_chain};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
@@ -217,8 +217,9 @@ fn refused(r: &Refusal, checkpoint: &Path) -> anyhow::Error {
         _ => String::new(),
     };
     anyhow::anyhow!(
-        "refused {} ({} in tlog-witness terms): {r}{hint}",
+        "refused {} ({} in tlog-witness terms): {}{hint}",
         checkpoint.display(),
-        r.status()
+        r.status(),
+        error_chain(r)
     )
 }

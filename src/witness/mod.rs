@@ -96,7 +96,7 @@ pub enum Unprocessable {
     #[error("old size is 0 but the request carries {0} proof line(s); send none")]
     ProofNotEmpty(usize),
     /// The consistency proof does not verify, or equal sizes with other roots.
-    #[error("not consistent with the cosigned checkpoint of size {old}: {source}")]
+    #[error("not consistent with the cosigned checkpoint of size {old}")]
     Inconsistent {
         /// The witness's size.
         old: u64,
@@ -110,10 +110,10 @@ pub enum Unprocessable {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     /// 400: malformed request, or old size above the checkpoint size.
-    #[error("bad request: {0}")]
+    #[error("bad request")]
     BadRequest(#[from] BadRequest),
     /// 403: not signed by a known key of the origin, or a known key's bad signature.
-    #[error("forbidden: {0}")]
+    #[error("forbidden")]
     Forbidden(#[from] Forbidden),
     /// 404: the origin is not a log this witness witnesses.
     #[error("unknown log origin {origin:?}")]
@@ -128,7 +128,7 @@ pub enum Refusal {
         size: u64,
     },
     /// 422: not consistent with the witness's record.
-    #[error("unprocessable: {0}")]
+    #[error("unprocessable")]
     Unprocessable(#[from] Unprocessable),
 }
 
@@ -157,9 +157,21 @@ impl Refusal {
     pub fn body(&self) -> String {
         match self {
             Refusal::Conflict { size } => format!("{size}\n"),
-            other => format!("{other}\n"),
+            other => format!("{}\n", error_chain(other)),
         }
     }
+}
+
+/// An error and its sources, joined by ": " (one line for people).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        cur = s.source();
+    }
+    out
 }
 
 /// The tlog-witness v1 `add-checkpoint` checks, in the order the spec
@@ -271,7 +283,7 @@ pub enum AddCheckpointError {
     #[error(transparent)]
     Refused(#[from] Refusal),
     /// Signing failed (a zero or out-of-range clock): a server error.
-    #[error("cannot cosign: {0}")]
+    #[error("cannot cosign")]
     Sign(#[from] CosigError),
     /// The state could not be read or written: a server error.
     #[error(transparent)]
@@ -293,7 +305,7 @@ impl AddCheckpointError {
 #[non_exhaustive]
 pub enum WitnessError {
     /// A file-system operation failed.
-    #[error("{path}: {source}")]
+    #[error("{}", path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,
@@ -302,10 +314,10 @@ pub enum WitnessError {
         source: std::io::Error,
     },
     /// `init` was given a directory that already holds files.
-    #[error("{0} is not empty; witness init needs an empty or absent directory")]
+    #[error("{} is not empty; witness init needs an empty or absent directory", .0.display())]
     NotEmpty(PathBuf),
     /// The settings file is unreadable or inconsistent.
-    #[error("witness settings {path}: {detail}")]
+    #[error("witness settings {}: {detail}", path.display())]
     Settings {
         /// The file.
         path: PathBuf,
@@ -313,7 +325,7 @@ pub enum WitnessError {
         detail: String,
     },
     /// The policy file does not parse.
-    #[error("policy {path}: {source}")]
+    #[error("policy {}", path.display())]
     Policy {
         /// The file.
         path: PathBuf,
@@ -322,10 +334,10 @@ pub enum WitnessError {
         source: PolicyError,
     },
     /// The policy lists no log.
-    #[error("policy {0} lists no log: a witness needs at least one `log <vkey>` line")]
+    #[error("policy {} lists no log: a witness needs at least one `log <vkey>` line", .0.display())]
     NoLogs(PathBuf),
     /// A file over its size limit.
-    #[error("{path} is larger than {limit} bytes")]
+    #[error("{} is larger than {limit} bytes", path.display())]
     TooLarge {
         /// The file.
         path: PathBuf,

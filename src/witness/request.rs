@@ -49,7 +49,7 @@ pub enum RequestError {
     #[error("no empty line between the proof and the checkpoint")]
     NoBlankLine,
     /// The checkpoint is not a signed checkpoint note.
-    #[error("checkpoint: {0}")]
+    #[error("checkpoint")]
     Checkpoint(#[source] NoteError),
 }
 

@@ -47,7 +47,7 @@ pub struct Record {
 #[non_exhaustive]
 pub enum StateError {
     /// A file-system operation failed.
-    #[error("witness state {path}: {source}")]
+    #[error("witness state {}", path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,
@@ -56,7 +56,7 @@ pub enum StateError {
         source: std::io::Error,
     },
     /// A record that is not a checkpoint note of its origin.
-    #[error("witness state {path} is corrupt: {detail}; restore it from a backup")]
+    #[error("witness state {} is corrupt: {detail}; restore it from a backup", path.display())]
     Corrupt {
         /// The file.
         path: PathBuf,
