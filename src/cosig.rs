@@ -405,7 +405,7 @@ mod tests {
             [CosigStatus::Failed(CosigError::Invalid { .. })]
         ));
         // Same name, other key: other key ID, so the line is not this witness's.
-        let note = note_with(&[line.clone()]);
+        let note = note_with(std::slice::from_ref(&line));
         assert_eq!(check(&note, &[witness("w", &b)]), vec![CosigStatus::Absent]);
         // A good line and a bad one of the same witness: Failed.
         let mut bad = note.signatures[0].clone();

@@ -173,7 +173,10 @@ fn witness_and_log_keys_are_kept_apart() {
     // A log signature line is not read as a cosignature, nor the reverse.
     let logged = rcpt::note::sign(BODY, "n.example", &k).unwrap();
     let note = Note::parse(logged.as_bytes()).unwrap();
-    assert_eq!(cosig::check(&note, &[w.clone()]), vec![CosigStatus::Absent]);
+    assert_eq!(
+        cosig::check(&note, std::slice::from_ref(&w)),
+        vec![CosigStatus::Absent]
+    );
     let cosigned = format!("{BODY}\n{}", cosig::sign(BODY, "n.example", &k, 5).unwrap());
     let note = Note::parse(cosigned.as_bytes()).unwrap();
     assert_eq!(

@@ -108,7 +108,7 @@ fn names_are_opaque_octets() {
     let p = parse(&text).unwrap();
     assert_eq!(p.witnesses[1].name, Name("\u{212a}".as_bytes().to_vec()));
     // Non-UTF-8 octets in names, URLs and comments are allowed.
-    let mut bytes = format!("# caf\u{e9}\nwitness ").into_bytes();
+    let mut bytes = "# caf\u{e9}\nwitness ".as_bytes().to_vec();
     bytes.extend_from_slice(&[0xff, 0xfe]);
     bytes.extend_from_slice(format!(" {} http://\u{e9}.example/", wkey(1)).as_bytes());
     bytes.extend_from_slice(&[0x80, b'\n']);
@@ -370,7 +370,7 @@ fn limits_support_at_least_32_of_each_and_refuse_past_the_named_constants() {
         }
         t
     }
-    assert!(MAX_POLICY_LOGS >= 32 && MAX_POLICY_WITNESSES >= 32 && MAX_POLICY_GROUPS >= 32);
+    const { assert!(MAX_POLICY_LOGS >= 32 && MAX_POLICY_WITNESSES >= 32 && MAX_POLICY_GROUPS >= 32) };
     let n = MAX_POLICY_GROUPS as u32;
     let full = format!("{}quorum G{}\n", build(MAX_POLICY_LOGS as u32, n, n), n - 1);
     assert!(full.len() <= MAX_POLICY_BYTES, "{} bytes", full.len());
