@@ -580,6 +580,12 @@ fn corrupt_state_is_an_error_not_a_cosignature() {
 }
 
 #[test]
+fn a_witness_is_shared_across_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Witness>();
+}
+
+#[test]
 fn init_refusals() {
     let tmp = tempfile::tempdir().unwrap();
     let key = SigningKey::from_bytes(&[71; 32]);
