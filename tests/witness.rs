@@ -254,6 +254,7 @@ fn decision_409_conflict() {
     let proof = merkle::prove_consistency(4, 8, &t).unwrap();
     // The witness has 6; the client believes 4.
     let r = status(Some(&head(&t, 6)), &body(4, &proof, &checkpoint(&t, 8))).unwrap_err();
+    assert_eq!(rcpt::witness::parse_size_body(r.body().as_bytes()), Some(6));
     assert_eq!(r, Refusal::Conflict { size: 6 });
     assert_eq!(
         (r.status(), r.content_type(), r.body()),

@@ -21,7 +21,7 @@ mod request;
 mod state;
 
 pub(crate) use request::parse_decimal;
-pub use request::{AddCheckpointRequest, RequestError};
+pub use request::{AddCheckpointRequest, RequestError, parse_size_body};
 pub use state::{CasError, Record, StateError, StateStore, TreeHead, origin_hash};
 
 use crate::constants::TLOG_SIZE_CONTENT_TYPE;

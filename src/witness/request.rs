@@ -65,6 +65,13 @@ pub(crate) fn parse_decimal(text: &[u8]) -> Option<u64> {
     }
 }
 
+/// The body of a 409 answer (`Content-Type: text/x.tlog.size`): "the tree
+/// size of the latest cosigned checkpoint in decimal, followed by a
+/// newline". For the client side (a log asking witnesses); strict.
+pub fn parse_size_body(body: &[u8]) -> Option<u64> {
+    parse_decimal(body.strip_suffix(b"\n")?)
+}
+
 /// The next newline-terminated line of `rest` (without its newline), and
 /// what follows it.
 fn next_line(rest: &[u8]) -> Option<(&[u8], &[u8])> {
