@@ -7,7 +7,9 @@
 //! `rcpt` puts the log entry (the DAG-CBOR envelope) in `extra`, so the
 //! leaf hash is `SHA-256(0x00 || extra)`. Format: `spec/witness.md`.
 
+use crate::bundle::{Bundle, LogProof};
 use crate::constants::TLOG_PROOF_HEADER;
+use crate::dsse::{Envelope, EnvelopeError};
 use crate::limits::{MAX_PROOF_HASHES, MAX_TLOG_PROOF_BYTES, MAX_TLOG_PROOF_EXTRA_BYTES};
 use crate::merkle::Hash;
 use crate::note::{Checkpoint, Note, NoteError};
@@ -71,6 +73,14 @@ pub enum TlogProofError {
     /// Text that is not UTF-8 before the checkpoint.
     #[error("tlog-proof is not UTF-8 text")]
     NotUtf8,
+    /// No `extra` line: an `rcpt` proof carries its log entry there.
+    #[error(
+        "tlog-proof has no extra line; an rcpt proof carries the log entry (the envelope) there"
+    )]
+    NoEntry,
+    /// `extra` is not an `rcpt` log entry.
+    #[error("extra is not an rcpt log entry")]
+    Entry(#[source] EnvelopeError),
 }
 
 /// Split off the next newline-terminated line.
@@ -164,6 +174,26 @@ impl TlogProof {
             &self.checkpoint,
         );
         out
+    }
+
+    /// The bundle that states what this proof states: the envelope decoded
+    /// from `extra` (the log entry), origin and tree size from the
+    /// checkpoint, index, inclusion proof and checkpoint as given. A
+    /// tlog-proof claims no receipt id, so the bundle's is the payload's.
+    pub fn to_bundle(&self) -> Result<Bundle, TlogProofError> {
+        let entry = self.extra.as_deref().ok_or(TlogProofError::NoEntry)?;
+        let envelope = Envelope::from_entry(entry).map_err(TlogProofError::Entry)?;
+        Ok(Bundle {
+            receipt_id: crate::canonical::identity(&envelope.payload).to_string(),
+            envelope,
+            log: LogProof {
+                origin: self.body.origin.clone(),
+                index: self.index,
+                tree_size: self.body.size,
+                inclusion: self.inclusion.clone(),
+                checkpoint: self.checkpoint.clone(),
+            },
+        })
     }
 
     /// RFC 6962 leaf hash of the extra data, when present: for an `rcpt`

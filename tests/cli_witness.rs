@@ -561,3 +561,101 @@ fn log_prove_writes_a_tlog_proof() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn verify_reads_tlog_proofs_with_the_checks_of_bundles() {
+    let st = setup();
+    append(&st, 0, 4);
+    let issuer = SigningKey::from_bytes(&[3; 32]).verifying_key();
+    let trust = st.root.join("trust.json");
+    std::fs::write(
+        &trust,
+        serde_json::json!({
+            "issuers": [{"name": "test", "public_key": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, issuer.as_bytes())}],
+            "logs": [{"verifier_key": st.log_vkey}],
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let proof = st.root.join("p.tlog-proof");
+    let bundle = st.root.join("p.json");
+    out(rcpt().args([
+        "log",
+        "prove",
+        s(&st.log),
+        "--index",
+        "3",
+        "--format",
+        "tlog-proof",
+        "-o",
+        s(&proof),
+    ]));
+    out(rcpt().args(["log", "prove", s(&st.log), "--index", "3", "-o", s(&bundle)]));
+    let verify = |file: &Path| {
+        let o = rcpt()
+            .args(["verify", "--trust", s(&trust), "--format", "json"])
+            .arg(file)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (o.status.code().unwrap(), v["results"][0].clone())
+    };
+    // The same checks, in the same order, with the same outcome as the bundle.
+    let (code, p) = verify(&proof);
+    let (bcode, b) = verify(&bundle);
+    assert_eq!((code, bcode), (0, 0), "{p}");
+    assert_eq!(p["checks"], b["checks"]);
+    assert_eq!(p["receipt_id"], b["receipt_id"]);
+    let text = std::fs::read_to_string(&proof).unwrap();
+    let variant = |name: &str, t: String| {
+        let f = st.root.join(name);
+        std::fs::write(&f, t).unwrap();
+        verify(&f)
+    };
+    let reason = |r: &serde_json::Value| {
+        r["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["status"] != "pass")
+            .map(|c| c["reason"].clone())
+    };
+    // Another index: the inclusion check fails.
+    let (code, r) = variant(
+        "moved.tlog-proof",
+        text.replace("\nindex 3\n", "\nindex 2\n"),
+    );
+    assert_eq!((code, reason(&r)), (1, Some("inclusion.invalid".into())));
+    // No extra, or an extra that is not a log entry: a malformed bundle.
+    let no_extra: String = text
+        .lines()
+        .filter(|l| !l.starts_with("extra "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let (code, r) = variant("noextra.tlog-proof", no_extra);
+    assert_eq!((code, reason(&r)), (1, Some("bundle.malformed".into())));
+    let extra_line = text.lines().nth(1).unwrap().to_owned();
+    let (code, r) = variant("junk.tlog-proof", text.replace(&extra_line, "extra eA=="));
+    assert_eq!((code, reason(&r)), (1, Some("bundle.malformed".into())));
+    // Another version: not evaluated.
+    let (code, r) = variant("v2.tlog-proof", text.replacen("@v1", "@v2", 1));
+    assert_eq!((code, reason(&r)), (3, Some("bundle.unsupported".into())));
+    // A checkpoint re-signed by an untrusted key: not evaluated, as for bundles.
+    let parsed = TlogProof::parse(text.as_bytes()).unwrap();
+    let resigned = note::sign(
+        &parsed.note.text,
+        ORIGIN,
+        &SigningKey::from_bytes(&[66; 32]),
+    )
+    .unwrap();
+    let other =
+        TlogProof::new(parsed.extra.clone(), 3, parsed.inclusion.clone(), &resigned).unwrap();
+    let (code, _) = variant("resigned.tlog-proof", other.to_text());
+    let (bcode, _) = {
+        let mut b: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&bundle).unwrap()).unwrap();
+        b["log"]["checkpoint"] = resigned.into();
+        variant("resigned.json", b.to_string())
+    };
+    assert_eq!((code, bcode), (3, 3));
+}
