@@ -20,7 +20,10 @@ use std::path::{Path, PathBuf};
 #[derive(Subcommand)]
 pub enum WitnessCommand {
     /// Create a witness directory (empty or absent) and print its verifier key.
+    #[command(after_help = "Example:
+  rcpt witness init w1/ --name witness.example/w1 --key w1.key --policy logs.policy")]
     Init {
+        /// The witness directory to create (empty or absent).
         dir: PathBuf,
         /// The witness's key name (on its cosignature lines), e.g. witness.example/w1.
         #[arg(long)]
@@ -33,7 +36,11 @@ pub enum WitnessCommand {
         policy: PathBuf,
     },
     /// Check a checkpoint against the witness's state and cosign it (offline add-checkpoint).
+    #[command(after_help = "Example:
+  rcpt log consistency log/ --from 10 --to 25 > proof.txt
+  rcpt witness cosign w1/ --old-size 10 --proof proof.txt checkpoint >> cosigned-lines")]
     Cosign {
+        /// The witness directory (made by `rcpt witness init`).
         dir: PathBuf,
         /// Size of the checkpoint the witness cosigned last for this log (0 for none).
         #[arg(long)]
