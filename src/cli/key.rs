@@ -153,7 +153,7 @@ fn show(file: &Source, name: Option<&str>, witness: bool) -> anyhow::Result<u8> 
             witness_vkey(name, public)?
         )?;
     }
-    if let Some(verifier) = verifier {
+    if let (Some(verifier), false) = (verifier, witness) {
         let log_entry = serde_json::json!({"verifier_key": verifier.to_string()});
         writeln!(stdout, "verifier key: {verifier}")?;
         writeln!(stdout, "trust log entry: {log_entry}")?;
