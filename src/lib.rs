@@ -22,6 +22,7 @@ pub mod canonical;
 pub mod constants;
 pub mod digest;
 pub mod dsse;
+pub mod gate;
 pub mod keys;
 pub mod limits;
 pub mod log;
