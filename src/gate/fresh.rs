@@ -51,8 +51,8 @@ pub enum ResourceError {
     #[error("substrate {0} has no freshness rule")]
     Unsupported(&'static str),
     /// A git ref could not be resolved (other than by absence).
-    #[error("{0}")]
-    Ref(#[source] RefError),
+    #[error(transparent)]
+    Ref(RefError),
     /// Reading failed for a reason other than absence (permissions, I/O).
     #[error("{name}: {source}")]
     Io {
@@ -85,7 +85,7 @@ impl ResourceError {
 #[non_exhaustive]
 pub enum ReadSetError {
     /// One resource failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Resource(#[from] ResourceError),
     /// A resource was named twice.
     #[error("{0:?} is named twice; a read set holds each resource once")]
