@@ -12,7 +12,12 @@
 //! "peak RSS"; "n/a" where /usr/bin/time is absent). RCPT_BENCH_DIR keeps
 //! the inputs between runs.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use rayon::prelude::*;
 use rcpt::bundle::{Bundle, LogProof};
