@@ -11,6 +11,7 @@ use crate::canonical::{Value, dagcbor};
 use crate::constants::DSSE_PAE_PREFIX;
 use crate::keys::{SigningKey, VerifyingKey, decode_base64_any, keyid};
 use crate::limits::{MAX_ENTRY_BYTES, MAX_ENVELOPE_BYTES, MAX_ENVELOPE_SIGNATURES, MAX_JSON_DEPTH};
+use crate::reason::Reason;
 use crate::strictjson::{self, StrictJsonError};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -93,6 +94,18 @@ pub enum EnvelopeError {
     /// A log-entry map key that the entry format does not define.
     #[error("log entry has an unknown field {0:?}")]
     EntryUnknownField(String),
+}
+
+impl EnvelopeError {
+    /// Stable reason code: `envelope.too_large`, `entry.too_large`, or
+    /// `envelope.malformed` for every other refusal.
+    pub fn reason_code(&self) -> Reason {
+        match self {
+            EnvelopeError::TooLarge { .. } => Reason::EnvelopeTooLarge,
+            EnvelopeError::EntryTooLarge { .. } => Reason::EntryTooLarge,
+            _ => Reason::EnvelopeMalformed,
+        }
+    }
 }
 
 /// DSSE v1 Pre-Authentication Encoding (DSSE `protocol.md`, "Signature

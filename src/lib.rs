@@ -28,6 +28,7 @@ pub mod limits;
 pub mod log;
 pub mod merkle;
 pub mod note;
+pub mod reason;
 pub mod receipt;
 pub mod strictjson;
 pub mod tiles;

@@ -115,10 +115,10 @@ fn append_files_and_stdin_then_prove_and_check() {
     );
     assert_eq!(rows[1]["index"], 3);
     assert_eq!(rows[1]["file"], "-:3");
-    assert_eq!(rows[2]["error"], "malformed_envelope");
+    assert_eq!(rows[2]["error"], "envelope.malformed");
     assert_eq!(rows[3]["index"], 4);
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
-    assert!(err.contains("refused -:4: malformed_envelope"), "{err}");
+    assert!(err.contains("refused -:4: envelope.malformed"), "{err}");
 
     // The checkpoint names size 5; a bundle proves entry 3 against it.
     let cp_text = stdout(rcpt().args(["log", "checkpoint"]).arg(&dir));

@@ -26,6 +26,7 @@ use rcpt::dsse::{Envelope, EnvelopeError, Signature};
 use rcpt::keys::SigningKey;
 use rcpt::limits::*;
 use rcpt::note::{Note, NoteError};
+use rcpt::reason::Reason;
 use rcpt::receipt::{PayloadError, Receipt, SchemaError, payload_from_cbor, payload_from_json};
 use rcpt::trust::{Trust, TrustError};
 use rcpt::verify::{CheckVerdict, Outcome, Report, Verifier};
@@ -64,7 +65,7 @@ fn failed_reason(report: &Report, name: &str) -> Option<&'static str> {
         .iter()
         .find(|c| c.name == name)
         .and_then(|c| match &c.result {
-            Ok(CheckVerdict::Fail(f)) => Some(f.reason),
+            Ok(CheckVerdict::Fail(f)) => Some(f.reason.as_str()),
             _ => None,
         })
 }
@@ -173,7 +174,7 @@ fn bundle_at_the_limit_verifies_and_one_byte_over_fails() {
     over.push(b' ');
     let report = v.verify_bytes(&over);
     assert_eq!(report.outcome(), Outcome::Failed);
-    assert_eq!(report.primary_reason(), Some("bundle.too_large"));
+    assert_eq!(report.primary_reason(), Some(Reason::BundleTooLarge));
     assert_eq!(
         RawBundle::parse(&over).unwrap_err(),
         BundleError::TooLarge(MAX_BUNDLE_BYTES + 1)
@@ -431,7 +432,7 @@ fn json_depth_at_the_limit_passes_and_one_deeper_is_refused() {
 fn a_100_000_deep_bundle_fails_without_overflowing() {
     let report = verifier().verify_bytes(&deep_array(DEEP));
     assert_eq!(report.outcome(), Outcome::Failed);
-    assert_eq!(report.primary_reason(), Some("bundle.malformed"));
+    assert_eq!(report.primary_reason(), Some(Reason::BundleMalformed));
     // Also inside an otherwise valid bundle, as the envelope.
     let mut v = bundle_json("size-1-index-0");
     v["envelope"] = serde_json::Value::Null;
@@ -441,12 +442,13 @@ fn a_100_000_deep_bundle_fails_without_overflowing() {
         .replace("\"envelope\":null", &format!("\"envelope\":{deep}"));
     assert!(with_deep.len() < MAX_BUNDLE_BYTES);
     // The bundle's happy path leaves the envelope undecoded (a raw value,
-    // skipped without recursion); the envelope parser then refuses it.
+    // skipped without recursion); the envelope parser then refuses it, by
+    // size first (100,000 levels are over the envelope limit).
     let report = verifier().verify_bytes(with_deep.as_bytes());
     assert_eq!(report.outcome(), Outcome::Failed);
     assert_eq!(
         failed_reason(&report, "envelope"),
-        Some("envelope.malformed")
+        Some("envelope.too_large")
     );
 }
 
@@ -692,7 +694,7 @@ fn note_with_100_signatures_verifies_and_101_is_malformed() {
     b["log"]["checkpoint"] = over.into();
     let report = v.verify_bytes(&serde_json::to_vec(&b).unwrap());
     assert_eq!(report.outcome(), Outcome::Failed);
-    assert_eq!(report.primary_reason(), Some("checkpoint.malformed"));
+    assert_eq!(report.primary_reason(), Some(Reason::CheckpointMalformed));
 }
 
 #[test]
@@ -845,7 +847,7 @@ fn log_append_takes_an_entry_of_65535_bytes_and_refuses_65536() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(all.contains("entry_too_large"), "{all}");
+    assert!(all.contains("entry.too_large"), "{all}");
     // The log holds the one entry at the limit and is sound.
     rcpt().args(["log", "check"]).arg(&log).assert().success();
     // The library refuses an entry over the limit before decoding it.

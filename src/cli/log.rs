@@ -11,13 +11,14 @@ use base64::engine::general_purpose::STANDARD;
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
-use rcpt::dsse::{Envelope, EnvelopeError};
+use rcpt::dsse::Envelope;
 use rcpt::keys::SigningKey;
 use rcpt::limits::{
     MAX_APPEND_BATCH_BYTES, MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BYTES, MAX_ENVELOPE_BYTES,
     MAX_STDIN_LINE_BYTES,
 };
 use rcpt::log::{Log, LogWriter};
+use rcpt::reason::Reason;
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -188,12 +189,12 @@ struct Input {
 /// Why an envelope was refused: a stable reason code and a detail.
 #[derive(Debug)]
 struct Refusal {
-    reason: &'static str,
+    reason: Reason,
     detail: String,
 }
 
 impl Refusal {
-    fn new(reason: &'static str, detail: impl std::fmt::Display) -> Refusal {
+    fn new(reason: Reason, detail: impl std::fmt::Display) -> Refusal {
         Refusal {
             reason,
             detail: detail.to_string(),
@@ -207,35 +208,25 @@ struct Valid {
     id: String,
 }
 
-/// The stable reason code of an envelope refusal.
-fn envelope_reason(e: &EnvelopeError) -> &'static str {
-    match e {
-        EnvelopeError::TooLarge { .. } => "envelope_too_large",
-        EnvelopeError::TooManySignatures { .. } => "too_many_signatures",
-        EnvelopeError::NoSignatures => "no_signatures",
-        _ => "malformed_envelope",
-    }
-}
-
 /// Validate one envelope for the log (DESIGN.md "Log"): it parses, carries
 /// a receipt payload that is canonical and keeps every invariant, and its
 /// entry fits. Its signature is not checked here (no trust is configured).
 fn validate(bytes: &[u8]) -> Result<Valid, Refusal> {
-    let env = Envelope::from_json(bytes).map_err(|e| Refusal::new(envelope_reason(&e), e))?;
+    let env = Envelope::from_json(bytes).map_err(|e| Refusal::new(e.reason_code(), e))?;
     if env.payload_type != rcpt::constants::RECEIPT_PAYLOAD_TYPE {
         let detail = format!(
             "payloadType is {:?}, not {:?}",
             env.payload_type,
             rcpt::constants::RECEIPT_PAYLOAD_TYPE
         );
-        return Err(Refusal::new("wrong_payload_type", detail));
+        return Err(Refusal::new(Reason::EnvelopePayloadTypeUnsupported, detail));
     }
     let payload = rcpt::receipt::payload_from_cbor(&env.payload)
         .map_err(|e| Refusal::new(e.reason_code(), &e))?;
     let entry = env.to_entry();
     if entry.len() > MAX_ENTRY_BYTES {
         let detail = format!("log entry is {} bytes, over {MAX_ENTRY_BYTES}", entry.len());
-        return Err(Refusal::new("entry_too_large", detail));
+        return Err(Refusal::new(Reason::EntryTooLarge, detail));
     }
     Ok(Valid {
         entry,
@@ -245,14 +236,14 @@ fn validate(bytes: &[u8]) -> Result<Valid, Refusal> {
 
 /// Read an envelope file, refusing one over the envelope limit before reading it whole.
 fn read_file(path: &str) -> Result<Vec<u8>, Refusal> {
-    let file = std::fs::File::open(path).map_err(|e| Refusal::new("unreadable", e))?;
+    let file = std::fs::File::open(path).map_err(|e| Refusal::new(Reason::InputUnreadable, e))?;
     let mut bytes = Vec::new();
     file.take(MAX_ENVELOPE_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| Refusal::new("unreadable", e))?;
+        .map_err(|e| Refusal::new(Reason::InputUnreadable, e))?;
     if bytes.len() > MAX_ENVELOPE_BYTES {
         return Err(Refusal::new(
-            "envelope_too_large",
+            Reason::EnvelopeTooLarge,
             format!("over the {MAX_ENVELOPE_BYTES}-byte limit"),
         ));
     }
@@ -280,7 +271,7 @@ impl Inputs<'_> {
                 Err(e) => {
                     return Some(Input {
                         name,
-                        bytes: Err(Refusal::new("unreadable", e)),
+                        bytes: Err(Refusal::new(Reason::InputUnreadable, e)),
                     });
                 }
                 Ok(0) => return None,
@@ -297,7 +288,7 @@ impl Inputs<'_> {
                 let detail = format!("line is over the {MAX_STDIN_LINE_BYTES}-byte limit");
                 return Some(Input {
                     name,
-                    bytes: Err(Refusal::new("envelope_too_large", detail)),
+                    bytes: Err(Refusal::new(Reason::EnvelopeTooLarge, detail)),
                 });
             }
             if line.iter().all(u8::is_ascii_whitespace) {

@@ -13,6 +13,7 @@ use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
 use rcpt::dsse::Envelope;
 use rcpt::keys;
 use rcpt::limits::{MAX_ENVELOPE_BYTES, MAX_KEY_FILE_BYTES, MAX_PAYLOAD_JSON_BYTES};
+use rcpt::reason::Reason;
 use rcpt::receipt::{PayloadError, Receipt, payload_from_json};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -228,7 +229,7 @@ struct Inspection {
     payload_type: String,
     keyids: Vec<String>,
     payload: Option<serde_json::Value>,
-    problems: Vec<(&'static str, String)>,
+    problems: Vec<(Reason, String)>,
 }
 
 /// `rcpt receipt inspect`: exit 0 when the payload is a valid receipt, 1 otherwise.
@@ -258,7 +259,7 @@ fn examine(envelope: &Envelope) -> Inspection {
             "payloadType is {:?}, expected {RECEIPT_PAYLOAD_TYPE:?}",
             envelope.payload_type
         );
-        problems.push(("payload.type", detail));
+        problems.push((Reason::EnvelopePayloadTypeUnsupported, detail));
     }
     let (mut interop_digest, mut payload) = (None, None);
     match dagcbor::decode(&envelope.payload) {

@@ -153,17 +153,6 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
 fn run_corpus(dir: &Path) -> anyhow::Result<u8> {
     let (manifest, trust) = corpus::load(dir).map_err(|e| UsageError(e.to_string()))?;
     let verifier = Verifier::new(trust, None).map_err(|e| UsageError(e.to_string()))?;
-    if let Some(bad) = manifest
-        .cases
-        .iter()
-        .find(|c| !corpus::valid_expectation(&c.expect))
-    {
-        return Err(UsageError(format!(
-            "manifest case {}: expect \"{}\" is not verified, failed or error",
-            bad.file, bad.expect
-        ))
-        .into());
-    }
     let (checksums, checksums_checked) = corpus::check_sums(dir)
         .with_context(|| format!("checking {}/SHA256SUMS", dir.display()))?;
     let cases = manifest
@@ -192,15 +181,15 @@ fn print_corpus(result: &CorpusResult) {
         let got = format!(
             "{} [{}]",
             r.report.outcome().as_str(),
-            r.report.primary_reason().unwrap_or("-")
+            r.report.primary_reason().map_or("-", |r| r.as_str())
         );
         if r.matched {
             println!("ok        {:<48} {got}", r.case.file);
         } else {
             let want = format!(
                 "{} [{}]",
-                r.case.expect,
-                r.case.reason.as_deref().unwrap_or("-")
+                r.case.expect.as_str(),
+                r.case.reason.map_or("-", |r| r.as_str())
             );
             println!("MISMATCH  {:<48} expected {want}, got {got}", r.case.file);
         }

@@ -1,7 +1,7 @@
 //! The checks of one bundle, in order, each independent of the others'
 //! failures wherever its inputs allow.
 
-use super::{Check, CheckResult, CheckVerdict, Failure, NotEvaluated, Report};
+use super::{Check, CheckResult, CheckVerdict, Failure, NotEvaluated, Reason, Report};
 use crate::bundle::{BundleError, RawBundle, decode_hashes};
 use crate::canonical::{self, dagcbor};
 use crate::digest::Digest;
@@ -158,7 +158,7 @@ impl Verifier {
             name: name::ENVELOPE,
             result: match &envelope {
                 Ok(_) => Ok(CheckVerdict::Pass),
-                Err(e) => fail("envelope.malformed", format!("envelope: {e}")),
+                Err(e) => fail(e.reason_code(), format!("envelope: {e}")),
             },
         });
         let receipt_id = match &envelope {
@@ -183,7 +183,7 @@ impl Verifier {
         if env.payload_type != constants::RECEIPT_PAYLOAD_TYPE {
             checks.push(not_evaluated(
                 name::PAYLOAD_TYPE,
-                "envelope.payload_type_unsupported",
+                Reason::EnvelopePayloadTypeUnsupported,
                 format!(
                     "payload type \"{}\" is not {}: not evaluated",
                     env.payload_type,
@@ -212,14 +212,14 @@ impl Verifier {
         match dsse::check_signatures(env, &self.issuer_keys) {
             SignatureCheck::Verified { .. } => Ok(CheckVerdict::Pass),
             SignatureCheck::Failed { index, keyid } => fail(
-                "signature.invalid",
+                Reason::SignatureInvalid,
                 format!(
                     "signature {index} names trusted key {keyid} but does not verify under it: \
                      the envelope was altered or signed by another key"
                 ),
             ),
             SignatureCheck::NotEvaluated => Err(NotEvaluated {
-                reason: "signature.untrusted",
+                reason: Reason::SignatureUntrusted,
                 detail: format!(
                     "no signature is by a trusted issuer key (keyids: {}): add the issuer's \
                      public key with --issuer-key or to the trust file",
@@ -289,7 +289,7 @@ impl Verifier {
             Ok(note) => note,
             Err(e) => {
                 let f = Failure {
-                    reason: "checkpoint.malformed",
+                    reason: Reason::CheckpointMalformed,
                     detail: format!("checkpoint note: {e}"),
                 };
                 return VerifiedCheckpoint {
@@ -301,7 +301,7 @@ impl Verifier {
         let keys = self.trust.log_keys_for(origin);
         let signature = if keys.is_empty() {
             Err(NotEvaluated {
-                reason: "log.untrusted",
+                reason: Reason::LogUntrusted,
                 detail: format!(
                     "no trusted log key for origin \"{origin}\": add its verifier key with \
                      --log-key or to the trust file"
@@ -311,7 +311,7 @@ impl Verifier {
             note_check(note::check(&note, &keys), origin)
         };
         let body = Checkpoint::parse(&note.text).map_err(|e| Failure {
-            reason: "checkpoint.malformed",
+            reason: Reason::CheckpointMalformed,
             detail: format!("checkpoint body: {e}"),
         });
         VerifiedCheckpoint { signature, body }
@@ -334,7 +334,7 @@ impl Verifier {
         };
         if old_body.origin != body.origin {
             return fail(
-                "consistency.origin_mismatch",
+                Reason::ConsistencyOriginMismatch,
                 format!(
                     "--since checkpoint is for \"{}\", the bundle's log is \"{}\"",
                     old_body.origin, body.origin
@@ -343,7 +343,7 @@ impl Verifier {
         }
         if since.from != old_body.size || since.to != tree_size {
             return fail(
-                "consistency.size_mismatch",
+                Reason::ConsistencySizeMismatch,
                 format!(
                     "proof is from {} to {}, but the --since checkpoint has size {} and the \
                      bundle's tree size is {}: prove consistency between exactly those sizes",
@@ -360,7 +360,7 @@ impl Verifier {
         ) {
             Ok(()) => Ok(CheckVerdict::Pass),
             Err(e) => fail(
-                "consistency.invalid",
+                Reason::ConsistencyInvalid,
                 format!("the bundle's checkpoint does not extend the --since checkpoint: {e}"),
             ),
         }
@@ -374,7 +374,7 @@ fn payload_chain() -> Vec<&'static str> {
         name::PAYLOAD_CANONICAL,
         name::PAYLOAD_SCHEMA,
     ];
-    names.extend(Invariant::ALL.iter().map(|i| i.reason_code()));
+    names.extend(Invariant::ALL.iter().map(|i| i.check_name()));
     names.push(name::RECEIPT_ID);
     names
 }
@@ -385,7 +385,7 @@ fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) {
         checks.push(Check {
             name: name::PAYLOAD_CANONICAL,
             result: fail(
-                "payload.too_large",
+                Reason::PayloadTooLarge,
                 format!(
                     "payload is {} bytes, over the limit of {MAX_PAYLOAD_BYTES}",
                     payload.len()
@@ -431,7 +431,7 @@ fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) {
             Err(v) => fail(invariant.reason_code(), v.detail),
         };
         checks.push(Check {
-            name: invariant.reason_code(),
+            name: invariant.check_name(),
             result,
         });
     }
@@ -440,7 +440,7 @@ fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) {
 /// Mark every invariant check as not run because `cause` did not pass.
 fn skip_invariants(checks: &mut Vec<Check>, cause: &str) {
     for invariant in Invariant::ALL {
-        skip(checks, invariant.reason_code(), cause);
+        skip(checks, invariant.check_name(), cause);
     }
 }
 
@@ -449,11 +449,11 @@ fn receipt_id_check(claimed: &str, id: &Digest) -> CheckResult {
     match claimed.parse::<Digest>() {
         Ok(c) if c == *id => Ok(CheckVerdict::Pass),
         Ok(_) => fail(
-            "receipt_id.mismatch",
+            Reason::ReceiptIdMismatch,
             format!("bundle claims receipt id {claimed}, but the payload's id is {id}"),
         ),
         Err(e) => fail(
-            "receipt_id.malformed",
+            Reason::ReceiptIdMalformed,
             format!("receipt_id \"{claimed}\": {e}"),
         ),
     }
@@ -463,7 +463,7 @@ fn receipt_id_check(claimed: &str, id: &Digest) -> CheckResult {
 fn checkpoint_match(raw: &RawBundle, body: &Checkpoint) -> CheckResult {
     if body.origin != raw.log.origin {
         return fail(
-            "checkpoint.origin_mismatch",
+            Reason::CheckpointOriginMismatch,
             format!(
                 "checkpoint origin \"{}\" differs from the bundle's origin \"{}\"",
                 body.origin, raw.log.origin
@@ -472,7 +472,7 @@ fn checkpoint_match(raw: &RawBundle, body: &Checkpoint) -> CheckResult {
     }
     if body.size != raw.log.tree_size {
         return fail(
-            "checkpoint.size_mismatch",
+            Reason::CheckpointSizeMismatch,
             format!(
                 "checkpoint tree size {} differs from the bundle's tree_size {}",
                 body.size, raw.log.tree_size
@@ -489,7 +489,7 @@ fn inclusion(raw: &RawBundle, env: Option<&Envelope>, body: &Checkpoint) -> Chec
     };
     let proof = match raw.inclusion_hashes() {
         Ok(p) => p,
-        Err(e) => return fail("inclusion.malformed", e.to_string()),
+        Err(e) => return fail(Reason::InclusionMalformed, e.to_string()),
     };
     let leaf = merkle::leaf_hash(&env.to_entry());
     match merkle::verify_inclusion(
@@ -501,7 +501,7 @@ fn inclusion(raw: &RawBundle, env: Option<&Envelope>, body: &Checkpoint) -> Chec
     ) {
         Ok(()) => Ok(CheckVerdict::Pass),
         Err(e) => fail(
-            "inclusion.invalid",
+            Reason::InclusionInvalid,
             format!(
                 "entry {} of tree size {} does not reach the checkpoint root: {e}",
                 raw.log.index, raw.log.tree_size
@@ -515,14 +515,14 @@ fn note_check(check: NoteCheck, origin: &str) -> CheckResult {
     match check {
         NoteCheck::Verified { .. } => Ok(CheckVerdict::Pass),
         NoteCheck::Failed { name, key_hash } => fail(
-            "checkpoint.signature_invalid",
+            Reason::CheckpointSignatureInvalid,
             format!(
                 "checkpoint signature by trusted key {name}+{} does not verify: the checkpoint was altered",
                 to_hex(&key_hash)
             ),
         ),
         NoteCheck::NotEvaluated => Err(NotEvaluated {
-            reason: "log.untrusted",
+            reason: Reason::LogUntrusted,
             detail: format!("no trusted key for origin \"{origin}\" signed this checkpoint"),
         }),
     }
@@ -572,12 +572,12 @@ fn pass(name: &'static str) -> Check {
 }
 
 /// A failed check result.
-fn fail(reason: &'static str, detail: String) -> CheckResult {
+fn fail(reason: Reason, detail: String) -> CheckResult {
     Ok(CheckVerdict::Fail(Failure { reason, detail }))
 }
 
 /// A check that could not run.
-fn not_evaluated(name: &'static str, reason: &'static str, detail: String) -> Check {
+fn not_evaluated(name: &'static str, reason: Reason, detail: String) -> Check {
     Check {
         name,
         result: Err(NotEvaluated { reason, detail }),
@@ -587,7 +587,7 @@ fn not_evaluated(name: &'static str, reason: &'static str, detail: String) -> Ch
 /// Not run because `cause` did not pass.
 fn skipped(cause: &str) -> NotEvaluated {
     NotEvaluated {
-        reason: "check.skipped",
+        reason: Reason::CheckSkipped,
         detail: format!("not run: needs `{cause}`, which did not pass"),
     }
 }
@@ -613,7 +613,7 @@ fn unreadable(detail: &str) -> Report {
         receipt_id: None,
         checks: vec![not_evaluated(
             name::BUNDLE,
-            "input.unreadable",
+            Reason::InputUnreadable,
             detail.to_string(),
         )],
     }
@@ -623,11 +623,11 @@ fn unreadable(detail: &str) -> Report {
 fn unparsed(e: &BundleError) -> Report {
     let result = match e {
         BundleError::UnsupportedMediaType(_) => Err(NotEvaluated {
-            reason: "bundle.unsupported",
+            reason: Reason::BundleUnsupported,
             detail: e.to_string(),
         }),
-        BundleError::TooLarge(_) => fail("bundle.too_large", e.to_string()),
-        _ => fail("bundle.malformed", e.to_string()),
+        BundleError::TooLarge(_) => fail(Reason::BundleTooLarge, e.to_string()),
+        _ => fail(Reason::BundleMalformed, e.to_string()),
     };
     Report {
         receipt_id: None,

@@ -5,7 +5,7 @@
 //! ...}]}`. Optionally `DIR/SHA256SUMS` (sha256sum format) guards every
 //! frozen file against silent regeneration.
 
-use super::{Outcome, Report, Verifier, VerifierError};
+use super::{Outcome, Reason, Report, Verifier, VerifierError};
 use crate::digest::{Digest, to_hex};
 use crate::limits::{MAX_JSON_DEPTH, MAX_KEY_FILE_BYTES, MAX_MANIFEST_BYTES};
 use crate::strictjson;
@@ -20,10 +20,10 @@ pub struct Case {
     /// Bundle path relative to the corpus directory.
     pub file: String,
     /// `verified`, `failed` or `error`.
-    pub expect: String,
+    pub expect: Outcome,
     /// Expected primary reason code (null for verified).
     #[serde(default)]
-    pub reason: Option<String>,
+    pub reason: Option<Reason>,
     /// What the case is about.
     #[serde(default)]
     pub comment: String,
@@ -191,18 +191,10 @@ pub fn run_case(dir: &Path, verifier: &Verifier, case: &Case) -> CaseResult {
         Some(path) => verifier.verify_file(&path),
         None => verifier.verify_file(Path::new("/nonexistent/path/leaves/corpus")),
     };
-    let matched = report.outcome().as_str() == case.expect
-        && report.primary_reason() == case.reason.as_deref();
+    let matched = report.outcome() == case.expect && report.primary_reason() == case.reason;
     CaseResult {
         case: case.clone(),
         report,
         matched,
     }
-}
-
-/// The outcome words a manifest may use.
-pub fn valid_expectation(expect: &str) -> bool {
-    [Outcome::Verified, Outcome::Failed, Outcome::NotEvaluated]
-        .iter()
-        .any(|o| o.as_str() == expect)
 }

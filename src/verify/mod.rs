@@ -15,13 +15,14 @@ mod checks;
 pub mod corpus;
 pub mod report;
 
+pub use crate::reason::Reason;
 pub use checks::{ConsistencyInput, Verifier, VerifierError};
 
 /// Why a check said no: a stable reason code and a detail for people.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
-    /// Stable reason code (documented in spec/verify.md).
-    pub reason: &'static str,
+    /// Stable reason code (spec/reasons.md).
+    pub reason: Reason,
     /// What failed, where, and what to do next.
     pub detail: String,
 }
@@ -39,8 +40,8 @@ pub enum CheckVerdict {
 /// an unsupported version, or a check it depends on did not pass.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NotEvaluated {
-    /// Stable reason code (documented in spec/verify.md).
-    pub reason: &'static str,
+    /// Stable reason code (spec/reasons.md).
+    pub reason: Reason,
     /// Why it could not run.
     pub detail: String,
 }
@@ -69,6 +70,9 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome.
+    pub const ALL: [Outcome; 3] = [Outcome::Verified, Outcome::Failed, Outcome::NotEvaluated];
+
     /// `verified`, `failed` or `error` (the word used in reports and manifests).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -76,6 +80,28 @@ impl Outcome {
             Outcome::Failed => "failed",
             Outcome::NotEvaluated => "error",
         }
+    }
+}
+
+impl serde::Serialize for Outcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// A manifest's `expect` reads as the outcome type: `verified`, `failed` or
+/// `error`, nothing else.
+impl<'de> serde::Deserialize<'de> for Outcome {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Outcome, D::Error> {
+        let word = String::deserialize(d)?;
+        Outcome::ALL
+            .into_iter()
+            .find(|o| o.as_str() == word)
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "outcome {word:?} is not verified, failed or error"
+                ))
+            })
     }
 }
 
@@ -106,7 +132,7 @@ impl Report {
 
     /// The reason code that decided the outcome: the first failure, else the
     /// first check not evaluated, else `None` (verified).
-    pub fn primary_reason(&self) -> Option<&'static str> {
+    pub fn primary_reason(&self) -> Option<Reason> {
         let failure = self.checks.iter().find_map(|c| match &c.result {
             Ok(CheckVerdict::Fail(f)) => Some(f.reason),
             _ => None,
@@ -160,13 +186,13 @@ mod tests {
     fn check(name: &'static str, result: CheckResult) -> Check {
         Check { name, result }
     }
-    fn fail(reason: &'static str) -> CheckResult {
+    fn fail(reason: Reason) -> CheckResult {
         Ok(CheckVerdict::Fail(Failure {
             reason,
             detail: String::new(),
         }))
     }
-    fn not_evaluated(reason: &'static str) -> CheckResult {
+    fn not_evaluated(reason: Reason) -> CheckResult {
         Err(NotEvaluated {
             reason,
             detail: String::new(),
@@ -185,27 +211,27 @@ mod tests {
 
         let one_error = Report {
             receipt_id: None,
-            checks: vec![pass(), check("b", not_evaluated("x.untrusted"))],
+            checks: vec![pass(), check("b", not_evaluated(Reason::LogUntrusted))],
         };
         assert_eq!(one_error.outcome(), Outcome::NotEvaluated);
-        assert_eq!(one_error.primary_reason(), Some("x.untrusted"));
+        assert_eq!(one_error.primary_reason(), Some(Reason::LogUntrusted));
 
         // A failure anywhere decides, even after a check that could not run.
         let both = Report {
             receipt_id: None,
             checks: vec![
-                check("b", not_evaluated("x.untrusted")),
+                check("b", not_evaluated(Reason::LogUntrusted)),
                 pass(),
-                check("c", fail("y.invalid")),
+                check("c", fail(Reason::InclusionInvalid)),
             ],
         };
         assert_eq!(both.outcome(), Outcome::Failed);
-        assert_eq!(both.primary_reason(), Some("y.invalid"));
+        assert_eq!(both.primary_reason(), Some(Reason::InclusionInvalid));
 
         // A bundle that was never read is not evaluated, never verified by default.
         let unread = Report {
             receipt_id: None,
-            checks: vec![check("bundle", not_evaluated("input.unreadable"))],
+            checks: vec![check("bundle", not_evaluated(Reason::InputUnreadable))],
         };
         assert_eq!(unread.outcome(), Outcome::NotEvaluated);
     }

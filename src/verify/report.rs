@@ -2,7 +2,7 @@
 //! and CI systems (junit). Rendering writes to a caller's `Write`; the
 //! library never chooses stdout or an exit status.
 
-use super::{Check, CheckVerdict, Outcome, Report, Summary};
+use super::{Check, CheckVerdict, Outcome, Reason, Report, Summary};
 use serde_json::json;
 use std::io::{self, Write};
 
@@ -27,7 +27,7 @@ fn status(check: &Check) -> &'static str {
 }
 
 /// (reason, detail) of a check that did not pass.
-fn reason_detail(check: &Check) -> Option<(&'static str, &str)> {
+fn reason_detail(check: &Check) -> Option<(Reason, &str)> {
     match &check.result {
         Ok(CheckVerdict::Pass) => None,
         Ok(CheckVerdict::Fail(f)) => Some((f.reason, &f.detail)),
@@ -127,14 +127,15 @@ fn human(out: &mut impl Write, file: &str, report: &Report) -> io::Result<()> {
     }
     for check in &report.checks {
         // Skipped checks follow from a problem already listed: keep the output short.
-        if let Some((reason, detail)) = reason_detail(check).filter(|(r, _)| *r != "check.skipped")
+        if let Some((reason, detail)) =
+            reason_detail(check).filter(|(r, _)| *r != Reason::CheckSkipped)
         {
             let tag = if status(check) == "fail" {
                 "fail"
             } else {
                 "not evaluated"
             };
-            if reason == check.name {
+            if reason.as_str() == check.name {
                 writeln!(out, "    {tag} [{reason}]: {detail}")?;
             } else {
                 writeln!(out, "    {tag} {} [{reason}]: {detail}", check.name)?;
@@ -201,7 +202,7 @@ fn junit_case(out: &mut Vec<u8>, file: &str, report: &Report) -> io::Result<()> 
     } else {
         "error"
     };
-    let reason = report.primary_reason().unwrap_or("unknown");
+    let reason = report.primary_reason().map_or("unknown", Reason::as_str);
     let body: Vec<String> = report
         .checks
         .iter()
