@@ -23,6 +23,7 @@ pub mod constants;
 pub mod digest;
 pub mod dsse;
 pub mod gate;
+pub mod io;
 pub mod keys;
 pub mod limits;
 pub mod log;

@@ -41,6 +41,9 @@ pub const MAX_KEY_FILE_BYTES: usize = 64 * 1024;
 pub const MAX_PROOF_FILE_BYTES: usize = 64 * 1024;
 /// Largest corpus manifest read by `rcpt verify --corpus`.
 pub const MAX_MANIFEST_BYTES: usize = 4 * 1024 * 1024;
+/// Largest file named in a corpus's `SHA256SUMS` (hashed as a stream, so
+/// this bounds time, not memory).
+pub const MAX_CORPUS_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// Largest line read from `rcpt log append -` (JSON Lines on stdin).
 pub const MAX_STDIN_LINE_BYTES: usize = MAX_ENVELOPE_BYTES;
 /// Largest tree a log may hold (RFC 9162 proofs stay within 63 hashes).

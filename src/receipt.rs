@@ -183,8 +183,18 @@ impl Receipt {
     /// Every field of DESIGN.md "Receipt payload, version 1" is required;
     /// unknown fields, wrong types and values outside the enumerations are
     /// refused with the path of the field (`read_set[2].digest`). A
-    /// `version` other than 1 is [`SchemaError::UnsupportedVersion`].
+    /// `version` that is an integer other than 1 is
+    /// [`SchemaError::UnsupportedVersion`] whatever the other fields, checked
+    /// first.
     pub fn from_value(value: &Value) -> Result<Receipt, SchemaError> {
+        // Version before schema: a payload whose `version` is an integer
+        // other than 1 is another format, not judged by this one's fields
+        // (a future receipt is not a forgery).
+        if let Some(Value::Integer(v)) = value.as_map().and_then(|m| m.get("version"))
+            && *v != 1
+        {
+            return Err(SchemaError::UnsupportedVersion(*v));
+        }
         let top = Obj::new(value, "", TOP_FIELDS)?;
         match top.get("version")? {
             Value::Integer(1) => {}

@@ -33,6 +33,7 @@ pub struct Trust {
 }
 
 /// Why a trust file or key was refused.
+#[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum TrustError {
     /// Over [`MAX_KEY_FILE_BYTES`].
@@ -49,6 +50,7 @@ pub enum TrustError {
         /// Its name.
         name: String,
         /// What is wrong with the key.
+        #[source]
         source: KeyError,
     },
     /// A log's `verifier_key` is not a valid signed-note verifier key.
@@ -91,18 +93,17 @@ impl Trust {
         if bytes.len() > MAX_KEY_FILE_BYTES {
             return Err(TrustError::TooLarge(bytes.len()));
         }
-        strictjson::check(bytes, MAX_JSON_DEPTH).map_err(|e| TrustError::Json(e.to_string()))?;
-        let file: TrustFile =
-            serde_json::from_slice(bytes).map_err(|e| TrustError::Json(e.to_string()))?;
+        let file: TrustFile = strictjson::from_slice(bytes, MAX_JSON_DEPTH)
+            .map_err(|e| TrustError::Json(e.to_string()))?;
         let mut trust = Trust::default();
         for (index, entry) in file.issuers.into_iter().enumerate() {
-            let key = keys::verifying_key_from_text(&entry.public_key).map_err(|source| {
-                TrustError::IssuerKey {
+            let key = keys::parse_public_key(&entry.public_key)
+                .map(|parsed| parsed.key)
+                .map_err(|source| TrustError::IssuerKey {
                     index,
                     name: entry.name.clone(),
                     source,
-                }
-            })?;
+                })?;
             trust.issuers.push(Issuer {
                 name: entry.name,
                 key,

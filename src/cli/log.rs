@@ -12,6 +12,7 @@ use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use rcpt::dsse::Envelope;
+use rcpt::io::{InputError, Source, Target};
 use rcpt::keys::SigningKey;
 use rcpt::limits::{
     MAX_APPEND_BATCH_BYTES, MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BYTES, MAX_ENVELOPE_BYTES,
@@ -19,6 +20,7 @@ use rcpt::limits::{
 };
 use rcpt::log::{Log, LogWriter};
 use rcpt::reason::Reason;
+use std::ffi::OsString;
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -26,7 +28,10 @@ use std::time::{Duration, Instant};
 #[derive(Subcommand)]
 pub enum LogCommand {
     /// Create an empty log.
+    #[command(after_help = "Example:
+  rcpt log init log/ --origin log.example/receipts --key logkey.key")]
     Init {
+        /// The log directory to create (C2SP tlog-tiles layout).
         dir: PathBuf,
         /// Checkpoint origin line, also the log key's name.
         #[arg(long)]
@@ -36,7 +41,10 @@ pub enum LogCommand {
         key: PathBuf,
     },
     /// Append envelopes (.json files, or '-' for JSON Lines on stdin).
+    #[command(after_help = "Example:
+  rcpt log append log/ envelope.json")]
     Append {
+        /// The log directory.
         dir: PathBuf,
         /// The log's private key (default: the key file given at init).
         #[arg(long)]
@@ -52,14 +60,25 @@ pub enum LogCommand {
         #[arg(long, default_value_t = MAX_APPEND_BATCH_ENTRIES as u64,
               value_parser = clap::value_parser!(u64).range(1..=MAX_APPEND_BATCH_ENTRIES as u64))]
         batch: u64,
-        #[arg(required = true)]
+        /// Envelope files (.json), or '-' for JSON Lines of envelopes on standard input.
+        #[arg(required = true, value_name = "FILE")]
         files: Vec<String>,
     },
     /// Print the latest checkpoint.
-    Checkpoint { dir: PathBuf },
-    /// Write the proof bundle of one receipt.
-    Prove {
+    #[command(after_help = "Example:
+  rcpt log checkpoint log/ > checkpoint.txt")]
+    Checkpoint {
+        /// The log directory.
         dir: PathBuf,
+    },
+    /// Write the proof bundle of one receipt.
+    #[command(after_help = "Examples:
+  rcpt log prove log/ --receipt envelope.json -o bundle.json
+  rcpt log prove log/ --index 3 --size 10 | rcpt verify --trust trust.json -")]
+    Prove {
+        /// The log directory.
+        dir: PathBuf,
+        /// Leaf index of the entry to prove.
         #[arg(long, conflicts_with = "receipt", required_unless_present = "receipt")]
         index: Option<u64>,
         /// An envelope file whose entry is looked up in the log.
@@ -68,21 +87,33 @@ pub enum LogCommand {
         /// Tree size of the proof (default: the latest checkpoint).
         #[arg(long)]
         size: Option<u64>,
-        #[arg(short = 'o', long = "out")]
-        out: Option<PathBuf>,
+        /// Output bundle file, written atomically; '-' or nothing for standard output.
+        #[arg(short = 'o', long = "out", value_name = "FILE")]
+        out: Option<Target>,
     },
     /// Print a consistency proof between two tree sizes.
+    #[command(after_help = "Example:
+  rcpt log consistency log/ --from 3 --to 10 --json >> proofs.jsonl")]
     Consistency {
+        /// The log directory.
         dir: PathBuf,
+        /// The older tree size (a published checkpoint's size).
         #[arg(long)]
         from: u64,
+        /// The newer tree size (default: the latest checkpoint's).
         #[arg(long)]
         to: Option<u64>,
+        /// Print {"from", "to", "proof"} JSON, as `rcpt verify --consistency` reads.
         #[arg(long)]
         json: bool,
     },
     /// Recompute every tile and the root; verify the checkpoint.
-    Check { dir: PathBuf },
+    #[command(after_help = "Example:
+  rcpt log check log/")]
+    Check {
+        /// The log directory.
+        dir: PathBuf,
+    },
 }
 
 pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
@@ -98,7 +129,7 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
         } => append(&dir, key.as_deref(), json, wait, batch as usize, &files),
         LogCommand::Checkpoint { dir } => {
             let log = Log::open(&dir)?;
-            print!("{}", log.checkpoint());
+            write!(std::io::stdout().lock(), "{}", log.checkpoint())?;
             Ok(EXIT_OK)
         }
         LogCommand::Prove {
@@ -107,7 +138,7 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             receipt,
             size,
             out,
-        } => prove(&dir, index, receipt.as_deref(), size, out.as_deref()),
+        } => prove(&dir, index, receipt.as_deref(), size, out.as_ref()),
         LogCommand::Consistency {
             dir,
             from,
@@ -128,12 +159,14 @@ fn read_key(path: &Path) -> anyhow::Result<SigningKey> {
 fn init(dir: &Path, origin: &str, key_path: &Path) -> anyhow::Result<u8> {
     let key = read_key(key_path)?;
     let log = Log::create(dir, origin, &key, Some(key_path))?;
-    println!(
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
         "initialised log {} at {}",
         log.origin(),
         log.dir().display()
-    );
-    println!("verifier key: {}", log.verifier());
+    )?;
+    writeln!(out, "verifier key: {}", log.verifier())?;
     Ok(EXIT_OK)
 }
 
@@ -234,20 +267,29 @@ fn validate(bytes: &[u8]) -> Result<Valid, Refusal> {
     })
 }
 
-/// Read an envelope file, refusing one over the envelope limit before reading it whole.
+/// Read an envelope file with the capped reader (a regular file, at most
+/// the envelope limit).
 fn read_file(path: &str) -> Result<Vec<u8>, Refusal> {
-    let file = std::fs::File::open(path).map_err(|e| Refusal::new(Reason::InputUnreadable, e))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_ENVELOPE_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Refusal::new(Reason::InputUnreadable, e))?;
-    if bytes.len() > MAX_ENVELOPE_BYTES {
-        return Err(Refusal::new(
-            Reason::EnvelopeTooLarge,
-            format!("over the {MAX_ENVELOPE_BYTES}-byte limit"),
-        ));
+    rcpt::io::read_path(Path::new(path), MAX_ENVELOPE_BYTES).map_err(|e| match e {
+        InputError::TooLarge { .. } => Refusal::new(Reason::EnvelopeTooLarge, e),
+        _ => Refusal::new(Reason::InputUnreadable, rcpt::io::error_chain(&e)),
+    })
+}
+
+/// Every file argument must name a regular file (a missing one is a bad
+/// invocation, found before anything is appended); `-` at most once.
+fn check_append_files(files: &[String]) -> anyhow::Result<()> {
+    let sources: Vec<Source> = files
+        .iter()
+        .map(|f| Source::from(OsString::from(f)))
+        .collect();
+    super::stdin_at_most_once(&sources)?;
+    for source in &sources {
+        if let Source::Path(path) = source {
+            rcpt::io::open_regular(path)?;
+        }
     }
-    Ok(bytes)
+    Ok(())
 }
 
 /// The inputs of `append`, in order: each file argument, and each
@@ -358,6 +400,7 @@ fn append(
                 ))
             })?,
     };
+    check_append_files(files)?;
     let mut writer = LogWriter::open(dir, &read_key(&key_path)?, wait)?;
     let has_stdin = files.iter().any(|f| f == "-");
     let mut inputs = Inputs {
@@ -435,8 +478,8 @@ fn report_refused(out: &mut impl Write, json: bool, name: &str, r: &Refusal) -> 
 
 /// The log index of the envelope in `path`, found by its entry's leaf hash.
 fn index_of_receipt(log: &Log, path: &Path) -> anyhow::Result<u64> {
-    let bytes = read_file(&path.to_string_lossy())
-        .map_err(|r| anyhow::anyhow!("{}: {}: {}", path.display(), r.reason, r.detail))?;
+    let bytes =
+        rcpt::io::read_path(path, MAX_ENVELOPE_BYTES).context("reading the --receipt envelope")?;
     let env = Envelope::from_json(&bytes).with_context(|| format!("reading {}", path.display()))?;
     let leaf = rcpt::merkle::leaf_hash(&env.to_entry());
     log.find(&leaf)?.ok_or_else(|| {
@@ -454,7 +497,7 @@ fn prove(
     index: Option<u64>,
     receipt: Option<&Path>,
     size: Option<u64>,
-    out: Option<&Path>,
+    out: Option<&Target>,
 ) -> anyhow::Result<u8> {
     let log = Log::open(dir)?;
     let index = match (index, receipt) {
@@ -489,33 +532,8 @@ fn prove(
     if !text.ends_with('\n') {
         text.push('\n');
     }
-    match out {
-        None => print!("{text}"),
-        Some(path) => write_atomic(path, text.as_bytes())?,
-    }
+    super::write_target(out.unwrap_or(&Target::Stdout), text.as_bytes())?;
     Ok(EXIT_OK)
-}
-
-/// Write `bytes` to `path` through a temporary file in the same directory
-/// and a rename, so a reader never sees half a bundle.
-fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path.file_name().context("the output path names no file")?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().with_context(|| format!("writing {}", path.display()))
 }
 
 fn consistency(dir: &Path, from: u64, to: Option<u64>, json: bool) -> anyhow::Result<u8> {
@@ -531,14 +549,13 @@ fn consistency(dir: &Path, from: u64, to: Option<u64>, json: bool) -> anyhow::Re
     log.checkpoint_at(to)?;
     let proof = log.consistency_proof(from, to)?;
     let proof: Vec<String> = proof.iter().map(|h| STANDARD.encode(h)).collect();
+    let mut out = std::io::stdout().lock();
     if json {
-        println!(
-            "{}",
-            serde_json::json!({"from": from, "to": to, "proof": proof})
-        );
+        let doc = serde_json::json!({"from": from, "to": to, "proof": proof});
+        writeln!(out, "{doc}")?;
     } else {
         for h in proof {
-            println!("{h}");
+            writeln!(out, "{h}")?;
         }
     }
     Ok(EXIT_OK)
@@ -552,12 +569,13 @@ fn check(dir: &Path) -> anyhow::Result<u8> {
     });
     progress.finish();
     let report = result?;
-    println!(
+    writeln!(
+        std::io::stdout().lock(),
         "ok: {} entries, {} hash tiles, {} checkpoints verified, root {}",
         report.size,
         report.tiles,
         report.checkpoints,
         STANDARD.encode(report.root)
-    );
+    )?;
     Ok(EXIT_OK)
 }

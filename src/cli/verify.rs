@@ -1,19 +1,21 @@
 //! `rcpt verify`: offline verification of bundles, or of a frozen corpus.
 //!
-//! Reads only the files named on the command line; opens no socket.
+//! Reads only the files named on the command line (and standard input for
+//! `-`); opens no socket.
 
 use super::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use rayon::prelude::*;
+use rcpt::io::{InputError, LineReader, Source};
 use rcpt::keys::{self, NoteVerifier};
-use rcpt::limits::MAX_KEY_FILE_BYTES;
+use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_PROOF_FILE_BYTES};
 use rcpt::trust::Trust;
 use rcpt::verify::corpus::{self, CorpusResult};
 use rcpt::verify::report::{Format, Renderer};
-use rcpt::verify::{ConsistencyInput, Outcome, Summary, Verifier};
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use rcpt::verify::{ConsistencyInput, Outcome, Report, Summary, Verifier};
+use std::io::{BufReader, Write};
+use std::path::Path;
 
 /// Bundles verified in parallel per chunk; memory is bounded by one chunk.
 const CHUNK: usize = 512;
@@ -29,88 +31,133 @@ pub enum FormatArg {
 }
 
 #[derive(Args)]
+#[command(after_help = "Examples:
+  rcpt verify --trust trust.json bundles/*.json
+  rcpt verify --issuer-key-file gate.pub --log-key \"$(cat log.vkey)\" bundle.json
+  rcpt log prove log/ --index 3 | rcpt verify --trust trust.json -
+  rcpt verify --corpus fixtures/frozen-receipts")]
 pub struct VerifyArgs {
-    /// Bundle files (JSON, one receipt each).
-    #[arg(required_unless_present = "corpus", conflicts_with = "corpus")]
-    pub bundles: Vec<PathBuf>,
+    /// Bundle files (JSON, one receipt each); '-' reads standard input: one
+    /// bundle, or JSON Lines of bundles (one per line).
+    #[arg(
+        value_name = "BUNDLE",
+        required_unless_present = "corpus",
+        conflicts_with = "corpus"
+    )]
+    pub bundles: Vec<Source>,
     /// Trust file: {"issuers": [{"name", "public_key"}], "logs": [{"verifier_key"}]}.
     #[arg(long, value_name = "FILE")]
-    pub trust: Option<PathBuf>,
-    /// A trusted issuer public key: SPKI PEM, or a file holding base64 of the raw 32 bytes.
-    #[arg(long = "issuer-key", value_name = "PUB")]
-    pub issuer_keys: Vec<PathBuf>,
-    /// A trusted log key: a signed-note verifier key string, or a file holding one.
+    pub trust: Option<Source>,
+    /// A trusted issuer public key as text: base64 of the raw 32 bytes, or a
+    /// verifier key NAME+HASH+KEY (`rcpt key show` prints both). Never read
+    /// as a file name: use --issuer-key-file for a file.
+    #[arg(long = "issuer-key", value_name = "KEY")]
+    pub issuer_keys: Vec<String>,
+    /// A file holding a trusted issuer public key: SPKI PEM (a .pub file),
+    /// or one of the --issuer-key text forms.
+    #[arg(long = "issuer-key-file", value_name = "FILE")]
+    pub issuer_key_files: Vec<Source>,
+    /// A trusted log key as text: a signed-note verifier key NAME+HASH+KEY
+    /// (`rcpt key show FILE --name ORIGIN` prints it). Never read as a file
+    /// name: use --log-key-file for a file.
     #[arg(long = "log-key", value_name = "VKEY")]
     pub log_keys: Vec<String>,
-    /// An older checkpoint the bundles' checkpoints must extend (needs --consistency).
+    /// A file holding a trusted log key (one verifier key line).
+    #[arg(long = "log-key-file", value_name = "FILE")]
+    pub log_key_files: Vec<Source>,
+    /// An older checkpoint of the bundles' log, which their checkpoints
+    /// must extend (needs --consistency).
     #[arg(long, value_name = "CHECKPOINT", requires = "consistency")]
-    pub since: Option<PathBuf>,
-    /// Consistency proof JSON from `rcpt log consistency --json` (needs --since).
+    pub since: Option<Source>,
+    /// Consistency proofs from `rcpt log consistency --json`: a file holds
+    /// one proof or JSON Lines of proofs; repeat the flag for more; one
+    /// proof per tree size (needs --since).
     #[arg(long, value_name = "PROOF", requires = "since")]
-    pub consistency: Option<PathBuf>,
+    pub consistency: Vec<Source>,
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: FormatArg,
     /// Verify a frozen corpus: DIR/manifest.json lists each case and its expected outcome.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["trust", "issuer_keys", "log_keys", "since"])]
-    pub corpus: Option<PathBuf>,
+    #[arg(long, value_name = "DIR", conflicts_with_all = [
+        "trust", "issuer_keys", "issuer_key_files", "log_keys", "log_key_files", "since"
+    ])]
+    pub corpus: Option<std::path::PathBuf>,
 }
 
-/// Read a small input file given on the command line (a usage error if unreadable).
-fn read_small(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| UsageError(format!("cannot read {what} {}: {e}", path.display())))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_KEY_FILE_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| UsageError(format!("cannot read {what} {}: {e}", path.display())))?;
-    if bytes.len() > MAX_KEY_FILE_BYTES {
-        return Err(UsageError(format!(
-            "{what} {} is over {MAX_KEY_FILE_BYTES} bytes",
-            path.display()
-        ))
-        .into());
-    }
-    Ok(bytes)
+/// Read a trust, key, checkpoint or proof file named by a flag: any
+/// problem with it is a bad invocation (exit 2).
+fn read_input(source: &Source, limit: usize, what: &str) -> anyhow::Result<Vec<u8>> {
+    super::read_input(source, limit, what).map_err(|e| UsageError(format!("{e:#}")).into())
 }
 
-/// Trust from --trust, --issuer-key and --log-key together.
+/// A key given as text was not a key: say so, and point at the file flag
+/// when the text happens to name a file (it is never read as one).
+fn key_text_error(flag: &str, text: &str, e: keys::KeyError) -> anyhow::Error {
+    let hint = if Path::new(text).exists() {
+        format!("; \"{text}\" names a file, and {flag} never reads files: pass it with {flag}-file")
+    } else {
+        String::new()
+    };
+    UsageError(format!("{flag} \"{text}\": {e}{hint}")).into()
+}
+
+/// Trust from --trust, the key flags and the key-file flags together.
 fn load_trust(args: &VerifyArgs) -> anyhow::Result<Trust> {
     let mut trust = match &args.trust {
-        Some(path) => Trust::from_json(&read_small(path, "trust file")?)
-            .map_err(|e| UsageError(format!("trust file {}: {e}", path.display())))?,
+        Some(source) => {
+            let bytes = read_input(source, MAX_KEY_FILE_BYTES, "trust file")?;
+            Trust::from_json(&bytes).map_err(|e| UsageError(format!("trust file {source}: {e}")))?
+        }
         None => Trust::default(),
     };
-    for path in &args.issuer_keys {
-        let text = String::from_utf8_lossy(&read_small(path, "issuer key")?).into_owned();
-        let key = keys::verifying_key_from_text(&text)
-            .map_err(|e| UsageError(format!("issuer key {}: {e}", path.display())))?;
-        trust.add_issuer(&path.display().to_string(), key);
+    for text in &args.issuer_keys {
+        let parsed =
+            keys::parse_public_key(text).map_err(|e| key_text_error("--issuer-key", text, e))?;
+        let name = parsed
+            .name
+            .unwrap_or_else(|| format!("--issuer-key {text}"));
+        trust.add_issuer(&name, parsed.key);
     }
-    for arg in &args.log_keys {
-        let path = Path::new(arg);
-        let text = if path.is_file() {
-            String::from_utf8_lossy(&read_small(path, "log key")?)
-                .trim()
-                .to_string()
-        } else {
-            arg.trim().to_string()
-        };
+    for source in &args.issuer_key_files {
+        let text = key_file_text(source, "--issuer-key-file")?;
+        let parsed = keys::parse_public_key(&text)
+            .map_err(|e| UsageError(format!("--issuer-key-file {source}: {e}")))?;
+        trust.add_issuer(&source.to_string(), parsed.key);
+    }
+    for text in &args.log_keys {
+        let verifier =
+            NoteVerifier::parse(text).map_err(|e| key_text_error("--log-key", text, e))?;
+        trust.add_log(verifier);
+    }
+    for source in &args.log_key_files {
+        let text = key_file_text(source, "--log-key-file")?;
         let verifier = NoteVerifier::parse(&text)
-            .map_err(|e| UsageError(format!("log key \"{arg}\": {e}")))?;
+            .map_err(|e| UsageError(format!("--log-key-file {source}: {e}")))?;
         trust.add_log(verifier);
     }
     Ok(trust)
 }
 
-/// The --since / --consistency pair, if given.
+/// A key file's text (capped; a bad invocation when it is not text).
+fn key_file_text(source: &Source, flag: &str) -> anyhow::Result<String> {
+    let bytes = read_input(source, MAX_KEY_FILE_BYTES, flag)?;
+    String::from_utf8(bytes).map_err(|_| UsageError(format!("{flag} {source}: not text")).into())
+}
+
+/// The --since / --consistency input, if given.
 fn load_since(args: &VerifyArgs) -> anyhow::Result<Option<ConsistencyInput>> {
-    let (Some(since), Some(proof)) = (&args.since, &args.consistency) else {
+    let Some(since) = &args.since else {
         return Ok(None);
     };
-    let old = read_small(since, "--since checkpoint")?;
-    let proof = read_small(proof, "--consistency proof")?;
-    let input = ConsistencyInput::parse(&old, &proof).map_err(|e| UsageError(e.to_string()))?;
+    let old = read_input(since, MAX_KEY_FILE_BYTES, "--since checkpoint")?;
+    let files = args
+        .consistency
+        .iter()
+        .map(|p| read_input(p, MAX_PROOF_FILE_BYTES, "--consistency proof"))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let slices: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
+    let input =
+        ConsistencyInput::parse_many(&old, &slices).map_err(|e| UsageError(e.to_string()))?;
     Ok(Some(input))
 }
 
@@ -123,10 +170,45 @@ fn exit_status(outcome: Outcome) -> u8 {
     }
 }
 
+/// Every bundle path must name an existing regular file: a missing one (an
+/// unmatched glob in CI) is a bad invocation, found before any output.
+fn check_bundle_paths(bundles: &[Source]) -> anyhow::Result<()> {
+    for source in bundles {
+        let Source::Path(path) = source else { continue };
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() => {}
+            Ok(meta) => {
+                let kind = rcpt::io::FileKind::of(&meta);
+                return Err(UsageError(format!(
+                    "bundle {}: {kind}, not a bundle file",
+                    path.display()
+                ))
+                .into());
+            }
+            Err(e) => {
+                return Err(UsageError(format!(
+                    "bundle {}: {e} (a path that matched no file?)",
+                    path.display()
+                ))
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
 pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
     if let Some(dir) = &args.corpus {
         return run_corpus(dir);
     }
+    let sources = args
+        .bundles
+        .iter()
+        .chain(&args.trust)
+        .chain(&args.issuer_key_files);
+    let sources = sources.chain(&args.log_key_files).chain(&args.since);
+    super::stdin_at_most_once(sources.chain(&args.consistency))?;
+    check_bundle_paths(&args.bundles)?;
     let verifier = Verifier::new(load_trust(&args)?, load_since(&args)?)
         .map_err(|e| UsageError(e.to_string()))?;
     let format = match args.format {
@@ -138,20 +220,160 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
     let mut renderer = Renderer::new(std::io::BufWriter::new(stdout), format);
     let mut summary = Summary::default();
     renderer.begin()?;
-    for chunk in args.bundles.chunks(CHUNK) {
-        let reports: Vec<_> = chunk.par_iter().map(|p| verifier.verify_file(p)).collect();
-        for (path, report) in chunk.iter().zip(&reports) {
+    let mut inputs = Inputs::new(&args.bundles);
+    loop {
+        let chunk: Vec<Input> = inputs.by_ref().take(CHUNK).collect();
+        if chunk.is_empty() {
+            break;
+        }
+        let reports: Vec<Report> = chunk.par_iter().map(|i| i.verify(&verifier)).collect();
+        for (input, report) in chunk.iter().zip(&reports) {
             summary.add(report.outcome());
-            renderer.bundle(&path.display().to_string(), report)?;
+            renderer.bundle(&input.name, report)?;
         }
     }
     renderer.end(&summary)?;
     Ok(exit_status(summary.outcome()))
 }
 
+/// One bundle to verify: a file, or bytes read from standard input.
+struct Input {
+    name: String,
+    what: InputKind,
+}
+
+enum InputKind {
+    File(std::path::PathBuf),
+    Read(Result<Vec<u8>, InputError>),
+}
+
+impl Input {
+    fn verify(&self, verifier: &Verifier) -> Report {
+        match &self.what {
+            InputKind::File(path) => verifier.verify_file(path),
+            InputKind::Read(Ok(bytes)) => verifier.verify_bytes(bytes),
+            InputKind::Read(Err(e)) => verifier.report_input_error(e),
+        }
+    }
+}
+
+/// The bundles of the command line in order; `-` expands to the bundles of
+/// standard input.
+struct Inputs<'a> {
+    args: std::slice::Iter<'a, Source>,
+    stdin: Option<StdinBundles>,
+}
+
+impl<'a> Inputs<'a> {
+    fn new(args: &'a [Source]) -> Self {
+        Inputs {
+            args: args.iter(),
+            stdin: None,
+        }
+    }
+}
+
+impl Iterator for Inputs<'_> {
+    type Item = Input;
+    fn next(&mut self) -> Option<Input> {
+        loop {
+            if let Some(stdin) = &mut self.stdin {
+                match stdin.next() {
+                    Some(input) => return Some(input),
+                    None => self.stdin = None,
+                }
+            }
+            match self.args.next()? {
+                Source::Stdin => self.stdin = Some(StdinBundles::new()),
+                Source::Path(path) => {
+                    return Some(Input {
+                        name: path.display().to_string(),
+                        what: InputKind::File(path.clone()),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Bundles on standard input: JSON Lines when the first non-blank line is a
+/// whole JSON value (each line one bundle, named `-:N`), else one bundle,
+/// the whole input (named `-`). Every read is capped at the bundle limit.
+enum StdinBundles {
+    Start,
+    Lines(LineReader<BufReader<std::io::Stdin>>),
+    Done,
+}
+
+impl StdinBundles {
+    fn new() -> Self {
+        StdinBundles::Start
+    }
+
+    /// Read the first line and decide the mode.
+    fn first(&mut self) -> Option<Input> {
+        let mut lines = LineReader::new(BufReader::new(std::io::stdin()), "-", MAX_BUNDLE_BYTES);
+        let Some(line) = lines.next() else {
+            *self = StdinBundles::Done;
+            return Some(Input {
+                name: "-".into(),
+                what: InputKind::Read(Ok(Vec::new())),
+            });
+        };
+        let whole_value = line
+            .bytes
+            .as_ref()
+            .is_ok_and(|b| serde_json::from_slice::<serde::de::IgnoredAny>(b).is_ok());
+        if whole_value || line.bytes.is_err() {
+            *self = StdinBundles::Lines(lines);
+            return Some(Input {
+                name: format!("-:{}", line.number),
+                what: InputKind::Read(line.bytes),
+            });
+        }
+        *self = StdinBundles::Done;
+        let mut doc = line.bytes.unwrap_or_default();
+        doc.push(b'\n');
+        let rest = MAX_BUNDLE_BYTES.saturating_sub(doc.len());
+        let read = rcpt::io::read_capped(&Source::Stdin, rest, lines.into_inner())
+            .map(|tail| {
+                doc.extend_from_slice(&tail);
+                doc
+            })
+            .map_err(|e| match e {
+                InputError::TooLarge { .. } => InputError::TooLarge {
+                    source_name: "-".into(),
+                    limit: MAX_BUNDLE_BYTES,
+                },
+                other => other,
+            });
+        Some(Input {
+            name: "-".into(),
+            what: InputKind::Read(read),
+        })
+    }
+}
+
+impl Iterator for StdinBundles {
+    type Item = Input;
+    fn next(&mut self) -> Option<Input> {
+        match self {
+            StdinBundles::Start => self.first(),
+            StdinBundles::Lines(lines) => {
+                let line = lines.next()?;
+                Some(Input {
+                    name: format!("-:{}", line.number),
+                    what: InputKind::Read(line.bytes),
+                })
+            }
+            StdinBundles::Done => None,
+        }
+    }
+}
+
 /// `--corpus DIR`: every case must come out as its manifest says.
 fn run_corpus(dir: &Path) -> anyhow::Result<u8> {
-    let (manifest, trust) = corpus::load(dir).map_err(|e| UsageError(e.to_string()))?;
+    let (manifest, trust) = corpus::load(dir).map_err(|e| UsageError(format!("{e:#}")))?;
     let verifier = Verifier::new(trust, None).map_err(|e| UsageError(e.to_string()))?;
     let (checksums, checksums_checked) = corpus::check_sums(dir)
         .with_context(|| format!("checking {}/SHA256SUMS", dir.display()))?;
@@ -165,7 +387,7 @@ fn run_corpus(dir: &Path) -> anyhow::Result<u8> {
         checksums,
         checksums_checked,
     };
-    print_corpus(&result);
+    print_corpus(&result, &mut std::io::stdout().lock())?;
     Ok(if result.all_matched() {
         EXIT_OK
     } else {
@@ -174,7 +396,7 @@ fn run_corpus(dir: &Path) -> anyhow::Result<u8> {
 }
 
 /// One line per case, the checksum problems, and a summary.
-fn print_corpus(result: &CorpusResult) {
+fn print_corpus(result: &CorpusResult, out: &mut impl Write) -> std::io::Result<()> {
     let mut outcomes = Summary::default();
     for r in &result.cases {
         outcomes.add(r.report.outcome());
@@ -184,21 +406,26 @@ fn print_corpus(result: &CorpusResult) {
             r.report.primary_reason().map_or("-", |r| r.as_str())
         );
         if r.matched {
-            println!("ok        {:<48} {got}", r.case.file);
+            writeln!(out, "ok        {:<48} {got}", r.case.file)?;
         } else {
             let want = format!(
                 "{} [{}]",
                 r.case.expect.as_str(),
                 r.case.reason.map_or("-", |r| r.as_str())
             );
-            println!("MISMATCH  {:<48} expected {want}, got {got}", r.case.file);
+            writeln!(
+                out,
+                "MISMATCH  {:<48} expected {want}, got {got}",
+                r.case.file
+            )?;
         }
     }
     for m in &result.checksums {
-        println!("CHANGED   {:<48} {}", m.file, m.detail);
+        writeln!(out, "CHANGED   {:<48} {}", m.file, m.detail)?;
     }
     let matched = result.cases.iter().filter(|c| c.matched).count();
-    println!(
+    writeln!(
+        out,
         "corpus: {} cases, {matched} as expected, {} not ({} verified, {} failed, {} not evaluated); \
          SHA256SUMS: {} files checked, {} changed",
         result.cases.len(),
@@ -208,5 +435,5 @@ fn print_corpus(result: &CorpusResult) {
         outcomes.not_evaluated,
         result.checksums_checked,
         result.checksums.len()
-    );
+    )
 }

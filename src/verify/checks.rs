@@ -7,6 +7,7 @@ use crate::canonical::{self, dagcbor};
 use crate::digest::Digest;
 use crate::digest::to_hex;
 use crate::dsse::{self, Envelope, SignatureCheck};
+use crate::io::{self, InputError};
 use crate::keys::VerifyingKey;
 use crate::limits::{MAX_BUNDLE_BYTES, MAX_JSON_DEPTH, MAX_PAYLOAD_BYTES, MAX_PROOF_FILE_BYTES};
 use crate::merkle::{self, Hash};
@@ -16,7 +17,6 @@ use crate::trust::Trust;
 use crate::{constants, strictjson};
 use serde::Deserialize;
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -39,34 +39,60 @@ pub(crate) mod name {
 /// bundle that carries the same text); the cache is cleared when full.
 const CHECKPOINT_CACHE_ENTRIES: usize = 4096;
 
-/// First buffer size for reading a bundle file (a typical bundle is 2 to 4 KiB).
-const BUNDLE_READ_CAPACITY: usize = 8 * 1024;
-
 /// Why a verifier could not be set up (a bad invocation, exit status 2).
+#[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum VerifierError {
     /// No issuer key at all: no signature could ever be evaluated.
-    #[error("no trusted issuer key: pass --issuer-key PUB or a --trust file with \"issuers\"")]
+    #[error(
+        "no trusted issuer key: pass --issuer-key KEY, --issuer-key-file FILE or a --trust \
+         file with \"issuers\""
+    )]
     NoIssuerKeys,
     /// No log key at all: no checkpoint could ever be evaluated.
-    #[error("no trusted log key: pass --log-key VKEY or a --trust file with \"logs\"")]
+    #[error(
+        "no trusted log key: pass --log-key VKEY, --log-key-file FILE or a --trust file \
+         with \"logs\""
+    )]
     NoLogKeys,
-    /// The consistency proof file is not `{"from": M, "to": N, "proof": [...]}`.
-    #[error("consistency proof file: {0}")]
-    ProofFile(String),
+    /// A consistency proof file is not one `{"from": M, "to": N, "proof":
+    /// [...]}` object or JSON Lines of them.
+    #[error("consistency proof file {file}{line}: {detail}", line = line.map(|l| format!(", line {l}")).unwrap_or_default())]
+    ProofFile {
+        /// 1-based position of the file among those given.
+        file: usize,
+        /// 1-based line, for JSON Lines.
+        line: Option<usize>,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Two proofs to one tree size: which one counts would be ambiguous.
+    #[error("two consistency proofs to tree size {to}: give one proof per tree size")]
+    DuplicateProof {
+        /// The tree size.
+        to: u64,
+    },
 }
 
-/// The `--since` input: an older checkpoint and a consistency proof from it.
+/// One consistency proof, as `rcpt log consistency --json` prints it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConsistencyProof {
+    /// The older tree size.
+    pub from: u64,
+    /// The newer tree size.
+    pub to: u64,
+    /// The proof hashes (RFC 9162 section 2.1.4).
+    pub proof: Vec<Hash>,
+}
+
+/// The `--since` input: an older checkpoint and consistency proofs from it,
+/// at most one per newer tree size.
 #[derive(Clone, Debug)]
 pub struct ConsistencyInput {
     /// The older signed checkpoint note text.
     pub old_checkpoint: String,
-    /// `from` of the proof file.
-    pub from: u64,
-    /// `to` of the proof file.
-    pub to: u64,
-    /// The proof hashes.
-    pub proof: Vec<Hash>,
+    /// The proofs, each to a distinct tree size.
+    pub proofs: Vec<ConsistencyProof>,
 }
 
 /// The JSON that `rcpt log consistency --json` prints.
@@ -78,25 +104,66 @@ struct ProofFile {
     proof: Vec<String>,
 }
 
-impl ConsistencyInput {
-    /// Read the old checkpoint text and the proof JSON.
-    pub fn parse(old_checkpoint: &[u8], proof_json: &[u8]) -> Result<Self, VerifierError> {
-        let bad = |e: String| VerifierError::ProofFile(e);
-        if proof_json.len() > MAX_PROOF_FILE_BYTES {
-            return Err(bad(format!(
-                "over the limit of {MAX_PROOF_FILE_BYTES} bytes"
-            )));
-        }
-        strictjson::check(proof_json, MAX_JSON_DEPTH).map_err(|e| bad(e.to_string()))?;
-        let file: ProofFile = serde_json::from_slice(proof_json).map_err(|e| bad(e.to_string()))?;
-        let proof = decode_hashes(&file.proof).map_err(|e| bad(e.to_string()))?;
-        Ok(ConsistencyInput {
-            old_checkpoint: String::from_utf8_lossy(old_checkpoint).into_owned(),
-            from: file.from,
-            to: file.to,
-            proof,
+impl ProofFile {
+    /// Decode the hashes.
+    fn decode(self) -> Result<ConsistencyProof, String> {
+        Ok(ConsistencyProof {
+            from: self.from,
+            to: self.to,
+            proof: decode_hashes(&self.proof).map_err(|e| e.to_string())?,
         })
     }
+}
+
+impl ConsistencyInput {
+    /// Read the old checkpoint text and one proof file.
+    pub fn parse(old_checkpoint: &[u8], proof_json: &[u8]) -> Result<Self, VerifierError> {
+        Self::parse_many(old_checkpoint, &[proof_json])
+    }
+
+    /// Read the old checkpoint text and proof files, each one JSON object or
+    /// JSON Lines of them (at most [`MAX_PROOF_FILE_BYTES`] each); two proofs
+    /// to one tree size are refused.
+    pub fn parse_many(old_checkpoint: &[u8], files: &[&[u8]]) -> Result<Self, VerifierError> {
+        let mut proofs: Vec<ConsistencyProof> = Vec::new();
+        for (index, bytes) in files.iter().enumerate() {
+            for proof in parse_proof_file(index + 1, bytes)? {
+                if proofs.iter().any(|p| p.to == proof.to) {
+                    return Err(VerifierError::DuplicateProof { to: proof.to });
+                }
+                proofs.push(proof);
+            }
+        }
+        Ok(ConsistencyInput {
+            old_checkpoint: String::from_utf8_lossy(old_checkpoint).into_owned(),
+            proofs,
+        })
+    }
+}
+
+/// One proof file: a single JSON object (however laid out), or else JSON
+/// Lines, one object per non-blank line.
+fn parse_proof_file(file: usize, bytes: &[u8]) -> Result<Vec<ConsistencyProof>, VerifierError> {
+    let bad = |line: Option<usize>, detail: String| VerifierError::ProofFile { file, line, detail };
+    if bytes.len() > MAX_PROOF_FILE_BYTES {
+        let detail = format!("over the limit of {MAX_PROOF_FILE_BYTES} bytes");
+        return Err(bad(None, detail));
+    }
+    if let Ok(one) = strictjson::from_slice::<ProofFile>(bytes, MAX_JSON_DEPTH) {
+        return Ok(vec![one.decode().map_err(|e| bad(None, e))?]);
+    }
+    let lines = bytes.split(|&b| b == b'\n').enumerate();
+    let lines = lines.filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace));
+    let mut proofs = Vec::new();
+    for (i, line) in lines {
+        let one: ProofFile = strictjson::from_slice(line, MAX_JSON_DEPTH)
+            .map_err(|e| bad(Some(i + 1), e.to_string()))?;
+        proofs.push(one.decode().map_err(|e| bad(Some(i + 1), e))?);
+    }
+    if proofs.is_empty() {
+        return Err(bad(None, "holds no proof".to_string()));
+    }
+    Ok(proofs)
 }
 
 /// A checkpoint as verified once: the signature result and the parsed body.
@@ -111,7 +178,8 @@ struct VerifiedCheckpoint {
 pub struct Verifier {
     trust: Trust,
     issuer_keys: Vec<VerifyingKey>,
-    since: Option<ConsistencyInput>,
+    /// `--since`: the input, and the old checkpoint's body parsed once.
+    since: Option<(ConsistencyInput, Result<Checkpoint, Failure>)>,
     cache: Mutex<HashMap<[u8; 32], Arc<VerifiedCheckpoint>>>,
 }
 
@@ -128,21 +196,36 @@ impl Verifier {
         Ok(Verifier {
             trust,
             issuer_keys,
-            since,
+            since: since.map(|s| {
+                let body = since_body(&s.old_checkpoint);
+                (s, body)
+            }),
             cache: Mutex::new(HashMap::new()),
         })
     }
 
-    /// Read one bundle file (at most [`MAX_BUNDLE_BYTES`]) and verify it.
+    /// Read one bundle file with the capped reader ([`crate::io::read_path`],
+    /// at most [`MAX_BUNDLE_BYTES`], a regular file only) and verify it.
     pub fn verify_file(&self, path: &Path) -> Report {
-        // Bundles are a few KiB: one allocation covers nearly all of them,
-        // and reading one byte past the limit shows an oversized file as such.
-        let mut bytes = Vec::with_capacity(BUNDLE_READ_CAPACITY);
-        let read = std::fs::File::open(path)
-            .and_then(|f| f.take(MAX_BUNDLE_BYTES as u64 + 1).read_to_end(&mut bytes));
-        match read {
-            Ok(_) => self.verify_bytes(&bytes),
-            Err(e) => unreadable(&format!("cannot read {}: {e}", path.display())),
+        match io::read_path(path, MAX_BUNDLE_BYTES) {
+            Ok(bytes) => self.verify_bytes(&bytes),
+            Err(e) => self.report_input_error(&e),
+        }
+    }
+
+    /// The report of a bundle whose bytes could not be read: over the size
+    /// limit is `bundle.too_large` (failed), anything else
+    /// `input.unreadable` (not evaluated).
+    pub fn report_input_error(&self, e: &InputError) -> Report {
+        match e {
+            InputError::TooLarge { .. } => Report {
+                receipt_id: None,
+                checks: vec![Check {
+                    name: name::BUNDLE,
+                    result: fail(Reason::BundleTooLarge, io::error_chain(e)),
+                }],
+            },
+            _ => unreadable(&io::error_chain(e)),
         }
     }
 
@@ -258,8 +341,8 @@ impl Verifier {
             name: name::INCLUSION,
             result: inclusion(raw, env, body),
         });
-        if let Some(since) = &self.since {
-            let result = self.consistency(since, raw.log.tree_size, body);
+        if let Some((since, old_body)) = &self.since {
+            let result = self.consistency(since, old_body, raw.log.tree_size, body);
             checks.push(Check {
                 name: name::CONSISTENCY,
                 result,
@@ -267,9 +350,10 @@ impl Verifier {
         }
     }
 
-    /// Verify a checkpoint note for `origin`, once per distinct text.
+    /// Verify a checkpoint note for `origin`, once per distinct
+    /// (origin, text) pair.
     fn checkpoint(&self, origin: &str, text: &str) -> Arc<VerifiedCheckpoint> {
-        let key: [u8; 32] = Digest::sha256(format!("{origin}\n{text}").as_bytes()).bytes;
+        let key = cache_key(origin, text);
         if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
             return hit;
         }
@@ -317,18 +401,21 @@ impl Verifier {
         VerifiedCheckpoint { signature, body }
     }
 
-    /// `--since`: the old checkpoint is trusted and the proof links it to this one.
+    /// `--since`: the old checkpoint is of this bundle's log, is trusted, and
+    /// a proof links its size to this bundle's tree size.
+    ///
+    /// The origin is compared first, from the old checkpoint's body: a
+    /// checkpoint of another log fails `consistency.origin_mismatch`
+    /// whether or not that log is trusted (its signature is never looked
+    /// up under this bundle's log keys).
     fn consistency(
         &self,
         since: &ConsistencyInput,
+        old_body: &Result<Checkpoint, Failure>,
         tree_size: u64,
         body: &Checkpoint,
     ) -> CheckResult {
-        let old = self.checkpoint(&body.origin, &since.old_checkpoint);
-        if let Some(not_passed) = not_passing(&old.signature, "the --since checkpoint") {
-            return not_passed;
-        }
-        let old_body = match &old.body {
+        let old_body = match old_body {
             Ok(b) => b,
             Err(f) => return Ok(CheckVerdict::Fail(f.clone())),
         };
@@ -336,25 +423,42 @@ impl Verifier {
             return fail(
                 Reason::ConsistencyOriginMismatch,
                 format!(
-                    "--since checkpoint is for \"{}\", the bundle's log is \"{}\"",
+                    "--since checkpoint is for \"{}\", the bundle's log is \"{}\": give a \
+                     --since checkpoint of the bundle's log",
                     old_body.origin, body.origin
                 ),
             );
         }
-        if since.from != old_body.size || since.to != tree_size {
+        let old = self.checkpoint(&body.origin, &since.old_checkpoint);
+        if let Some(not_passed) = not_passing(&old.signature, "the --since checkpoint") {
+            return not_passed;
+        }
+        let Some(proof) = since.proofs.iter().find(|p| p.to == tree_size) else {
+            let sizes: Vec<String> = since.proofs.iter().map(|p| p.to.to_string()).collect();
             return fail(
                 Reason::ConsistencySizeMismatch,
                 format!(
-                    "proof is from {} to {}, but the --since checkpoint has size {} and the \
-                     bundle's tree size is {}: prove consistency between exactly those sizes",
-                    since.from, since.to, old_body.size, tree_size
+                    "no --consistency proof to the bundle's tree size {tree_size} (proofs given \
+                     to: {}): add `rcpt log consistency --from {} --to {tree_size} --json`",
+                    sizes.join(", "),
+                    old_body.size
+                ),
+            );
+        };
+        if proof.from != old_body.size {
+            return fail(
+                Reason::ConsistencySizeMismatch,
+                format!(
+                    "proof is from {} to {}, but the --since checkpoint has size {}: prove \
+                     consistency from exactly that size",
+                    proof.from, proof.to, old_body.size
                 ),
             );
         }
         match merkle::verify_consistency(
-            since.from,
-            since.to,
-            &since.proof,
+            proof.from,
+            proof.to,
+            &proof.proof,
             &old_body.root_hash,
             &body.root_hash,
         ) {
@@ -365,6 +469,30 @@ impl Verifier {
             ),
         }
     }
+}
+
+/// The body of the `--since` checkpoint note, or why it is malformed.
+fn since_body(text: &str) -> Result<Checkpoint, Failure> {
+    let malformed = |detail: String| Failure {
+        reason: Reason::CheckpointMalformed,
+        detail,
+    };
+    let note = Note::parse(text.as_bytes())
+        .map_err(|e| malformed(format!("the --since checkpoint note: {e}")))?;
+    Checkpoint::parse(&note.text)
+        .map_err(|e| malformed(format!("the --since checkpoint body: {e}")))
+}
+
+/// The checkpoint cache key: SHA-256 over the length-prefixed pair,
+/// `u64be(len(origin)) || origin || text`, so no two (origin, text) pairs
+/// share a key whatever bytes either holds.
+fn cache_key(origin: &str, text: &str) -> [u8; 32] {
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    h.update((origin.len() as u64).to_be_bytes());
+    h.update(origin.as_bytes());
+    h.update(text.as_bytes());
+    h.finalize().into()
 }
 
 /// The checks that need a receipt payload, in report order.

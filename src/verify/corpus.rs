@@ -6,8 +6,11 @@
 //! frozen file against silent regeneration.
 
 use super::{Outcome, Reason, Report, Verifier, VerifierError};
-use crate::digest::{Digest, to_hex};
-use crate::limits::{MAX_JSON_DEPTH, MAX_KEY_FILE_BYTES, MAX_MANIFEST_BYTES};
+use crate::digest::to_hex;
+use crate::io::{self, InputError};
+use crate::limits::{
+    MAX_CORPUS_FILE_BYTES, MAX_JSON_DEPTH, MAX_KEY_FILE_BYTES, MAX_MANIFEST_BYTES,
+};
 use crate::strictjson;
 use crate::trust::{Trust, TrustError};
 use serde::Deserialize;
@@ -40,16 +43,13 @@ pub struct Manifest {
 }
 
 /// Why a corpus could not be run (a bad invocation).
+#[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum CorpusError {
-    /// A corpus file could not be read.
-    #[error("cannot read {path}: {detail}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        detail: String,
-    },
+    /// A corpus file could not be read (missing, not a regular file, over
+    /// its limit).
+    #[error(transparent)]
+    Input(#[from] InputError),
     /// The manifest is not valid.
     #[error("{path}: {detail}")]
     Manifest {
@@ -104,22 +104,6 @@ impl CorpusResult {
     }
 }
 
-/// Read a file with a size cap.
-fn read_capped(path: &Path, max: usize) -> Result<Vec<u8>, CorpusError> {
-    let err = |detail: String| CorpusError::Read {
-        path: path.to_path_buf(),
-        detail,
-    };
-    let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
-    if meta.len() > max as u64 {
-        return Err(err(format!(
-            "{} bytes, over the limit of {max}",
-            meta.len()
-        )));
-    }
-    std::fs::read(path).map_err(|e| err(e.to_string()))
-}
-
 /// A manifest path must stay inside the corpus directory.
 fn inside(dir: &Path, relative: &str) -> Option<PathBuf> {
     let rel = Path::new(relative);
@@ -130,20 +114,20 @@ fn inside(dir: &Path, relative: &str) -> Option<PathBuf> {
 /// Load the manifest and the trust it names.
 pub fn load(dir: &Path) -> Result<(Manifest, Trust), CorpusError> {
     let path = dir.join("manifest.json");
-    let bytes = read_capped(&path, MAX_MANIFEST_BYTES)?;
+    let bytes = io::read_path(&path, MAX_MANIFEST_BYTES)?;
     let bad = |detail: String| CorpusError::Manifest {
         path: path.clone(),
         detail,
     };
-    strictjson::check(&bytes, MAX_JSON_DEPTH).map_err(|e| bad(e.to_string()))?;
-    let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
+    let manifest: Manifest =
+        strictjson::from_slice(&bytes, MAX_JSON_DEPTH).map_err(|e| bad(e.to_string()))?;
     let trust_path = inside(dir, &manifest.trust).ok_or_else(|| {
         bad(format!(
             "trust path \"{}\" leaves the corpus directory",
             manifest.trust
         ))
     })?;
-    let trust = Trust::from_json(&read_capped(&trust_path, MAX_KEY_FILE_BYTES)?)?;
+    let trust = Trust::from_json(&io::read_path(&trust_path, MAX_KEY_FILE_BYTES)?)?;
     Ok((manifest, trust))
 }
 
@@ -153,7 +137,7 @@ pub fn check_sums(dir: &Path) -> Result<(Vec<ChecksumMismatch>, usize), CorpusEr
     if !path.exists() {
         return Ok((Vec::new(), 0));
     }
-    let text = String::from_utf8_lossy(&read_capped(&path, MAX_MANIFEST_BYTES)?).into_owned();
+    let text = String::from_utf8_lossy(&io::read_path(&path, MAX_MANIFEST_BYTES)?).into_owned();
     let mut mismatches = Vec::new();
     let mut checked = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -165,11 +149,12 @@ pub fn check_sums(dir: &Path) -> Result<(Vec<ChecksumMismatch>, usize), CorpusEr
             });
             continue;
         };
-        let found =
-            inside(dir, file).map(|p| std::fs::read(p).map(|b| to_hex(&Digest::sha256(&b).bytes)));
+        // Hashed as a stream, capped; a FIFO or device is refused, not read.
+        let found = inside(dir, file)
+            .map(|p| io::sha256_capped(&p, MAX_CORPUS_FILE_BYTES).map(|d| to_hex(&d.bytes)));
         let detail = match found {
             None => Some("path leaves the corpus directory".to_string()),
-            Some(Err(e)) => Some(format!("cannot read: {e}")),
+            Some(Err(e)) => Some(io::error_chain(&e)),
             Some(Ok(actual)) if actual != hex => {
                 Some(format!("sha256 is {actual}, SHA256SUMS says {hex}"))
             }

@@ -165,8 +165,24 @@ fn json_result(file: &str, report: &Report) -> serde_json::Value {
     })
 }
 
-/// Escape text for XML attributes and content.
-fn xml_escape(s: &str) -> String {
+/// XML 1.0 (Fifth Edition) section 2.2, production [2]:
+/// `Char ::= #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]`.
+/// (Surrogates cannot occur in a Rust string.)
+fn is_xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}')
+        || c >= '\u{10000}'
+}
+
+/// Escape text for XML 1.0 content (`attribute` false) or a double-quoted
+/// attribute value (`attribute` true).
+///
+/// A character XML 1.0 forbids (C0 controls other than tab, newline and
+/// carriage return; U+FFFE; U+FFFF) cannot appear even as a character
+/// reference, so it is replaced by U+FFFD. In attributes, tab, newline and
+/// carriage return are written as character references, which attribute-
+/// value normalisation (section 3.3.3) keeps, instead of turning them into
+/// spaces. The result is well-formed in either place whatever `s` holds.
+fn xml_escape(s: &str, attribute: bool) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -175,8 +191,13 @@ fn xml_escape(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            // XML 1.0 forbids most control characters even escaped.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('\u{FFFD}'),
+            '\t' if attribute => out.push_str("&#9;"),
+            '\n' if attribute => out.push_str("&#10;"),
+            '\r' if attribute => out.push_str("&#13;"),
+            // Kept as a reference in content too: a literal CR would be
+            // normalised away by the XML parser (section 2.11).
+            '\r' => out.push_str("&#13;"),
+            c if !is_xml_char(c) => out.push('\u{FFFD}'),
             c => out.push(c),
         }
     }
@@ -184,8 +205,9 @@ fn xml_escape(s: &str) -> String {
 }
 
 /// One `<testcase>`: `<failure>` for failed, `<error>` for not evaluated.
+/// Every text in it (the file name, the details) passes [`xml_escape`].
 fn junit_case(out: &mut Vec<u8>, file: &str, report: &Report) -> io::Result<()> {
-    let name = xml_escape(file);
+    let name = xml_escape(file, true);
     let outcome = report.outcome();
     if outcome == Outcome::Verified {
         return writeln!(
@@ -211,9 +233,9 @@ fn junit_case(out: &mut Vec<u8>, file: &str, report: &Report) -> io::Result<()> 
     writeln!(
         out,
         "      <{element} type=\"{}\" message=\"{}\">{}</{element}>",
-        xml_escape(reason),
-        xml_escape(reason),
-        xml_escape(&body.join("\n"))
+        xml_escape(reason, true),
+        xml_escape(reason, true),
+        xml_escape(&body.join("\n"), false)
     )?;
     writeln!(out, "    </testcase>")
 }
