@@ -7,6 +7,7 @@
 //! when no `--now` was given.
 
 use crate::digest::Digest;
+use crate::reason::Reason;
 use crate::receipt::{Receipt, Verdict};
 use serde::Deserialize;
 
@@ -224,52 +225,52 @@ pub enum Met {
     No(String),
 }
 
-/// One requirement check: its stable name (also its reason code when not
-/// met) and its result.
+/// One requirement check: its stable name, which is also its reason code
+/// when not met, and its result.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequirementCheck {
-    /// `policy.verdict`, `policy.issuer`, ...
-    pub name: &'static str,
+    /// The reason code and check name: `policy.verdict`, `policy.issuer`, ...
+    pub reason: Reason,
     /// Met or not.
     pub met: Met,
 }
 
-/// The check names of the requirements in `req`, in report order.
-pub fn check_names(req: &Requirements, fresh: bool) -> Vec<&'static str> {
-    let mut names = Vec::new();
-    let asked = [
-        (req.verdict.is_some(), "policy.verdict"),
-        (req.issuer.is_some(), "policy.issuer"),
-        (req.change_id.is_some(), "policy.change_id"),
-        (req.policy_id.is_some(), "policy.policy_id"),
-        (req.applied.is_some(), "policy.applied"),
-        (req.max_age_s.is_some(), "policy.age"),
-        (fresh, "policy.fresh"),
-    ];
-    for (on, name) in asked {
-        if on {
-            names.push(name);
-        }
-    }
-    names
+/// The requirement checks `req` asks for (and `policy.fresh` when
+/// `fresh`), in report order: each is named by its reason code.
+pub fn asked(req: &Requirements, fresh: bool) -> Vec<Reason> {
+    [
+        (req.verdict.is_some(), Reason::PolicyVerdict),
+        (req.issuer.is_some(), Reason::PolicyIssuer),
+        (req.change_id.is_some(), Reason::PolicyChangeId),
+        (req.policy_id.is_some(), Reason::PolicyPolicyId),
+        (req.applied.is_some(), Reason::PolicyApplied),
+        (req.max_age_s.is_some(), Reason::PolicyAge),
+        (fresh, Reason::PolicyFresh),
+    ]
+    .into_iter()
+    .filter_map(|(on, reason)| on.then_some(reason))
+    .collect()
 }
 
 /// Evaluate every requirement in `req` against `receipt` at `now` (Unix
-/// seconds), in the order of [`check_names`] (freshness excluded: it reads
+/// seconds), in the order of [`asked`] (freshness excluded: it reads
 /// files and is in [`super::fresh`]).
 pub fn evaluate(receipt: &Receipt, req: &Requirements, now: i64) -> Vec<RequirementCheck> {
     let mut out = Vec::new();
-    let mut push = |name, met| out.push(RequirementCheck { name, met });
+    let mut push = |reason, met| out.push(RequirementCheck { reason, met });
     if let Some(arms) = &req.verdict {
         let arm = VerdictArm::of(&receipt.verdict);
         push(
-            "policy.verdict",
+            Reason::PolicyVerdict,
             one_of(arms, &arm, "verdict", arm.as_str()),
         );
     }
     if let Some(names) = &req.issuer {
         let issuer = &receipt.issuer;
-        push("policy.issuer", one_of(names, issuer, "issuer", issuer));
+        push(
+            Reason::PolicyIssuer,
+            one_of(names, issuer, "issuer", issuer),
+        );
     }
     if let Some(want) = &req.change_id {
         let met = if *want == receipt.change_id {
@@ -280,12 +281,12 @@ pub fn evaluate(receipt: &Receipt, req: &Requirements, now: i64) -> Vec<Requirem
                 receipt.change_id
             ))
         };
-        push("policy.change_id", met);
+        push(Reason::PolicyChangeId, met);
     }
     if let Some(ids) = &req.policy_id {
         let id = receipt.policy_id.to_string();
         push(
-            "policy.policy_id",
+            Reason::PolicyPolicyId,
             one_of(ids, &receipt.policy_id, "policy_id", &id),
         );
     }
@@ -295,10 +296,10 @@ pub fn evaluate(receipt: &Receipt, req: &Requirements, now: i64) -> Vec<Requirem
         } else {
             Met::No(format!("applied is {}, required {want}", receipt.applied))
         };
-        push("policy.applied", met);
+        push(Reason::PolicyApplied, met);
     }
     if let Some(max_age) = req.max_age_s {
-        push("policy.age", age(receipt.issued_at, max_age, now));
+        push(Reason::PolicyAge, age(receipt.issued_at, max_age, now));
     }
     out
 }
