@@ -339,7 +339,7 @@ impl NoteVerifier {
 }
 
 /// The 8-lowercase-hex key hash field of a verifier key.
-fn parse_hash_hex(hash: &str) -> Result<[u8; 4], KeyError> {
+pub(crate) fn parse_hash_hex(hash: &str) -> Result<[u8; 4], KeyError> {
     let bad = || KeyError::VerifierHash(hash.to_owned());
     let lower_hex = |c: char| c.is_ascii_digit() || ('a'..='f').contains(&c);
     if hash.len() != 8 || !hash.chars().all(lower_hex) {

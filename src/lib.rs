@@ -12,6 +12,11 @@
 //! entry → [`merkle`] tree → [`tiles`] / [`log`] → [`note`] checkpoint →
 //! [`bundle`] → [`verify`] outcome.
 //!
+//! Witnesses (C2SP): [`cosig`] signs and checks `cosignature/v1` lines,
+//! [`policy`] reads tlog-policy files and weighs a cosigned checkpoint
+//! against the quorum, [`witness`] decides and records `add-checkpoint`
+//! requests, [`tlogproof`] reads and writes tlog-proof@v1 files.
+//!
 //! The library never prints and never exits: it returns typed results, and
 //! the `rcpt` binary decides what a person sees and the exit status.
 
@@ -20,6 +25,7 @@
 pub mod bundle;
 pub mod canonical;
 pub mod constants;
+pub mod cosig;
 pub mod digest;
 pub mod dsse;
 pub mod gate;
@@ -29,9 +35,12 @@ pub mod limits;
 pub mod log;
 pub mod merkle;
 pub mod note;
+pub mod policy;
 pub mod reason;
 pub mod receipt;
 pub mod strictjson;
 pub mod tiles;
+pub mod tlogproof;
 pub mod trust;
 pub mod verify;
+pub mod witness;

@@ -28,6 +28,9 @@ pub enum KeyCommand {
         /// Output path prefix: writes PREFIX.key and PREFIX.pub, never over existing files.
         #[arg(long, value_name = "PREFIX")]
         out: std::path::PathBuf,
+        /// Also print the witness (cosignature/v1, type 0x04) verifier key.
+        #[arg(long)]
+        witness: bool,
     },
     /// Print every form of a key: keyid, public key, trust-file entries, verifier key.
     #[command(after_help = "Examples:
@@ -41,13 +44,20 @@ pub enum KeyCommand {
         /// for the issuer entry: the file name without its extension).
         #[arg(long)]
         name: Option<String>,
+        /// Print the witness (cosignature/v1, type 0x04) verifier key instead.
+        #[arg(long, requires = "name")]
+        witness: bool,
     },
 }
 
 pub fn run(cmd: KeyCommand) -> anyhow::Result<u8> {
     match cmd {
-        KeyCommand::Generate { name, out } => generate(&name, &out),
-        KeyCommand::Show { file, name } => show(&file, name.as_deref()),
+        KeyCommand::Generate { name, out, witness } => generate(&name, &out, witness),
+        KeyCommand::Show {
+            file,
+            name,
+            witness,
+        } => show(&file, name.as_deref(), witness),
     }
 }
 
@@ -58,7 +68,7 @@ fn with_suffix(prefix: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn generate(name: &str, out: &Path) -> anyhow::Result<u8> {
+fn generate(name: &str, out: &Path, witness: bool) -> anyhow::Result<u8> {
     if !keys::is_valid_key_name(name) {
         return Err(UsageError(format!(
             "key name {name:?} is invalid: use a non-empty name without spaces or '+', \
@@ -87,6 +97,13 @@ fn generate(name: &str, out: &Path) -> anyhow::Result<u8> {
     writeln!(stdout, "keyid: {}", keys::keyid(&public))?;
     writeln!(stdout, "public key: {}", keys::public_key_base64(&public))?;
     writeln!(stdout, "verifier key: {verifier}")?;
+    if witness {
+        writeln!(
+            stdout,
+            "witness verifier key: {}",
+            witness_vkey(name, public)?
+        )?;
+    }
     writeln!(
         stdout,
         "wrote {} and {}",
@@ -109,7 +126,7 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
     })
 }
 
-fn show(file: &Source, name: Option<&str>) -> anyhow::Result<u8> {
+fn show(file: &Source, name: Option<&str>, witness: bool) -> anyhow::Result<u8> {
     let text = read_input(file, MAX_KEY_FILE_BYTES, "key file")?;
     let text = String::from_utf8(text).map_err(|_| anyhow::anyhow!("{file} is not text"))?;
     let public = public_key_of(&text).with_context(|| format!("reading {file}"))?;
@@ -129,6 +146,13 @@ fn show(file: &Source, name: Option<&str>) -> anyhow::Result<u8> {
     writeln!(stdout, "keyid: {}", keys::keyid(&public))?;
     writeln!(stdout, "public key: {b64}")?;
     writeln!(stdout, "trust issuer entry: {issuer_entry}")?;
+    if let (Some(name), true) = (name, witness) {
+        writeln!(
+            stdout,
+            "witness verifier key: {}",
+            witness_vkey(name, public)?
+        )?;
+    }
     if let Some(verifier) = verifier {
         let log_entry = serde_json::json!({"verifier_key": verifier.to_string()});
         writeln!(stdout, "verifier key: {verifier}")?;
@@ -145,4 +169,11 @@ fn public_key_of(text: &str) -> anyhow::Result<VerifyingKey> {
     } else {
         Ok(keys::parse_public_key(text)?.key)
     }
+}
+
+/// The C2SP cosignature/v1 (type 0x04) verifier key of `public` under `name`.
+fn witness_vkey(name: &str, public: VerifyingKey) -> anyhow::Result<String> {
+    let v =
+        rcpt::cosig::WitnessVerifier::new(name, public).map_err(|e| UsageError(e.to_string()))?;
+    Ok(v.to_string())
 }

@@ -87,9 +87,12 @@ pub enum LogCommand {
         /// Tree size of the proof (default: the latest checkpoint).
         #[arg(long)]
         size: Option<u64>,
-        /// Output bundle file, written atomically; '-' or nothing for standard output.
+        /// Output file, written atomically; '-' or nothing for standard output.
         #[arg(short = 'o', long = "out", value_name = "FILE")]
         out: Option<Target>,
+        /// `bundle` (rcpt JSON) or `tlog-proof` (C2SP tlog-proof@v1, the entry in `extra`).
+        #[arg(long, value_enum, default_value = "bundle")]
+        format: ProveFormat,
     },
     /// Print a consistency proof between two tree sizes.
     #[command(after_help = "Example:
@@ -138,7 +141,8 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             receipt,
             size,
             out,
-        } => prove(&dir, index, receipt.as_deref(), size, out.as_ref()),
+            format,
+        } => prove(&dir, index, receipt.as_deref(), size, out.as_ref(), format),
         LogCommand::Consistency {
             dir,
             from,
@@ -498,6 +502,7 @@ fn prove(
     receipt: Option<&Path>,
     size: Option<u64>,
     out: Option<&Target>,
+    format: ProveFormat,
 ) -> anyhow::Result<u8> {
     let log = Log::open(dir)?;
     let index = match (index, receipt) {
@@ -513,6 +518,15 @@ fn prove(
     // A bundle needs the signed checkpoint of its size: refuse an
     // unpublished size before any proof work.
     let checkpoint = log.checkpoint_at(size)?;
+    if format == ProveFormat::TlogProof {
+        let proof = rcpt::tlogproof::TlogProof::new(
+            Some(log.entry(index)?),
+            index,
+            log.inclusion_proof(index, size)?,
+            &checkpoint,
+        )?;
+        return emit(out, &proof.to_text());
+    }
     let envelope = Envelope::from_entry(&log.entry(index)?)
         .with_context(|| format!("decoding entry {index}"))?;
     let payload = rcpt::receipt::payload_from_cbor(&envelope.payload)
@@ -532,6 +546,20 @@ fn prove(
     if !text.ends_with('\n') {
         text.push('\n');
     }
+    emit(out, &text)
+}
+
+/// The proof formats of `rcpt log prove`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProveFormat {
+    /// The rcpt bundle (JSON).
+    Bundle,
+    /// C2SP tlog-proof@v1.
+    TlogProof,
+}
+
+/// Write `text` to `out` (standard output when absent or '-'), atomically for a file.
+fn emit(out: Option<&Target>, text: &str) -> anyhow::Result<u8> {
     super::write_target(out.unwrap_or(&Target::Stdout), text.as_bytes())?;
     Ok(EXIT_OK)
 }

@@ -16,6 +16,7 @@ mod key;
 mod log;
 mod receipt;
 mod verify;
+mod witness;
 
 /// Exit status: success.
 pub const EXIT_OK: u8 = 0;
@@ -78,6 +79,9 @@ enum Command {
         #[arg(value_name = "SUBCOMMAND")]
         command: Vec<String>,
     },
+    /// Witness logs: cosign checkpoints that extend the last one cosigned.
+    #[command(subcommand)]
+    Witness(witness::WitnessCommand),
 }
 
 /// Parse arguments, run the command, print any error, pick the exit status.
@@ -96,6 +100,7 @@ pub fn main() -> ExitCode {
         Command::Verify(args) => verify::run(args),
         Command::Completions { shell } => completions(shell),
         Command::Man { command } => man(&command),
+        Command::Witness(cmd) => witness::run(cmd),
     };
     match result {
         Ok(code) => ExitCode::from(code),

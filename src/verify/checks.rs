@@ -18,6 +18,7 @@ use crate::merkle::{self, Hash};
 use crate::note::{self, Checkpoint, Note, NoteCheck};
 use crate::receipt::{Invariant, Receipt, SchemaError};
 use crate::trust::Trust;
+use crate::witness::error_chain;
 use crate::{constants, strictjson};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -294,8 +295,12 @@ impl Verifier {
         }
     }
 
-    /// Verify one bundle's bytes: every check, in order.
+    /// Verify one bundle's bytes: every check, in order. A C2SP tlog-proof
+    /// (spec/witness.md) gets the same checks as the bundle it states.
     pub fn verify_bytes(&self, bytes: &[u8]) -> Report {
+        if bytes.starts_with(b"c2sp.org/tlog-proof@") {
+            return self.verify_tlog_proof(bytes);
+        }
         let raw = match RawBundle::parse(bytes) {
             Ok(raw) => raw,
             Err(e) => return unparsed(&e),
@@ -383,6 +388,39 @@ impl Verifier {
                 name: Reason::PolicyFresh.as_str(),
                 result,
             });
+        }
+    }
+
+    /// A tlog-proof: another version is not evaluated, a malformed one
+    /// fails as a malformed bundle, else its bundle is verified.
+    fn verify_tlog_proof(&self, bytes: &[u8]) -> Report {
+        use crate::tlogproof::TlogProof;
+        let first_line = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+        let result = if first_line != constants::TLOG_PROOF_HEADER.as_bytes() {
+            Err(NotEvaluated {
+                reason: Reason::BundleUnsupported,
+                detail: format!(
+                    "{:?} is not {} (the version this rcpt reads)",
+                    String::from_utf8_lossy(first_line),
+                    constants::TLOG_PROOF_HEADER
+                ),
+            })
+        } else {
+            match TlogProof::parse(bytes).and_then(|p| p.to_bundle()) {
+                Ok(bundle) => return self.verify_bytes(bundle.to_json().as_bytes()),
+                Err(e) => fail(
+                    Reason::BundleMalformed,
+                    format!("tlog-proof: {}", error_chain(&e)),
+                ),
+            }
+        };
+        Report {
+            receipt_id: None,
+            summary: None,
+            checks: vec![Check {
+                name: name::BUNDLE,
+                result,
+            }],
         }
     }
 
