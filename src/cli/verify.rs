@@ -495,27 +495,38 @@ impl Iterator for StdinBundles {
     }
 }
 
-/// `--corpus DIR`: every case must come out as its manifest says.
+/// `--corpus DIR`: every case of DIR and of each of its series must come
+/// out as its manifest says, and every checksum must hold.
 fn run_corpus(dir: &Path) -> anyhow::Result<u8> {
+    let mut all_matched = true;
+    let series = corpus::series(dir).map_err(|e| UsageError(format!("{e:#}")))?;
+    for (i, part) in std::iter::once(dir.to_path_buf()).chain(series).enumerate() {
+        let result = run_one_corpus(&part)?;
+        let mut out = std::io::stdout().lock();
+        if i > 0 {
+            writeln!(out, "\n== series {}", part.display())?;
+        }
+        print_corpus(&result, &mut out)?;
+        all_matched &= result.all_matched();
+    }
+    Ok(if all_matched { EXIT_OK } else { EXIT_FAILED })
+}
+
+/// One corpus directory (the root, or one series).
+fn run_one_corpus(dir: &Path) -> anyhow::Result<CorpusResult> {
     let (manifest, trust) = corpus::load(dir).map_err(|e| UsageError(format!("{e:#}")))?;
-    let verifier = Verifier::new(trust, None).map_err(|e| UsageError(e.to_string()))?;
+    let verifier = Verifier::new(trust.clone(), None).map_err(|e| UsageError(e.to_string()))?;
     let (checksums, checksums_checked) = corpus::check_sums(dir)
         .with_context(|| format!("checking {}/SHA256SUMS", dir.display()))?;
     let cases = manifest
         .cases
         .par_iter()
-        .map(|c| corpus::run_case(dir, &verifier, c))
+        .map(|c| corpus::run_case(dir, &trust, &verifier, c))
         .collect();
-    let result = CorpusResult {
+    Ok(CorpusResult {
         cases,
         checksums,
         checksums_checked,
-    };
-    print_corpus(&result, &mut std::io::stdout().lock())?;
-    Ok(if result.all_matched() {
-        EXIT_OK
-    } else {
-        EXIT_FAILED
     })
 }
 

@@ -105,7 +105,7 @@ pub struct Requirements {
 }
 
 /// The trust file's `"require"` object, as written (strict: unknown keys refused).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RequireFile {
     verdict: Option<Vec<VerdictArm>>,
