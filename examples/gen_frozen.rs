@@ -66,21 +66,136 @@ struct Series {
     final_filler: usize,
     /// Indexes proven at the final size (the last entry is always added).
     final_indexes: &'static [u64],
+    /// Fixture files the series' cases read besides bundles (e.g. a
+    /// `--fresh` root), written under the series directory.
+    fixtures: &'static [(&'static str, &'static str)],
 }
 
 /// Every series; the first is the default.
-static SERIES: [Series; 1] = [Series {
-    name: "v1",
-    dir: "",
-    readme: V1_README,
-    origin: "rcpt.example/frozen-log",
-    log_key: "log",
-    first_n: 101,
-    table: v1_table,
-    small_sizes: &[1, 2, 3, 7, 8, 9],
-    final_filler: 1030,
-    final_indexes: &[0, 1, 511, 512, 1023],
-}];
+static SERIES: [Series; 2] = [
+    Series {
+        name: "v1",
+        dir: "",
+        readme: V1_README,
+        origin: "rcpt.example/frozen-log",
+        log_key: "log",
+        first_n: 101,
+        table: v1_table,
+        small_sizes: &[1, 2, 3, 7, 8, 9],
+        final_filler: 1030,
+        final_indexes: &[0, 1, 511, 512, 1023],
+        fixtures: &[],
+    },
+    Series {
+        name: "gate",
+        dir: "gate",
+        readme: GATE_README,
+        origin: "rcpt.example/frozen-gate-log",
+        log_key: "gate log",
+        first_n: 1001,
+        table: gate_table,
+        small_sizes: &[],
+        final_filler: 3,
+        final_indexes: &[],
+        fixtures: GATE_ROOT,
+    },
+];
+
+/// The `gate` series' README, written with it.
+const GATE_README: &str = "# Frozen receipt corpus: gating series\n\n\
+Written once by `cargo run --example gen_frozen -- --series gate fixtures/frozen-receipts` \
+and never regenerated; frozen on its own (its own SHA256SUMS), so adding it rewrote no file \
+of the corpus root. Cases exercise spec/gate.md: issuer binding, each requirement met and \
+not met, and freshness against `root/`. Each manifest case's `\"gate\"` object gives the \
+flags it runs with (`require` as a trust file's, `now`, `fresh`).\n";
+
+/// The `--fresh` root of the gate series: (path, contents).
+const GATE_ROOT: &[(&str, &str)] = &[
+    ("root/config.toml", "mode = \"strict\"\n"),
+    ("root/src/lib.rs", "pub fn gate() {}\n"),
+];
+
+/// A filesystem read set over GATE_ROOT files, with digests of `contents`.
+fn read_set_of(items: &[(&str, &str)]) -> J {
+    J::Array(
+        items
+            .iter()
+            .map(|(resource, contents)| {
+                json!({"resource": resource, "digest": Digest::blake3(contents.as_bytes()).to_string()})
+            })
+            .collect(),
+    )
+}
+
+/// The `gate` cases (row `i` has key number `1001 + i`).
+#[rustfmt::skip]
+fn gate_table() -> Vec<Row> {
+    use Payload::With;
+    let deny = json!({"deny": {"reasons": ["deploy window closed"]}});
+    let t0: i64 = 1_790_000_000;
+    let fresh_set = read_set_of(&[("config.toml", "mode = \"strict\"\n"), ("src/lib.rs", "pub fn gate() {}\n")]);
+    let stale_set = read_set_of(&[("config.toml", "mode = \"lenient\"\n"), ("src/lib.rs", "pub fn gate() {}\n")]);
+    let missing_set = read_set_of(&[("config.toml", "mode = \"strict\"\n"), ("removed.txt", "gone\n")]);
+    let fs = |set: &J| json!({"substrate": "filesystem", "read_set": set});
+    vec![
+        // Issuer binding.
+        row("issuer-mismatch", "signed by the trusted key of gate.example/frozen, claims another issuer",
+            With(json!({"issuer": "bank.example/prod"})), failed("signature.issuer_mismatch")),
+        // Verdict.
+        row("require-verdict-admit-met", "admit receipt, admit required", Payload::Base, VERIFIED)
+            .gate(json!({"require": {"verdict": ["admit"]}})),
+        row("require-verdict-admit-deny", "deny receipt, admit required",
+            With(json!({"verdict": deny, "applied": false})), failed("policy.verdict"))
+            .gate(json!({"require": {"verdict": ["admit"]}})),
+        row("require-verdict-escalate-not-any", "escalate receipt, admit or deny required",
+            With(json!({"verdict": {"escalate": {"ticket": "OPS-7"}}, "applied": false})), failed("policy.verdict"))
+            .gate(json!({"require": {"verdict": ["admit", "deny"]}})),
+        // Issuer, change, policy, applied.
+        row("require-issuer-met", "issuer required and matching", Payload::Base, VERIFIED)
+            .gate(json!({"require": {"issuer": [ISSUER_NAME]}})),
+        row("require-issuer-not-met", "another issuer required", Payload::Base, failed("policy.issuer"))
+            .gate(json!({"require": {"issuer": ["ops.example/gate"]}})),
+        row("require-change-id-met", "this change required",
+            With(json!({"change_id": d("change gate-1")})), VERIFIED)
+            .gate(json!({"require": {"change_id": d("change gate-1")}})),
+        row("require-change-id-other", "a receipt for another change",
+            With(json!({"change_id": d("change gate-1")})), failed("policy.change_id"))
+            .gate(json!({"require": {"change_id": d("change gate-2")}})),
+        row("require-policy-id-met", "policy v1 among those required", Payload::Base, VERIFIED)
+            .gate(json!({"require": {"policy_id": [d("policy v0"), d("policy v1")]}})),
+        row("require-policy-id-not-met", "only policy v2 accepted", Payload::Base, failed("policy.policy_id"))
+            .gate(json!({"require": {"policy_id": [d("policy v2")]}})),
+        row("require-applied-met", "applied required, applied", Payload::Base, VERIFIED)
+            .gate(json!({"require": {"applied": true}})),
+        row("require-applied-not-met", "applied required, escalated and not applied",
+            With(json!({"verdict": {"escalate": {"ticket": "OPS-8"}}, "applied": false})), failed("policy.applied"))
+            .gate(json!({"require": {"applied": true}})),
+        // Age, with a fixed clock.
+        row("require-age-met", "issued an hour before now, 1 h allowed",
+            With(json!({"issued_at": t0})), VERIFIED)
+            .gate(json!({"require": {"max_age_s": 3600}, "now": t0 + 3600})),
+        row("require-age-too-old", "issued an hour and a second before now, 1 h allowed",
+            With(json!({"issued_at": t0})), failed("policy.age"))
+            .gate(json!({"require": {"max_age_s": 3600}, "now": t0 + 3601})),
+        row("require-age-future", "issued 301 s after now",
+            With(json!({"issued_at": t0})), failed("policy.age"))
+            .gate(json!({"require": {"max_age_s": 3600}, "now": t0 - 301})),
+        // Not checkable: a future receipt version.
+        row("require-version-2", "version 2 with a verdict required: not evaluated",
+            With(json!({"version": 2})), error("payload.version_unsupported"))
+            .gate(json!({"require": {"verdict": ["admit"]}})),
+        // Freshness against root/.
+        row("fresh-read-set", "every read-set file has its recorded digest", With(fs(&fresh_set)), VERIFIED)
+            .gate(json!({"fresh": "root"})),
+        row("fresh-stale-file", "config.toml changed since the receipt", With(fs(&stale_set)), failed("policy.fresh"))
+            .gate(json!({"fresh": "root"})),
+        row("fresh-missing-file", "removed.txt vanished since the receipt", With(fs(&missing_set)), failed("policy.fresh"))
+            .gate(json!({"fresh": "root"})),
+        row("fresh-unsupported-substrate", "postgresql has no freshness rule",
+            With(json!({"substrate": "postgresql", "read_set": fresh_set})), error("policy.fresh_unsupported"))
+            .gate(json!({"fresh": "root"})),
+    ]
+}
 
 /// The `v1` series' README, written with it.
 const V1_README: &str = "# Frozen receipt corpus\n\n\
@@ -118,6 +233,8 @@ struct Row {
     log: LogChoice,
     edit: Edit,
     expect: Expect,
+    /// The manifest's `"gate"` object: the gating flags the case runs with.
+    gate: Option<J>,
 }
 
 /// A row signed by the issuer, in the main log, with the bundle unedited.
@@ -130,10 +247,17 @@ fn row(stem: &'static str, comment: &'static str, payload: Payload, expect: Expe
         log: LogChoice::Main,
         edit: Edit::Keep,
         expect,
+        gate: None,
     }
 }
 
 impl Row {
+    fn gate(self, gate: J) -> Self {
+        Row {
+            gate: Some(gate),
+            ..self
+        }
+    }
     fn edit(self, edit: Edit) -> Self {
         Row { edit, ..self }
     }
@@ -928,6 +1052,7 @@ struct Case {
     size: Option<u64>,
     edit: Edit,
     expect: Expect,
+    gate: Option<J>,
 }
 
 impl Row {
@@ -942,6 +1067,7 @@ impl Row {
             size: None,
             edit: self.edit,
             expect: self.expect,
+            gate: self.gate,
         })
     }
 }
@@ -1053,6 +1179,7 @@ fn generate(series: &Series, out: &Path) -> Result<()> {
             size: Some(size),
             edit: Edit::Keep,
             expect: VERIFIED,
+            gate: None,
         });
         index_of.push(index);
     }
@@ -1084,9 +1211,13 @@ fn generate(series: &Series, out: &Path) -> Result<()> {
             .apply(bundle.to_json())
             .with_context(|| format!("editing {}", case.file))?;
         write_new(&out.join(&case.file), &bytes)?;
-        manifest_cases.push(json!({
+        let mut entry = json!({
             "file": case.file, "expect": case.expect.outcome, "reason": case.expect.reason, "comment": case.comment,
-        }));
+        });
+        if let (Some(gate), Some(obj)) = (&case.gate, entry.as_object_mut()) {
+            obj.insert("gate".into(), gate.clone());
+        }
+        manifest_cases.push(entry);
     }
 
     // Keys (public only), trust, the main log's public files, manifest, checksums.
@@ -1120,6 +1251,9 @@ fn generate(series: &Series, out: &Path) -> Result<()> {
         serde_json::to_string_pretty(&manifest)?.as_bytes(),
     )?;
     write_new(&out.join("README.md"), series.readme.as_bytes())?;
+    for (path, contents) in series.fixtures {
+        write_new(&out.join(path), contents.as_bytes())?;
+    }
     let mut files = Vec::new();
     list_files(out, "", &mut files)?;
     let mut sums = String::new();

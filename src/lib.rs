@@ -28,6 +28,7 @@ pub mod constants;
 pub mod cosig;
 pub mod digest;
 pub mod dsse;
+pub mod gate;
 pub mod io;
 pub mod keys;
 pub mod limits;

@@ -59,6 +59,9 @@ reasons! {
     SignatureInvalid = "signature.invalid",
     /// No signature by a trusted issuer key (not evaluated).
     SignatureUntrusted = "signature.untrusted",
+    /// The signature that verified is by a trusted key not named as the
+    /// payload's `issuer`.
+    SignatureIssuerMismatch = "signature.issuer_mismatch",
     /// A payload over `MAX_PAYLOAD_BYTES`.
     PayloadTooLarge = "payload.too_large",
     /// Well-formed CBOR that is not in canonical form.
@@ -105,6 +108,22 @@ reasons! {
     ConsistencySizeMismatch = "consistency.size_mismatch",
     /// The bundle's checkpoint does not extend the `--since` checkpoint.
     ConsistencyInvalid = "consistency.invalid",
+    /// Required verdict arm not met (`--require-verdict`).
+    PolicyVerdict = "policy.verdict",
+    /// Required issuer not met (`--issuer`).
+    PolicyIssuer = "policy.issuer",
+    /// Required change id not met (`--change-id`).
+    PolicyChangeId = "policy.change_id",
+    /// Required policy id not met (`--policy-id`).
+    PolicyPolicyId = "policy.policy_id",
+    /// Required `applied` not met (`--applied`).
+    PolicyApplied = "policy.applied",
+    /// Receipt older than `--max-age`, or issued in the future.
+    PolicyAge = "policy.age",
+    /// The read set is stale under `--fresh ROOT`.
+    PolicyFresh = "policy.fresh",
+    /// The read set could not be re-read (not evaluated).
+    PolicyFreshUnsupported = "policy.fresh_unsupported",
     /// Not run because a check it needs did not pass (not evaluated).
     CheckSkipped = "check.skipped",
 }

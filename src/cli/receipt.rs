@@ -19,6 +19,7 @@ use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_PAYLOAD_JSON_BYTES}
 use rcpt::reason::Reason;
 use rcpt::receipt::{PayloadError, Receipt, payload_from_json};
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 #[derive(Subcommand)]
 pub enum ReceiptCommand {
@@ -48,13 +49,100 @@ pub enum ReceiptCommand {
         #[arg(value_name = "ENVELOPE")]
         envelope: Source,
     },
+    /// Print the sorted `read_set` of RESOURCEs read now under ROOT (the rules `verify --fresh` checks by).
+    #[command(
+        after_help = "Example:\n  rcpt receipt read-set --root . --substrate git refs/heads/main Cargo.lock src/lib.rs"
+    )]
+    ReadSet {
+        /// Directory the resources are relative to (a git work tree for git refs).
+        #[arg(long)]
+        root: PathBuf,
+        /// Digest algorithm of each item.
+        #[arg(long, value_enum, default_value = "blake3")]
+        alg: ReadSetAlg,
+        /// Substrate whose rules apply: `git` reads names under refs/ as refs; default: git when ROOT has a .git, else filesystem.
+        #[arg(long, value_enum)]
+        substrate: Option<ReadSetSubstrate>,
+        /// Resources: relative paths under ROOT, or (git) ref names under refs/.
+        #[arg(required = true)]
+        resources: Vec<String>,
+    },
+}
+
+/// `--alg` of `receipt read-set`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum ReadSetAlg {
+    /// `blake3:` digests.
+    Blake3,
+    /// `sha256:` digests.
+    Sha256,
+}
+
+/// `--substrate` of `receipt read-set`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum ReadSetSubstrate {
+    /// Files under ROOT.
+    Filesystem,
+    /// Files under ROOT, and refs of the repository at ROOT.
+    Git,
 }
 
 pub fn run(cmd: ReceiptCommand) -> anyhow::Result<u8> {
     match cmd {
         ReceiptCommand::Issue { key, out, payload } => issue(&key, out.as_ref(), &payload),
         ReceiptCommand::Inspect { json, envelope } => inspect(&envelope, json),
+        ReceiptCommand::ReadSet {
+            root,
+            alg,
+            substrate,
+            resources,
+        } => read_set(&root, alg, substrate, &resources),
     }
+}
+
+/// `rcpt receipt read-set`: the items as the payload's `read_set` array (JSON).
+fn read_set(
+    root: &Path,
+    alg: ReadSetAlg,
+    substrate: Option<ReadSetSubstrate>,
+    resources: &[String],
+) -> anyhow::Result<u8> {
+    use rcpt::digest::Algorithm;
+    use rcpt::receipt::Substrate;
+    if !root.is_dir() {
+        return Err(crate::cli::UsageError(format!(
+            "--root {} is not a directory",
+            root.display()
+        ))
+        .into());
+    }
+    let substrate = match substrate {
+        Some(ReadSetSubstrate::Git) => Substrate::Git,
+        Some(ReadSetSubstrate::Filesystem) => Substrate::Filesystem,
+        None if root.join(".git").exists() => Substrate::Git,
+        None => Substrate::Filesystem,
+    };
+    let alg = match alg {
+        ReadSetAlg::Blake3 => Algorithm::Blake3,
+        ReadSetAlg::Sha256 => Algorithm::Sha256,
+    };
+    let items = rcpt::gate::fresh::read_set(root, substrate, alg, resources)?;
+    #[derive(serde::Serialize)]
+    struct Item {
+        resource: String,
+        digest: String,
+    }
+    let array: Vec<Item> = items
+        .into_iter()
+        .map(|i| Item {
+            resource: i.resource,
+            digest: i.digest.to_string(),
+        })
+        .collect();
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, &array)?;
+    writeln!(out)?;
+    Ok(crate::cli::EXIT_OK)
 }
 
 /// `rcpt receipt issue`: check, encode, sign, then write (atomically).

@@ -7,13 +7,14 @@ use super::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use rayon::prelude::*;
+use rcpt::gate::require::{self, Requirements, VerdictArm};
 use rcpt::io::{InputError, LineReader, Source};
 use rcpt::keys::{self, NoteVerifier};
 use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_PROOF_FILE_BYTES};
 use rcpt::trust::Trust;
 use rcpt::verify::corpus::{self, CorpusResult};
 use rcpt::verify::report::{Format, Renderer};
-use rcpt::verify::{ConsistencyInput, Outcome, Report, Summary, Verifier};
+use rcpt::verify::{ConsistencyInput, Gate, Outcome, Report, Summary, Verifier};
 use std::io::{BufReader, Write};
 use std::path::Path;
 
@@ -35,7 +36,8 @@ pub enum FormatArg {
   rcpt verify --trust trust.json bundles/*.json
   rcpt verify --issuer-key-file gate.pub --log-key \"$(cat log.vkey)\" bundle.json
   rcpt log prove log/ --index 3 | rcpt verify --trust trust.json -
-  rcpt verify --corpus fixtures/frozen-receipts")]
+  rcpt verify --corpus fixtures/frozen-receipts
+  rcpt verify --trust trust.json --require-verdict admit --change-id \"$CHANGE\" --max-age 24h --fresh . receipt.json")]
 pub struct VerifyArgs {
     /// Bundle files (JSON, one receipt each); '-' reads standard input: one
     /// bundle, or JSON Lines of bundles (one per line).
@@ -79,9 +81,98 @@ pub struct VerifyArgs {
     pub format: FormatArg,
     /// Verify a frozen corpus: DIR/manifest.json lists each case and its expected outcome.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
-        "trust", "issuer_keys", "issuer_key_files", "log_keys", "log_key_files", "since"
+        "trust", "issuer_keys", "issuer_key_files", "log_keys", "log_key_files", "since",
+        "require_verdict", "issuer", "change_id", "policy_id", "applied", "max_age", "now",
+        "fresh", "not_evaluated"
     ])]
     pub corpus: Option<std::path::PathBuf>,
+    /// Require the verdict to be this arm (repeat: any of them); else failed `policy.verdict`.
+    #[arg(long = "require-verdict", value_name = "ARM", value_parser = parse_arm)]
+    pub require_verdict: Vec<VerdictArm>,
+    /// Require the payload's issuer to be NAME (repeat: any of them); else failed `policy.issuer`.
+    #[arg(long, value_name = "NAME")]
+    pub issuer: Vec<String>,
+    /// Require the receipt to be about exactly this change; else failed `policy.change_id`.
+    #[arg(long = "change-id", value_name = "DIGEST", value_parser = parse_change_id)]
+    pub change_id: Option<rcpt::digest::Digest>,
+    /// Require the policy evaluated to be this one (repeat: any of them); else failed `policy.policy_id`.
+    #[arg(long = "policy-id", value_name = "DIGEST", value_parser = parse_policy_id)]
+    pub policy_id: Vec<rcpt::digest::Digest>,
+    /// Require `applied` to be true or false; else failed `policy.applied`.
+    #[arg(long, value_name = "BOOL", value_parser = clap::builder::BoolishValueParser::new())]
+    pub applied: Option<bool>,
+    /// Require the receipt to be issued within DURATION before now (30m, 24h, 7d) and at most
+    /// 300 s after; else failed `policy.age`.
+    #[arg(long = "max-age", value_name = "DURATION", value_parser = parse_max_age)]
+    pub max_age: Option<i64>,
+    /// The clock for --max-age, as Unix seconds (reproducible runs); default: the system clock.
+    #[arg(long, value_name = "UNIX")]
+    pub now: Option<i64>,
+    /// Re-read every read_set item under ROOT: a changed, vanished or escaping item fails
+    /// `policy.fresh` (spec/gate.md).
+    #[arg(long, value_name = "ROOT")]
+    pub fresh: Option<std::path::PathBuf>,
+    /// What a bundle that could not be evaluated means for the exit status: `error` (exit 3),
+    /// `fail` (exit 1) or `pass` (exit 0). The reported outcome never changes.
+    #[arg(long = "not-evaluated", value_enum, default_value = "error")]
+    pub not_evaluated: NotEvaluatedArg,
+}
+
+/// `--not-evaluated`: the caller's policy for outcome 3.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NotEvaluatedArg {
+    /// Exit 3 when nothing failed but something was not evaluated.
+    Error,
+    /// Count it as a failure for the exit status (exit 1).
+    Fail,
+    /// Count it as passing for the exit status (exit 0).
+    Pass,
+}
+
+fn parse_arm(s: &str) -> Result<VerdictArm, String> {
+    VerdictArm::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_change_id(s: &str) -> Result<rcpt::digest::Digest, String> {
+    require::parse_digest("--change-id", s).map_err(|e| e.to_string())
+}
+
+fn parse_policy_id(s: &str) -> Result<rcpt::digest::Digest, String> {
+    require::parse_digest("--policy-id", s).map_err(|e| e.to_string())
+}
+
+fn parse_max_age(s: &str) -> Result<i64, String> {
+    require::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// A repeated flag as an "any of" list: `None` when not given.
+fn some<T: Clone>(values: &[T]) -> Option<Vec<T>> {
+    (!values.is_empty()).then(|| values.to_vec())
+}
+
+/// The requirements and freshness root given as flags.
+fn gate_of(args: &VerifyArgs) -> anyhow::Result<Gate> {
+    if let Some(root) = &args.fresh {
+        if !root.is_dir() {
+            return Err(UsageError(format!(
+                "--fresh {}: not a directory (give the work tree the read set was read under)",
+                root.display()
+            ))
+            .into());
+        }
+    }
+    Ok(Gate {
+        requirements: Requirements {
+            verdict: some(&args.require_verdict),
+            issuer: some(&args.issuer),
+            change_id: args.change_id,
+            policy_id: some(&args.policy_id),
+            applied: args.applied,
+            max_age_s: args.max_age,
+        },
+        fresh: args.fresh.clone(),
+        now: args.now,
+    })
 }
 
 /// Read a trust, key, checkpoint or proof file named by a flag: any
@@ -101,6 +192,30 @@ fn key_text_error(flag: &str, text: &str, e: keys::KeyError) -> anyhow::Error {
     UsageError(format!("{flag} \"{text}\": {e}{hint}")).into()
 }
 
+/// `--issuer-key KEY` (a verifier key carries its name; a raw key binds
+/// none) or `--issuer-key NAME=KEY`. The whole text is tried as a key
+/// first: a raw base64 key's only `=` is its trailing padding, so the two
+/// forms cannot be confused.
+fn named_issuer_key(text: &str) -> anyhow::Result<(Option<String>, keys::VerifyingKey)> {
+    let whole = match keys::parse_public_key(text) {
+        Ok(parsed) => return Ok((parsed.name, parsed.key)),
+        Err(e) => e,
+    };
+    let Some((name, key)) = text.split_once('=') else {
+        return Err(key_text_error("--issuer-key", text, whole));
+    };
+    if !keys::is_valid_key_name(name) {
+        return Err(UsageError(format!(
+            "--issuer-key \"{text}\": {name:?} is not a valid issuer name (non-empty, no \
+             spaces or '+')"
+        ))
+        .into());
+    }
+    let parsed =
+        keys::parse_public_key(key).map_err(|e| key_text_error("--issuer-key", text, e))?;
+    Ok((Some(name.to_string()), parsed.key))
+}
+
 /// Trust from --trust, the key flags and the key-file flags together.
 fn load_trust(args: &VerifyArgs) -> anyhow::Result<Trust> {
     let mut trust = match &args.trust {
@@ -111,18 +226,21 @@ fn load_trust(args: &VerifyArgs) -> anyhow::Result<Trust> {
         None => Trust::default(),
     };
     for text in &args.issuer_keys {
-        let parsed =
-            keys::parse_public_key(text).map_err(|e| key_text_error("--issuer-key", text, e))?;
-        let name = parsed
-            .name
-            .unwrap_or_else(|| format!("--issuer-key {text}"));
-        trust.add_issuer(&name, parsed.key);
+        let (name, key) = named_issuer_key(text)?;
+        match name {
+            Some(name) => trust.add_issuer(&name, key),
+            None => trust.add_unnamed_issuer(key),
+        }
     }
     for source in &args.issuer_key_files {
         let text = key_file_text(source, "--issuer-key-file")?;
         let parsed = keys::parse_public_key(&text)
             .map_err(|e| UsageError(format!("--issuer-key-file {source}: {e}")))?;
-        trust.add_issuer(&source.to_string(), parsed.key);
+        // A PEM file carries no name: it binds none (a verifier-key file does).
+        match parsed.name {
+            Some(name) => trust.add_issuer(&name, parsed.key),
+            None => trust.add_unnamed_issuer(parsed.key),
+        }
     }
     for text in &args.log_keys {
         let verifier =
@@ -209,8 +327,10 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
     let sources = sources.chain(&args.log_key_files).chain(&args.since);
     super::stdin_at_most_once(sources.chain(&args.consistency))?;
     check_bundle_paths(&args.bundles)?;
+    let gate = gate_of(&args)?;
     let verifier = Verifier::new(load_trust(&args)?, load_since(&args)?)
-        .map_err(|e| UsageError(e.to_string()))?;
+        .map_err(|e| UsageError(e.to_string()))?
+        .with_gate(gate);
     let format = match args.format {
         FormatArg::Human => Format::Human,
         FormatArg::Json => Format::Json,
@@ -233,7 +353,11 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
         }
     }
     renderer.end(&summary)?;
-    Ok(exit_status(summary.outcome()))
+    Ok(match (summary.outcome(), args.not_evaluated) {
+        (Outcome::NotEvaluated, NotEvaluatedArg::Fail) => EXIT_FAILED,
+        (Outcome::NotEvaluated, NotEvaluatedArg::Pass) => EXIT_OK,
+        (outcome, _) => exit_status(outcome),
+    })
 }
 
 /// One bundle to verify: a file, or bytes read from standard input.
@@ -371,27 +495,38 @@ impl Iterator for StdinBundles {
     }
 }
 
-/// `--corpus DIR`: every case must come out as its manifest says.
+/// `--corpus DIR`: every case of DIR and of each of its series must come
+/// out as its manifest says, and every checksum must hold.
 fn run_corpus(dir: &Path) -> anyhow::Result<u8> {
+    let mut all_matched = true;
+    let series = corpus::series(dir).map_err(|e| UsageError(format!("{e:#}")))?;
+    for (i, part) in std::iter::once(dir.to_path_buf()).chain(series).enumerate() {
+        let result = run_one_corpus(&part)?;
+        let mut out = std::io::stdout().lock();
+        if i > 0 {
+            writeln!(out, "\n== series {}", part.display())?;
+        }
+        print_corpus(&result, &mut out)?;
+        all_matched &= result.all_matched();
+    }
+    Ok(if all_matched { EXIT_OK } else { EXIT_FAILED })
+}
+
+/// One corpus directory (the root, or one series).
+fn run_one_corpus(dir: &Path) -> anyhow::Result<CorpusResult> {
     let (manifest, trust) = corpus::load(dir).map_err(|e| UsageError(format!("{e:#}")))?;
-    let verifier = Verifier::new(trust, None).map_err(|e| UsageError(e.to_string()))?;
+    let verifier = Verifier::new(trust.clone(), None).map_err(|e| UsageError(e.to_string()))?;
     let (checksums, checksums_checked) = corpus::check_sums(dir)
         .with_context(|| format!("checking {}/SHA256SUMS", dir.display()))?;
     let cases = manifest
         .cases
         .par_iter()
-        .map(|c| corpus::run_case(dir, &verifier, c))
+        .map(|c| corpus::run_case(dir, &trust, &verifier, c))
         .collect();
-    let result = CorpusResult {
+    Ok(CorpusResult {
         cases,
         checksums,
         checksums_checked,
-    };
-    print_corpus(&result, &mut std::io::stdout().lock())?;
-    Ok(if result.all_matched() {
-        EXIT_OK
-    } else {
-        EXIT_FAILED
     })
 }
 

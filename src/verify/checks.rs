@@ -1,12 +1,16 @@
 //! The checks of one bundle, in order, each independent of the others'
 //! failures wherever its inputs allow.
 
-use super::{Check, CheckResult, CheckVerdict, Failure, NotEvaluated, Reason, Report};
+use super::{
+    Check, CheckResult, CheckVerdict, Failure, NotEvaluated, PayloadSummary, Reason, Report,
+};
 use crate::bundle::{BundleError, RawBundle, decode_hashes};
 use crate::canonical::{self, dagcbor};
 use crate::digest::Digest;
 use crate::digest::to_hex;
 use crate::dsse::{self, Envelope, SignatureCheck};
+use crate::gate::fresh::{self, ItemState};
+use crate::gate::require::{self, Met, Requirements};
 use crate::io::{self, InputError};
 use crate::keys::VerifyingKey;
 use crate::limits::{MAX_BUNDLE_BYTES, MAX_JSON_DEPTH, MAX_PAYLOAD_BYTES, MAX_PROOF_FILE_BYTES};
@@ -182,6 +186,57 @@ pub struct Verifier {
     /// `--since`: the input, and the old checkpoint's body parsed once.
     since: Option<(ConsistencyInput, Result<Checkpoint, Failure>)>,
     cache: Mutex<HashMap<[u8; 32], Arc<VerifiedCheckpoint>>>,
+    gate: GateConfig,
+}
+
+/// What the gating checks need (spec/gate.md): the requirements, the
+/// freshness root, and the clock.
+#[derive(Clone, Debug, Default)]
+pub struct Gate {
+    /// Requirements stated on the command line; each replaces the trust
+    /// file's `"require"` value for its key.
+    pub requirements: Requirements,
+    /// `--fresh ROOT`.
+    pub fresh: Option<std::path::PathBuf>,
+    /// `--now`: Unix seconds; the system clock when `None`.
+    pub now: Option<i64>,
+}
+
+/// The gate as the checks use it: requirements merged, clock read once.
+#[derive(Clone, Debug, Default)]
+struct GateConfig {
+    requirements: Requirements,
+    fresh: Option<std::path::PathBuf>,
+    now: i64,
+    asked: Vec<Reason>,
+}
+
+impl GateConfig {
+    fn new(file: &Requirements, gate: Gate) -> GateConfig {
+        let requirements = file.clone().overridden_by(gate.requirements);
+        let asked = require::asked(&requirements, gate.fresh.is_some());
+        let now = gate.now.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        });
+        GateConfig {
+            requirements,
+            fresh: gate.fresh,
+            now,
+            asked,
+        }
+    }
+}
+
+/// What became of the payload, for the checks that read what it says.
+enum PayloadState {
+    /// A v1 receipt (invariants may still be broken).
+    Decoded(Box<Receipt>),
+    /// A receipt version this rcpt does not read.
+    Unsupported,
+    /// Not decodable, or not reached: the check that stopped it.
+    Unread(&'static str),
 }
 
 impl Verifier {
@@ -194,6 +249,7 @@ impl Verifier {
             return Err(VerifierError::NoLogKeys);
         }
         let issuer_keys = trust.issuer_keys();
+        let gate = GateConfig::new(&trust.require, Gate::default());
         Ok(Verifier {
             trust,
             issuer_keys,
@@ -202,7 +258,15 @@ impl Verifier {
                 (s, body)
             }),
             cache: Mutex::new(HashMap::new()),
+            gate,
         })
+    }
+
+    /// The same verifier, gating as `gate` says (requirements on top of
+    /// the trust file's `"require"`, freshness, clock).
+    pub fn with_gate(mut self, gate: Gate) -> Verifier {
+        self.gate = GateConfig::new(&self.trust.require, gate);
+        self
     }
 
     /// Read one bundle file with the capped reader ([`crate::io::read_path`],
@@ -221,6 +285,7 @@ impl Verifier {
         match e {
             InputError::TooLarge { .. } => Report {
                 receipt_id: None,
+                summary: None,
                 checks: vec![Check {
                     name: name::BUNDLE,
                     result: fail(Reason::BundleTooLarge, io::error_chain(e)),
@@ -249,16 +314,81 @@ impl Verifier {
                 Err(e) => fail(e.reason_code(), format!("envelope: {e}")),
             },
         });
-        let receipt_id = match &envelope {
+        let (receipt_id, payload) = match &envelope {
             Ok(env) => self.envelope_checks(env, &raw.receipt_id, &mut checks),
             Err(_) => {
                 skip(&mut checks, name::PAYLOAD_TYPE, name::ENVELOPE);
                 skip_all(&mut checks, &payload_chain(), name::ENVELOPE);
-                None
+                (None, PayloadState::Unread(name::ENVELOPE))
             }
         };
         self.log_checks(&raw, envelope.as_ref().ok(), &mut checks);
-        Report { receipt_id, checks }
+        self.gate_checks(&payload, &mut checks);
+        let summary = match &payload {
+            PayloadState::Decoded(r) => Some(PayloadSummary::of(r)),
+            _ => None,
+        };
+        Report {
+            receipt_id,
+            checks,
+            summary,
+        }
+    }
+
+    /// The requirement and freshness checks asked for, after every
+    /// authenticity check (spec/gate.md).
+    fn gate_checks(&self, payload: &PayloadState, checks: &mut Vec<Check>) {
+        if self.gate.asked.is_empty() {
+            return;
+        }
+        let receipt = match payload {
+            PayloadState::Decoded(r) => r,
+            PayloadState::Unsupported => {
+                for reason in &self.gate.asked {
+                    checks.push(not_evaluated(
+                        reason.as_str(),
+                        Reason::PayloadVersionUnsupported,
+                        "the receipt's version is not one this rcpt reads: what it says \
+                         cannot be checked"
+                            .to_string(),
+                    ));
+                }
+                return;
+            }
+            PayloadState::Unread(cause) => {
+                for reason in &self.gate.asked {
+                    skip(checks, reason.as_str(), cause);
+                }
+                return;
+            }
+        };
+        let now = self.gate.now;
+        for rc in require::evaluate(receipt, &self.gate.requirements, now) {
+            let result = match rc.met {
+                Met::Yes => Ok(CheckVerdict::Pass),
+                Met::No(detail) => fail(rc.reason, detail),
+            };
+            checks.push(Check {
+                name: rc.reason.as_str(),
+                result,
+            });
+        }
+        if let Some(root) = &self.gate.fresh {
+            let result = match fresh::check_read_set(root, receipt.substrate, &receipt.read_set) {
+                ItemState::Fresh => Ok(CheckVerdict::Pass),
+                ItemState::Stale(why) => {
+                    fail(Reason::PolicyFresh, format!("stale read set: {why}"))
+                }
+                ItemState::Unknown(why) => Err(NotEvaluated {
+                    reason: Reason::PolicyFreshUnsupported,
+                    detail: format!("read set not re-read: {why}"),
+                }),
+            };
+            checks.push(Check {
+                name: Reason::PolicyFresh.as_str(),
+                result,
+            });
+        }
     }
 
     /// A tlog-proof: another version is not evaluated, a malformed one
@@ -286,6 +416,7 @@ impl Verifier {
         };
         Report {
             receipt_id: None,
+            summary: None,
             checks: vec![Check {
                 name: name::BUNDLE,
                 result,
@@ -293,13 +424,14 @@ impl Verifier {
         }
     }
 
-    /// Payload type, signature, payload, invariants, id. Returns the computed id.
+    /// Payload type, signature, payload, invariants, id. Returns the
+    /// computed id and what became of the payload.
     fn envelope_checks(
         &self,
         env: &Envelope,
         claimed: &str,
         checks: &mut Vec<Check>,
-    ) -> Option<String> {
+    ) -> (Option<String>, PayloadState) {
         if env.payload_type != constants::RECEIPT_PAYLOAD_TYPE {
             checks.push(not_evaluated(
                 name::PAYLOAD_TYPE,
@@ -311,26 +443,42 @@ impl Verifier {
                 ),
             ));
             skip_all(checks, &payload_chain(), name::PAYLOAD_TYPE);
-            return None;
+            return (None, PayloadState::Unread(name::PAYLOAD_TYPE));
         }
         checks.push(pass(name::PAYLOAD_TYPE));
+        // The payload is decoded first so that the signature check can bind
+        // the key that verified to the payload's issuer; the report keeps
+        // its fixed order (signature before the payload checks).
+        let mut payload_part = Vec::new();
+        let payload = payload_checks(&env.payload, &mut payload_part);
+        let receipt = match &payload {
+            PayloadState::Decoded(r) => Some(r.as_ref()),
+            _ => None,
+        };
         checks.push(Check {
             name: name::SIGNATURE,
-            result: self.signature(env),
+            result: self.signature(env, receipt),
         });
-        payload_checks(&env.payload, checks);
+        checks.append(&mut payload_part);
         let id = canonical::identity(&env.payload);
         checks.push(Check {
             name: name::RECEIPT_ID,
             result: receipt_id_check(claimed, &id),
         });
-        Some(id.to_string())
+        (Some(id.to_string()), payload)
     }
 
-    /// The DESIGN.md signature rule over the trusted issuer keys.
-    fn signature(&self, env: &Envelope) -> CheckResult {
+    /// The signature rule over the trusted issuer keys (spec/verify.md),
+    /// then the issuer binding (spec/gate.md): a key that verified must be
+    /// trusted under the name the payload gives as its `issuer`. Without a
+    /// decoded payload the binding cannot be looked at; the payload checks
+    /// then decide the outcome.
+    fn signature(&self, env: &Envelope, receipt: Option<&Receipt>) -> CheckResult {
         match dsse::check_signatures(env, &self.issuer_keys) {
-            SignatureCheck::Verified { .. } => Ok(CheckVerdict::Pass),
+            SignatureCheck::Verified { keyids } => match receipt {
+                Some(r) => self.issuer_binding(&keyids, &r.issuer),
+                None => Ok(CheckVerdict::Pass),
+            },
             SignatureCheck::Failed { index, keyid } => fail(
                 Reason::SignatureInvalid,
                 format!(
@@ -347,6 +495,33 @@ impl Verifier {
                 ),
             }),
         }
+    }
+
+    /// Pass when a key that verified is trusted under the name `issuer`.
+    fn issuer_binding(&self, keyids: &[String], issuer: &str) -> CheckResult {
+        if keyids
+            .iter()
+            .any(|id| self.trust.names_of_keyid(id).any(|n| n == issuer))
+        {
+            return Ok(CheckVerdict::Pass);
+        }
+        let mut names: Vec<&str> = keyids
+            .iter()
+            .flat_map(|id| self.trust.names_of_keyid(id))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let signer = if names.is_empty() {
+            "a trusted key given without a name, which binds no issuer name (give it as \
+             --issuer-key NAME=KEY or with a name in the trust file)"
+                .to_string()
+        } else {
+            format!("the trusted key of \"{}\"", names.join("\", \""))
+        };
+        fail(
+            Reason::SignatureIssuerMismatch,
+            format!("the payload's issuer is \"{issuer}\", but it verified only under {signer}"),
+        )
     }
 
     /// Checkpoint signature and match, inclusion, and consistency.
@@ -545,7 +720,7 @@ fn payload_chain() -> Vec<&'static str> {
 }
 
 /// Canonical decode, schema, and each invariant, each its own check.
-fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) {
+fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) -> PayloadState {
     if payload.len() > MAX_PAYLOAD_BYTES {
         checks.push(Check {
             name: name::PAYLOAD_CANONICAL,
@@ -558,7 +733,8 @@ fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) {
             ),
         });
         skip(checks, name::PAYLOAD_SCHEMA, name::PAYLOAD_CANONICAL);
-        return skip_invariants(checks, name::PAYLOAD_CANONICAL);
+        skip_invariants(checks, name::PAYLOAD_CANONICAL);
+        return PayloadState::Unread(name::PAYLOAD_CANONICAL);
     }
     let value = match dagcbor::decode(payload) {
         Ok(v) => v,
@@ -568,25 +744,33 @@ fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) {
                 result: fail(e.reason_code(), format!("payload: {e}")),
             });
             skip(checks, name::PAYLOAD_SCHEMA, name::PAYLOAD_CANONICAL);
-            return skip_invariants(checks, name::PAYLOAD_CANONICAL);
+            skip_invariants(checks, name::PAYLOAD_CANONICAL);
+            return PayloadState::Unread(name::PAYLOAD_CANONICAL);
         }
     };
     checks.push(pass(name::PAYLOAD_CANONICAL));
     let receipt = match Receipt::from_value(&value) {
         Ok(r) => r,
         Err(e) => {
-            let result = match &e {
-                SchemaError::UnsupportedVersion(_) => Err(NotEvaluated {
-                    reason: e.reason_code(),
-                    detail: e.to_string(),
-                }),
-                SchemaError::Field { .. } => fail(e.reason_code(), e.to_string()),
+            let (result, state) = match &e {
+                SchemaError::UnsupportedVersion(_) => (
+                    Err(NotEvaluated {
+                        reason: e.reason_code(),
+                        detail: e.to_string(),
+                    }),
+                    PayloadState::Unsupported,
+                ),
+                _ => (
+                    fail(e.reason_code(), e.to_string()),
+                    PayloadState::Unread(name::PAYLOAD_SCHEMA),
+                ),
             };
             checks.push(Check {
                 name: name::PAYLOAD_SCHEMA,
                 result,
             });
-            return skip_invariants(checks, name::PAYLOAD_SCHEMA);
+            skip_invariants(checks, name::PAYLOAD_SCHEMA);
+            return state;
         }
     };
     checks.push(pass(name::PAYLOAD_SCHEMA));
@@ -600,6 +784,7 @@ fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) {
             result,
         });
     }
+    PayloadState::Decoded(Box::new(receipt))
 }
 
 /// Mark every invariant check as not run because `cause` did not pass.
@@ -776,6 +961,7 @@ fn skip_all(checks: &mut Vec<Check>, names: &[&'static str], cause: &str) {
 fn unreadable(detail: &str) -> Report {
     Report {
         receipt_id: None,
+        summary: None,
         checks: vec![not_evaluated(
             name::BUNDLE,
             Reason::InputUnreadable,
@@ -796,6 +982,7 @@ fn unparsed(e: &BundleError) -> Report {
     };
     Report {
         receipt_id: None,
+        summary: None,
         checks: vec![Check {
             name: name::BUNDLE,
             result,

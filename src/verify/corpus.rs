@@ -2,11 +2,20 @@
 //!
 //! `DIR/manifest.json` = `{"trust": "trust.json", "cases": [{"file": ...,
 //! "expect": "verified|failed|error", "reason": code or null, "comment":
-//! ...}]}`. Optionally `DIR/SHA256SUMS` (sha256sum format) guards every
-//! frozen file against silent regeneration.
+//! ..., "gate": {...}}]}`. Optionally `DIR/SHA256SUMS` (sha256sum format)
+//! guards every frozen file against silent regeneration.
+//!
+//! A case's optional `"gate"` object states the gating flags it is run
+//! with (spec/gate.md): `"require"` (the trust file's `"require"` keys),
+//! `"now"` (Unix seconds) and `"fresh"` (a directory inside DIR).
+//!
+//! A corpus grows by series: a subdirectory of DIR holding its own
+//! `manifest.json` and `SHA256SUMS` is a series, frozen on its own, so new
+//! cases never rewrite an old file ([`series`]).
 
-use super::{Outcome, Reason, Report, Verifier, VerifierError};
+use super::{Gate, Outcome, Reason, Report, Verifier, VerifierError};
 use crate::digest::to_hex;
+use crate::gate::require::RequireFile;
 use crate::io::{self, InputError};
 use crate::limits::{
     MAX_CORPUS_FILE_BYTES, MAX_JSON_DEPTH, MAX_KEY_FILE_BYTES, MAX_MANIFEST_BYTES,
@@ -30,6 +39,45 @@ pub struct Case {
     /// What the case is about.
     #[serde(default)]
     pub comment: String,
+    /// The gating flags the case is run with.
+    #[serde(default)]
+    pub gate: Option<CaseGate>,
+}
+
+/// The gating flags of one case, as `rcpt verify` would take them.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseGate {
+    /// Requirements, with the trust file's `"require"` keys.
+    #[serde(default)]
+    pub require: Option<RequireFile>,
+    /// `--now`.
+    #[serde(default)]
+    pub now: Option<i64>,
+    /// `--fresh`: a directory relative to the corpus directory.
+    #[serde(default)]
+    pub fresh: Option<String>,
+}
+
+impl CaseGate {
+    /// The [`Gate`] for a case of the corpus in `dir`.
+    fn to_gate(&self, dir: &Path) -> Result<Gate, String> {
+        let requirements = match &self.require {
+            Some(r) => r.clone().into_requirements().map_err(|e| e.to_string())?,
+            None => Default::default(),
+        };
+        let fresh = match &self.fresh {
+            Some(rel) => Some(
+                inside(dir, rel).ok_or_else(|| format!("fresh path {rel:?} leaves the corpus"))?,
+            ),
+            None => None,
+        };
+        Ok(Gate {
+            requirements,
+            fresh,
+            now: self.now,
+        })
+    }
 }
 
 /// The manifest.
@@ -128,7 +176,34 @@ pub fn load(dir: &Path) -> Result<(Manifest, Trust), CorpusError> {
         ))
     })?;
     let trust = Trust::from_json(&io::read_path(&trust_path, MAX_KEY_FILE_BYTES)?)?;
+    for case in &manifest.cases {
+        if let Some(gate) = &case.gate {
+            gate.to_gate(dir)
+                .map_err(|e| bad(format!("case {}: gate: {e}", case.file)))?;
+        }
+    }
     Ok((manifest, trust))
+}
+
+/// The series of the corpus in `dir`: its subdirectories that hold their
+/// own `manifest.json` and `SHA256SUMS`, sorted by name.
+pub fn series(dir: &Path) -> Result<Vec<PathBuf>, CorpusError> {
+    let mut out = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(|source| {
+        CorpusError::Input(InputError::Open {
+            path: dir.to_path_buf(),
+            source,
+        })
+    })?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && path.join("manifest.json").is_file() && path.join("SHA256SUMS").is_file() {
+            out.push(path);
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// Check `DIR/SHA256SUMS` if present: (mismatches, lines checked).
@@ -170,8 +245,14 @@ pub fn check_sums(dir: &Path) -> Result<(Vec<ChecksumMismatch>, usize), CorpusEr
     Ok((mismatches, checked))
 }
 
-/// Run one case.
-pub fn run_case(dir: &Path, verifier: &Verifier, case: &Case) -> CaseResult {
+/// Run one case: with `verifier`, or when the case states gating flags,
+/// with a verifier of `trust` gated as it says.
+pub fn run_case(dir: &Path, trust: &Trust, verifier: &Verifier, case: &Case) -> CaseResult {
+    let gated = case.gate.as_ref().and_then(|g| {
+        let gate = g.to_gate(dir).ok()?;
+        Some(Verifier::new(trust.clone(), None).ok()?.with_gate(gate))
+    });
+    let verifier = gated.as_ref().unwrap_or(verifier);
     let report = match inside(dir, &case.file) {
         Some(path) => verifier.verify_file(&path),
         None => verifier.verify_file(Path::new("/nonexistent/path/leaves/corpus")),

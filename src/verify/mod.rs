@@ -16,7 +16,7 @@ pub mod corpus;
 pub mod report;
 
 pub use crate::reason::Reason;
-pub use checks::{ConsistencyInput, Verifier, VerifierError};
+pub use checks::{ConsistencyInput, Gate, Verifier, VerifierError};
 
 /// Why a check said no: a stable reason code and a detail for people.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,6 +112,44 @@ pub struct Report {
     pub receipt_id: Option<String>,
     /// Every check, in a fixed order.
     pub checks: Vec<Check>,
+    /// What the receipt says, when its payload could be decoded.
+    pub summary: Option<PayloadSummary>,
+}
+
+/// What a receipt says, for the CI log that acts on it (spec/verify.md
+/// "JSON"): present whenever the payload decoded as a v1 receipt, whatever
+/// the outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PayloadSummary {
+    /// `issuer`.
+    pub issuer: String,
+    /// `issued_at`, Unix seconds.
+    pub issued_at: i64,
+    /// `substrate`.
+    pub substrate: &'static str,
+    /// `change_id`.
+    pub change_id: String,
+    /// `policy_id`.
+    pub policy_id: String,
+    /// The verdict's arm: `admit`, `deny` or `escalate`.
+    pub verdict: &'static str,
+    /// `applied`.
+    pub applied: bool,
+}
+
+impl PayloadSummary {
+    /// The summary of `receipt`.
+    pub fn of(receipt: &crate::receipt::Receipt) -> PayloadSummary {
+        PayloadSummary {
+            issuer: receipt.issuer.clone(),
+            issued_at: receipt.issued_at,
+            substrate: receipt.substrate.as_str(),
+            change_id: receipt.change_id.to_string(),
+            policy_id: receipt.policy_id.to_string(),
+            verdict: crate::gate::require::VerdictArm::of(&receipt.verdict).as_str(),
+            applied: receipt.applied,
+        }
+    }
 }
 
 impl Report {

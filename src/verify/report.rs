@@ -6,6 +6,10 @@ use super::{Check, CheckVerdict, Outcome, Reason, Report, Summary};
 use serde_json::json;
 use std::io::{self, Write};
 
+/// Version of the JSON document's shape (spec/verify.md "JSON"): raised
+/// when a field changes meaning or goes away, not when one is added.
+pub const JSON_FORMAT_VERSION: u32 = 1;
+
 /// The output formats of `rcpt verify`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -58,7 +62,10 @@ impl<W: Write> Renderer<W> {
     /// Start the document.
     pub fn begin(&mut self) -> io::Result<()> {
         match self.format {
-            Format::Json => self.out.write_all(b"{\"results\": [\n"),
+            Format::Json => write!(
+                self.out,
+                "{{\"format_version\": {JSON_FORMAT_VERSION}, \"results\": [\n"
+            ),
             Format::Human | Format::Junit => Ok(()),
         }
     }
@@ -156,11 +163,17 @@ fn json_result(file: &str, report: &Report) -> serde_json::Value {
             json!({"name": c.name, "status": status(c), "reason": reason, "detail": detail})
         })
         .collect();
+    let payload = report.summary.as_ref().map(|p| {
+        json!({"issuer": p.issuer, "issued_at": p.issued_at, "substrate": p.substrate,
+               "change_id": p.change_id, "policy_id": p.policy_id, "verdict": p.verdict,
+               "applied": p.applied})
+    });
     json!({
         "file": file,
         "outcome": report.outcome().as_str(),
         "reason": report.primary_reason(),
         "receipt_id": report.receipt_id,
+        "payload": payload,
         "checks": checks,
     })
 }
@@ -225,16 +238,30 @@ fn junit_case(out: &mut Vec<u8>, file: &str, report: &Report) -> io::Result<()> 
         "error"
     };
     let reason = report.primary_reason().map_or("unknown", Reason::as_str);
-    let body: Vec<String> = report
+    // The message names the check that decided (a failed requirement reads
+    // `policy.verdict: verdict is "deny", not one of those required`).
+    let message = report
+        .checks
+        .iter()
+        .filter_map(reason_detail)
+        .find(|(r, _)| r.as_str() == reason)
+        .map_or_else(|| reason.to_string(), |(r, d)| format!("{r}: {d}"));
+    let mut body: Vec<String> = report
         .checks
         .iter()
         .filter_map(|c| reason_detail(c).map(|(r, d)| format!("{} [{r}]: {d}", c.name)))
         .collect();
+    if let Some(p) = &report.summary {
+        body.push(format!(
+            "payload: issuer {} issued_at {} substrate {} verdict {} applied {} change_id {} policy_id {}",
+            p.issuer, p.issued_at, p.substrate, p.verdict, p.applied, p.change_id, p.policy_id
+        ));
+    }
     writeln!(
         out,
         "      <{element} type=\"{}\" message=\"{}\">{}</{element}>",
         xml_escape(reason, true),
-        xml_escape(reason, true),
+        xml_escape(&message, true),
         xml_escape(&body.join("\n"), false)
     )?;
     writeln!(out, "    </testcase>")
