@@ -49,6 +49,7 @@ pub struct Bundle {
 }
 
 /// Why a bundle could not be read.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BundleError {
     /// Over [`MAX_BUNDLE_BYTES`].
@@ -82,6 +83,13 @@ pub enum BundleError {
         #[source]
         source: crate::note::NoteError,
     },
+    /// A DSSE envelope where a bundle is expected.
+    #[error(
+        "this is a DSSE envelope (what `rcpt receipt issue` writes), not a bundle: append it \
+         to a log with `rcpt log append LOG FILE`, then `rcpt log prove LOG --receipt FILE \
+         -o BUNDLE` writes the bundle `rcpt verify` checks"
+    )]
+    IsEnvelope,
     /// More than [`MAX_PROOF_HASHES`] inclusion hashes.
     #[error("inclusion proof has {0} hashes, over the limit of {MAX_PROOF_HASHES}")]
     ProofTooLong(usize),
@@ -158,7 +166,9 @@ impl RawBundle {
 }
 
 /// Why a document that is not a v1 bundle was refused: another media type
-/// is unsupported (whatever its shape); anything else is malformed.
+/// is unsupported (whatever its shape); a DSSE envelope is named as such
+/// (malformed, with the commands that make a bundle of it); anything else
+/// is malformed.
 fn classify_refusal(bytes: &[u8], error: StrictJsonError) -> BundleError {
     let other_version = strictjson::from_slice::<MediaTypeOnly>(bytes, MAX_JSON_DEPTH)
         .ok()
@@ -166,6 +176,7 @@ fn classify_refusal(bytes: &[u8], error: StrictJsonError) -> BundleError {
         .filter(|media_type| media_type != BUNDLE_MEDIA_TYPE);
     match other_version {
         Some(media_type) => BundleError::UnsupportedMediaType(media_type),
+        None if Envelope::from_json(bytes).is_ok() => BundleError::IsEnvelope,
         None => BundleError::Json(error.to_string()),
     }
 }

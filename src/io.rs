@@ -180,14 +180,11 @@ impl fmt::Display for FileKind {
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
-    /// The path does not exist.
+    /// The path does not exist (the OS error says no more than that).
     #[error("{path}: no such file")]
     NotFound {
         /// The path given.
         path: PathBuf,
-        /// The OS error.
-        #[source]
-        source: io::Error,
     },
     /// The path exists but could not be opened (permissions, a loop...).
     #[error("cannot open {path}")]
@@ -259,7 +256,6 @@ pub fn open_regular(path: &Path) -> Result<(File, Metadata), InputError> {
     let open_error = |source: io::Error| match source.kind() {
         io::ErrorKind::NotFound => InputError::NotFound {
             path: path.to_path_buf(),
-            source,
         },
         _ => InputError::Open {
             path: path.to_path_buf(),

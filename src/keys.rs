@@ -106,8 +106,8 @@ pub enum KeyError {
     },
     /// A key file could not be read (missing, not a regular file, over
     /// [`MAX_KEY_FILE_BYTES`], not text).
-    #[error(transparent)]
-    File(crate::io::InputError),
+    #[error("cannot read the key file")]
+    File(#[source] crate::io::InputError),
 }
 
 /// Base64 that accepts padding or none (used for the URL-safe alphabet and

@@ -411,10 +411,8 @@ fn key_file_of_1_gib_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let big = sparse(tmp.path(), "big.key", GIB);
     let err = rcpt::keys::read_key_file(&big).unwrap_err();
-    assert!(
-        err.to_string().contains(&format!("{MAX_KEY_FILE_BYTES}")),
-        "{err}"
-    );
+    let chain = rcpt::io::error_chain(&err);
+    assert!(chain.contains(&format!("{MAX_KEY_FILE_BYTES}")), "{chain}");
 }
 
 // ---- MAX_JSON_DEPTH and deep JSON everywhere ---------------------------

@@ -148,12 +148,12 @@ fn read_set(
 /// `rcpt receipt issue`: check, encode, sign, then write (atomically).
 fn issue(key_source: &Source, out: Option<&Target>, payload: &Source) -> anyhow::Result<u8> {
     super::stdin_at_most_once([key_source, payload])?;
-    let json = read_input(payload, MAX_PAYLOAD_JSON_BYTES, "payload")?;
-    let valid = payload_from_json(&json).map_err(|e| refusal(&e))?;
     let pem = read_input(key_source, MAX_KEY_FILE_BYTES, "signing key")?;
     let pem = String::from_utf8(pem).context("key file is not text (PKCS#8 PEM expected)")?;
     let key = keys::signing_key_from_pem(&pem)
         .with_context(|| format!("cannot read signing key {key_source}"))?;
+    let json = read_input(payload, MAX_PAYLOAD_JSON_BYTES, "payload")?;
+    let valid = payload_from_json(&json).map_err(|e| refusal(&e))?;
     let envelope = Envelope::sign(RECEIPT_PAYLOAD_TYPE, valid.bytes, &key);
     let text = format!("{}\n", envelope.to_json());
     super::write_target(out.unwrap_or(&Target::Stdout), text.as_bytes())?;
