@@ -242,6 +242,7 @@ mod tests {
         let pass = || check("a", Ok(CheckVerdict::Pass));
         let all_pass = Report {
             receipt_id: None,
+            summary: None,
             checks: vec![pass(), pass()],
         };
         assert_eq!(all_pass.outcome(), Outcome::Verified);
@@ -249,6 +250,7 @@ mod tests {
 
         let one_error = Report {
             receipt_id: None,
+            summary: None,
             checks: vec![pass(), check("b", not_evaluated(Reason::LogUntrusted))],
         };
         assert_eq!(one_error.outcome(), Outcome::NotEvaluated);
@@ -257,6 +259,7 @@ mod tests {
         // A failure anywhere decides, even after a check that could not run.
         let both = Report {
             receipt_id: None,
+            summary: None,
             checks: vec![
                 check("b", not_evaluated(Reason::LogUntrusted)),
                 pass(),
@@ -269,6 +272,7 @@ mod tests {
         // A bundle that was never read is not evaluated, never verified by default.
         let unread = Report {
             receipt_id: None,
+            summary: None,
             checks: vec![check("bundle", not_evaluated(Reason::InputUnreadable))],
         };
         assert_eq!(unread.outcome(), Outcome::NotEvaluated);
