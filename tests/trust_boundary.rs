@@ -794,6 +794,7 @@ fn junit_is_well_formed_for_every_code_point_class() {
     let text: String = forbidden.iter().chain(&allowed).collect::<String>() + "<&>\"'";
     let report = Report {
         receipt_id: None,
+        summary: None,
         checks: vec![Check {
             name: "bundle",
             result: Ok(CheckVerdict::Fail(Failure {
