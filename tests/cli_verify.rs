@@ -144,9 +144,10 @@ fn bad_invocations_exit_two() {
 #[test]
 fn keys_on_the_command_line_instead_of_a_trust_file() {
     let log_key = corpus().join("keys/log.vkey");
+    // The frozen issuer's key under its name (the receipts' issuer).
+    let issuer = show_vkey(&corpus().join("keys/issuer.pub"), "gate.example/frozen");
     rcpt()
-        .args(["verify", "--issuer-key-file"])
-        .arg(corpus().join("keys/issuer.pub"))
+        .args(["verify", "--issuer-key", &issuer])
         .arg("--log-key-file")
         .arg(&log_key)
         .arg(bundle("verdict-escalate"))
@@ -155,11 +156,17 @@ fn keys_on_the_command_line_instead_of_a_trust_file() {
     // The verifier key given as a string works the same.
     let text = std::fs::read_to_string(&log_key).unwrap();
     rcpt()
+        .args(["verify", "--issuer-key", &issuer])
+        .args(["--log-key", text.trim(), &bundle("verdict-escalate")])
+        .assert()
+        .code(0);
+    // The .pub file alone binds no name: authentic, but not for this issuer.
+    rcpt()
         .args(["verify", "--issuer-key-file"])
         .arg(corpus().join("keys/issuer.pub"))
         .args(["--log-key", text.trim(), &bundle("verdict-escalate")])
         .assert()
-        .code(0);
+        .code(1);
     // Trusting only the untrusted issuer turns the good bundle into "not evaluated".
     rcpt()
         .args(["verify", "--issuer-key-file"])
@@ -357,10 +364,10 @@ fn since_accepts_an_extension_and_refuses_a_fork() {
     let proof = consistency_file(&dir, 3, 6, &tmp.path().join("proof.json"));
     let b = prove_file(&dir, 4, &tmp.path().join("b.json"));
     let vkey = show_vkey(&tmp.path().join("logkey.pub"), origin);
+    let issuer = show_vkey(&issuer_pub, "gate");
     let run = |since: &Path, proof: &Path, bundle: &Path| {
         rcpt()
-            .args(["verify", "--issuer-key-file"])
-            .arg(&issuer_pub)
+            .args(["verify", "--issuer-key", &issuer])
             .args(["--log-key", &vkey, "--since"])
             .arg(since)
             .arg("--consistency")

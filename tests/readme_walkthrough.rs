@@ -14,10 +14,15 @@ use std::process::Command;
 
 /// The first ```sh block after the walkthrough marker.
 fn walkthrough() -> String {
+    block_after("<!-- walkthrough: tests/readme_walkthrough.rs runs the next block -->")
+}
+
+/// The first ```sh block after `marker` in README.md.
+fn block_after(marker: &str) -> String {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let after = readme
-        .split_once("<!-- walkthrough: tests/readme_walkthrough.rs runs the next block -->")
+        .split_once(marker)
         .expect("the README marks its walkthrough block")
         .1;
     let block = after
@@ -29,6 +34,52 @@ fn walkthrough() -> String {
         .expect("the block ends")
         .0
         .to_string()
+}
+
+/// Run `script` with bash (-euo pipefail) in a fresh directory, `rcpt` on PATH.
+fn run_script(script: &str) -> (String, String, std::process::ExitStatus) {
+    let bin = assert_cmd::cargo::cargo_bin("rcpt");
+    let bin_dir = bin.parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", script])
+        .current_dir(tmp.path())
+        .env("PATH", path)
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status,
+    )
+}
+
+/// The gating walkthrough: an admitted fresh receipt passes the gate, then
+/// a ref moves and the same command fails with `policy.fresh` (the script
+/// itself asserts the exit status 1 and the reason).
+#[test]
+fn the_readme_gating_walkthrough_runs_as_written() {
+    let script =
+        block_after("<!-- gating walkthrough: tests/readme_walkthrough.rs runs the next block -->");
+    assert!(script.contains("--fresh repo"), "{script}");
+    let (stdout, stderr, status) = run_script(&script);
+    assert!(
+        status.success(),
+        "exit {status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert_eq!(
+        stdout
+            .matches("1 verified, 0 failed, 0 not evaluated")
+            .count(),
+        1,
+        "the fresh receipt passed once: {stdout}"
+    );
 }
 
 #[test]

@@ -84,8 +84,7 @@ fn a_planted_file_never_replaces_a_command_line_log_key() {
     // bundle came out not evaluated (log.untrusted), exit 3.
     rcpt()
         .current_dir(&cwd)
-        .args(["verify", "--issuer-key-file"])
-        .arg(&demo.issuer_pub)
+        .args(["verify", "--issuer-key", &demo.issuer_vkey()])
         .args(["--log-key", &trusted])
         .arg(&bundle)
         .assert()
@@ -114,7 +113,8 @@ fn a_planted_file_never_replaces_a_command_line_issuer_key() {
     std::fs::create_dir(&cwd).unwrap();
     let (evil_pub, _) = keypair_named_safely(tmp.path(), "evil", "x", "public key");
     let evil_pem = std::fs::read(&evil_pub).unwrap();
-    let trusted = demo.issuer_b64();
+    // NAME=KEY: the form that binds the payloads' issuer name.
+    let trusted = format!("gate.example={}", demo.issuer_b64());
     if !trusted.contains('/') {
         std::fs::write(cwd.join(&trusted), &evil_pem).unwrap();
     }
@@ -165,12 +165,28 @@ fn a_file_name_where_a_key_is_expected_is_refused_and_points_at_the_file_flag() 
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--log-key-file"));
+    // A .pub file binds no name (the receipt's issuer must be the key's
+    // name): the bundle is authentic but fails the binding, and says so.
     rcpt()
         .current_dir(tmp.path())
         .args([
             "verify",
             "--issuer-key-file",
             "gate.pub",
+            "--log-key-file",
+            "log.vkey",
+        ])
+        .arg(&bundle)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("signature.issuer_mismatch"));
+    std::fs::write(tmp.path().join("gate.vkey"), demo.issuer_vkey()).unwrap();
+    rcpt()
+        .current_dir(tmp.path())
+        .args([
+            "verify",
+            "--issuer-key-file",
+            "gate.vkey",
             "--log-key-file",
             "log.vkey",
         ])
@@ -186,7 +202,7 @@ fn every_form_key_show_prints_is_accepted_and_a_keyid_is_not_a_key() {
     let bundle = demo.prove(0, 1);
     let vkey = demo.vkey();
     let issuer_forms = [
-        demo.issuer_b64(),
+        format!("gate.example={}", demo.issuer_b64()),
         show(&demo.issuer_pub, "gate.example", "verifier key"),
     ];
     for form in &issuer_forms {
@@ -196,6 +212,19 @@ fn every_form_key_show_prints_is_accepted_and_a_keyid_is_not_a_key() {
             .assert()
             .code(0);
     }
+    // The raw key is accepted as a key, but binds no issuer name.
+    rcpt()
+        .args([
+            "verify",
+            "--issuer-key",
+            &demo.issuer_b64(),
+            "--log-key",
+            &vkey,
+        ])
+        .arg(&bundle)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("without a name"));
     // The trust-file entries `key show` prints make a working trust file.
     let issuer_entry: Value = serde_json::from_str(&show(
         &demo.issuer_pub,
@@ -219,7 +248,7 @@ fn every_form_key_show_prints_is_accepted_and_a_keyid_is_not_a_key() {
         .code(0);
     // A verifier key is accepted as a trust file's public_key too.
     let t2 = tmp.path().join("t2.json");
-    let vk_issuer = json!({"name": "g", "public_key": issuer_forms[1]});
+    let vk_issuer = json!({"name": "gate.example", "public_key": issuer_forms[1]});
     std::fs::write(
         &t2,
         json!({"issuers": [vk_issuer], "logs": [log_entry]}).to_string(),
@@ -706,8 +735,7 @@ fn a_since_checkpoint_of_another_trusted_log_fails_origin_mismatch() {
     let proof = tmp.path().join("p.json");
     std::fs::write(&proof, b.consistency(3, 3)).unwrap();
     rcpt()
-        .args(["verify", "--issuer-key-file"])
-        .arg(&a.issuer_pub)
+        .args(["verify", "--issuer-key", &a.issuer_vkey()])
         .args(["--log-key", &a.vkey(), "--log-key", &b.vkey(), "--since"])
         .arg(&b_cp)
         .arg("--consistency")
@@ -737,8 +765,7 @@ fn consistency_takes_one_proof_per_tree_size() {
     std::fs::write(&p6, demo.consistency(3, 6)).unwrap();
     let run = |proofs: &[&Path]| {
         let mut cmd = rcpt();
-        cmd.args(["verify", "--issuer-key-file"])
-            .arg(&demo.issuer_pub)
+        cmd.args(["verify", "--issuer-key", &demo.issuer_vkey()])
             .args(["--log-key", &demo.vkey(), "--since"])
             .arg(&old);
         for p in proofs {

@@ -146,6 +146,12 @@ impl Demo {
         show(&self.log_pub, &self.origin, "verifier key")
     }
 
+    /// The issuer's verifier key: a key form that carries its name
+    /// (`gate.example`, the payloads' issuer), so it binds that name.
+    pub fn issuer_vkey(&self) -> String {
+        show(&self.issuer_pub, "gate.example", "verifier key")
+    }
+
     /// The issuer's raw base64 public key.
     pub fn issuer_b64(&self) -> String {
         show(&self.issuer_pub, "gate.example", "public key")
