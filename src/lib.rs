@@ -38,6 +38,7 @@ pub mod note;
 pub mod policy;
 pub mod reason;
 pub mod receipt;
+pub mod storage;
 pub mod strictjson;
 pub mod tiles;
 pub mod tlogproof;

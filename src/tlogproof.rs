@@ -9,7 +9,7 @@
 
 use crate::bundle::{Bundle, LogProof};
 use crate::constants::TLOG_PROOF_HEADER;
-use crate::dsse::{Envelope, EnvelopeError};
+use crate::dsse::Envelope;
 use crate::limits::{MAX_PROOF_HASHES, MAX_TLOG_PROOF_BYTES, MAX_TLOG_PROOF_EXTRA_BYTES};
 use crate::merkle::Hash;
 use crate::note::{Checkpoint, Note, NoteError};
@@ -80,7 +80,7 @@ pub enum TlogProofError {
     NoEntry,
     /// `extra` is not an `rcpt` log entry.
     #[error("extra is not an rcpt log entry")]
-    Entry(#[source] EnvelopeError),
+    Entry(#[source] crate::dsse::EntryError),
 }
 
 /// Split off the next newline-terminated line.

@@ -1,8 +1,9 @@
 //! `rcpt log`: write and read a transparency log.
 //!
 //! The library (`rcpt::log`) owns the files and their durability; this file
-//! reads inputs, validates envelopes (in parallel), feeds the library
-//! batches of entry bytes, and prints what happened.
+//! reads inputs, admits envelopes through `rcpt::log::admit` (in
+//! parallel), feeds the library batches of entry bytes, and prints what
+//! happened.
 
 use super::{EXIT_FAILED, EXIT_OK, UsageError};
 use anyhow::Context;
@@ -13,12 +14,14 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use rcpt::dsse::Envelope;
 use rcpt::io::{InputError, Source, Target};
+use rcpt::keys::NoteVerifier;
 use rcpt::keys::SigningKey;
 use rcpt::limits::{
-    MAX_APPEND_BATCH_BYTES, MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BYTES, MAX_ENVELOPE_BYTES,
+    MAX_APPEND_BATCH_BYTES, MAX_APPEND_BATCH_ENTRIES, MAX_ENVELOPE_BYTES, MAX_KEY_FILE_BYTES,
     MAX_STDIN_LINE_BYTES,
 };
-use rcpt::log::{Log, LogWriter};
+use rcpt::log::admit::{self, AcceptedIssuers, Admitted};
+use rcpt::log::{InitOptions, Log, LogError, LogWriter};
 use rcpt::reason::Reason;
 use std::ffi::OsString;
 use std::io::{BufRead, IsTerminal, Read, Write};
@@ -39,6 +42,11 @@ pub enum LogCommand {
         /// The log's private key (PKCS#8 PEM), kept outside DIR.
         #[arg(long)]
         key: PathBuf,
+        /// Trust file whose issuers the log accepts (kept in DIR/.rcpt/):
+        /// append then refuses an envelope without a valid signature by
+        /// the accepted issuer its receipt names.
+        #[arg(long)]
+        trust: Option<PathBuf>,
     },
     /// Append envelopes (.json files, or '-' for JSON Lines on stdin).
     #[command(after_help = "Example:
@@ -49,6 +57,10 @@ pub enum LogCommand {
         /// The log's private key (default: the key file given at init).
         #[arg(long)]
         key: Option<PathBuf>,
+        /// Trust file whose issuers this append accepts (default: the one
+        /// given at init; with neither, signatures are not checked).
+        #[arg(long)]
+        trust: Option<PathBuf>,
         /// One JSON object per line on stdout.
         #[arg(long)]
         json: bool,
@@ -70,6 +82,8 @@ pub enum LogCommand {
     Checkpoint {
         /// The log directory.
         dir: PathBuf,
+        #[command(flatten)]
+        key: LogKeyArg,
     },
     /// Write the proof bundle of one receipt.
     #[command(after_help = "Examples:
@@ -93,6 +107,8 @@ pub enum LogCommand {
         /// `bundle` (rcpt JSON) or `tlog-proof` (C2SP tlog-proof@v1, the entry in `extra`).
         #[arg(long, value_enum, default_value = "bundle")]
         format: ProveFormat,
+        #[command(flatten)]
+        key: LogKeyArg,
     },
     /// Print a consistency proof between two tree sizes.
     #[command(after_help = "Example:
@@ -109,6 +125,8 @@ pub enum LogCommand {
         /// Print {"from", "to", "proof"} JSON, as `rcpt verify --consistency` reads.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        key: LogKeyArg,
     },
     /// Recompute every tile and the root; verify the checkpoint.
     #[command(after_help = "Example:
@@ -116,22 +134,64 @@ pub enum LogCommand {
     Check {
         /// The log directory.
         dir: PathBuf,
+        #[command(flatten)]
+        key: LogKeyArg,
     },
+}
+
+/// How a reader finds the log key: the log's settings, or `--log-key`
+/// for a copy of its public files.
+#[derive(clap::Args)]
+pub struct LogKeyArg {
+    /// The log's verifier key (NAME+HASH+KEY), to read a copy of a log's
+    /// public files that has no .rcpt/settings.json; checked against the
+    /// settings when they exist. Always a key string, never a file name.
+    #[arg(long = "log-key", value_name = "VKEY")]
+    log_key: Option<String>,
+}
+
+impl LogKeyArg {
+    /// Open the log at `dir` with this key, if any.
+    fn open(&self, dir: &Path) -> anyhow::Result<Log> {
+        let key = match &self.log_key {
+            Some(text) => Some(NoteVerifier::parse(text.trim()).map_err(|e| {
+                UsageError(format!("--log-key {text:?} is not a verifier key: {e}"))
+            })?),
+            None => None,
+        };
+        let store = std::sync::Arc::new(rcpt::storage::posix::PosixStore::new(dir));
+        Ok(Log::open_store(store, key.as_ref())?)
+    }
 }
 
 pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
     match cmd {
-        LogCommand::Init { dir, origin, key } => init(&dir, &origin, &key),
+        LogCommand::Init {
+            dir,
+            origin,
+            key,
+            trust,
+        } => init(&dir, &origin, &key, trust.as_deref()),
         LogCommand::Append {
             dir,
             key,
+            trust,
             json,
             wait,
             batch,
             files,
-        } => append(&dir, key.as_deref(), json, wait, batch as usize, &files),
-        LogCommand::Checkpoint { dir } => {
-            let log = Log::open(&dir)?;
+        } => {
+            let opts = AppendOptions {
+                key,
+                trust,
+                json,
+                wait,
+                max_batch: batch as usize,
+            };
+            append(&dir, &opts, &files)
+        }
+        LogCommand::Checkpoint { dir, key } => {
+            let log = key.open(&dir)?;
             write!(std::io::stdout().lock(), "{}", log.checkpoint())?;
             Ok(EXIT_OK)
         }
@@ -142,14 +202,23 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             size,
             out,
             format,
-        } => prove(&dir, index, receipt.as_deref(), size, out.as_ref(), format),
+            key,
+        } => prove(
+            &key.open(&dir)?,
+            index,
+            receipt.as_deref(),
+            size,
+            out.as_ref(),
+            format,
+        ),
         LogCommand::Consistency {
             dir,
             from,
             to,
             json,
-        } => consistency(&dir, from, to, json),
-        LogCommand::Check { dir } => check(&dir),
+            key,
+        } => consistency(&key.open(&dir)?, from, to, json),
+        LogCommand::Check { dir, key } => check(&key.open(&dir)?),
     }
 }
 
@@ -160,18 +229,50 @@ fn read_key(path: &Path) -> anyhow::Result<SigningKey> {
         .with_context(|| format!("reading the private key {}", path.display()))
 }
 
-fn init(dir: &Path, origin: &str, key_path: &Path) -> anyhow::Result<u8> {
+/// Read a trust file and keep its issuers as the accepted ones.
+fn read_accepted(path: &Path) -> anyhow::Result<AcceptedIssuers> {
+    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_KEY_FILE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("reading {}", path.display()))?;
+    AcceptedIssuers::from_json(&bytes).with_context(|| format!("trust file {}", path.display()))
+}
+
+fn init(dir: &Path, origin: &str, key_path: &Path, trust: Option<&Path>) -> anyhow::Result<u8> {
     let key = read_key(key_path)?;
-    let log = Log::create(dir, origin, &key, Some(key_path))?;
+    let accepted = trust.map(read_accepted).transpose()?;
+    let opts = InitOptions {
+        key_file: Some(key_path),
+        accepted: accepted.as_ref(),
+    };
+    let log = Log::create_with(dir, origin, &key, opts)?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
         "initialised log {} at {}",
         log.origin(),
-        log.dir().display()
+        log.location()
     )?;
     writeln!(out, "verifier key: {}", log.verifier())?;
+    match &accepted {
+        Some(a) => writeln!(out, "accepted issuers: {}", issuer_names(a))?,
+        None => writeln!(
+            out,
+            "accepted issuers: none (envelope signatures will not be checked)"
+        )?,
+    }
     Ok(EXIT_OK)
+}
+
+/// The accepted issuers' names, comma-separated.
+fn issuer_names(accepted: &AcceptedIssuers) -> String {
+    let names: Vec<&str> = accepted
+        .issuers()
+        .iter()
+        .filter_map(|i| i.name.as_deref())
+        .collect();
+    names.join(", ")
 }
 
 /// A progress bar on stderr that appears only when stderr is a terminal and
@@ -223,7 +324,7 @@ struct Input {
     bytes: Result<Vec<u8>, Refusal>,
 }
 
-/// Why an envelope was refused: a stable reason code and a detail.
+/// Why an input was refused: a stable reason code and a detail.
 #[derive(Debug)]
 struct Refusal {
     reason: Reason,
@@ -239,36 +340,10 @@ impl Refusal {
     }
 }
 
-/// A validated envelope: its entry bytes and receipt id.
-struct Valid {
-    entry: Vec<u8>,
-    id: String,
-}
-
-/// Validate one envelope for the log (DESIGN.md "Log"): it parses, carries
-/// a receipt payload that is canonical and keeps every invariant, and its
-/// entry fits. Its signature is not checked here (no trust is configured).
-fn validate(bytes: &[u8]) -> Result<Valid, Refusal> {
-    let env = Envelope::from_json(bytes).map_err(|e| Refusal::new(e.reason_code(), e))?;
-    if env.payload_type != rcpt::constants::RECEIPT_PAYLOAD_TYPE {
-        let detail = format!(
-            "payloadType is {:?}, not {:?}",
-            env.payload_type,
-            rcpt::constants::RECEIPT_PAYLOAD_TYPE
-        );
-        return Err(Refusal::new(Reason::EnvelopePayloadTypeUnsupported, detail));
+impl From<admit::Refusal> for Refusal {
+    fn from(r: admit::Refusal) -> Refusal {
+        Refusal::new(r.reason(), &r)
     }
-    let payload = rcpt::receipt::payload_from_cbor(&env.payload)
-        .map_err(|e| Refusal::new(e.reason_code(), &e))?;
-    let entry = env.to_entry();
-    if entry.len() > MAX_ENTRY_BYTES {
-        let detail = format!("log entry is {} bytes, over {MAX_ENTRY_BYTES}", entry.len());
-        return Err(Refusal::new(Reason::EntryTooLarge, detail));
-    }
-    Ok(Valid {
-        entry,
-        id: payload.id.to_string(),
-    })
 }
 
 /// Read an envelope file with the capped reader (a regular file, at most
@@ -384,28 +459,43 @@ fn next_batch(inputs: &mut Inputs<'_>, max: usize) -> Vec<Input> {
     batch
 }
 
-fn append(
-    dir: &Path,
-    key: Option<&Path>,
+/// How `append` runs.
+struct AppendOptions {
+    key: Option<PathBuf>,
+    trust: Option<PathBuf>,
     json: bool,
     wait: bool,
     max_batch: usize,
-    files: &[String],
-) -> anyhow::Result<u8> {
-    let key_path = match key {
-        Some(k) => k.to_path_buf(),
-        None => Log::open(dir)?
-            .key_file()
-            .map(Path::to_path_buf)
-            .ok_or_else(|| {
-                UsageError(format!(
-                    "{} records no key file; pass --key LOG.key",
-                    dir.display()
-                ))
-            })?,
+}
+
+fn append(dir: &Path, opts: &AppendOptions, files: &[String]) -> anyhow::Result<u8> {
+    let log = Log::open(dir).map_err(|e| match e {
+        LogError::NoLogKey { location } => LogError::NotWritable { location },
+        e => e,
+    })?;
+    let key_path = match &opts.key {
+        Some(k) => k.clone(),
+        None => log.key_file().map(Path::to_path_buf).ok_or_else(|| {
+            UsageError(format!(
+                "{} records no key file; pass --key LOG.key",
+                dir.display()
+            ))
+        })?,
     };
     check_append_files(files)?;
-    let mut writer = LogWriter::open(dir, &read_key(&key_path)?, wait)?;
+    let accepted = match &opts.trust {
+        Some(path) => Some(read_accepted(path)?),
+        None => log.accepted_issuers()?,
+    };
+    drop(log);
+    if accepted.is_none() {
+        eprintln!(
+            "rcpt: note: {} has no accepted issuers (no --trust here or at init): \
+             envelope signatures are not checked",
+            dir.display()
+        );
+    }
+    let mut writer = LogWriter::open(dir, &read_key(&key_path)?, opts.wait)?;
     let has_stdin = files.iter().any(|f| f == "-");
     let mut inputs = Inputs {
         files: files.iter(),
@@ -415,18 +505,16 @@ fn append(
     let (mut done, mut refused) = (0u64, 0u64);
     let mut out = std::io::stdout().lock();
     loop {
-        let batch = next_batch(&mut inputs, max_batch);
+        let batch = next_batch(&mut inputs, opts.max_batch);
         if batch.is_empty() {
             break;
         }
-        let checked: Vec<Result<Valid, Refusal>> = batch
+        let checked: Vec<Result<Admitted, Refusal>> = batch
             .par_iter()
-            .map(|i| {
-                i.bytes
-                    .as_ref()
-                    .map_err(|r| Refusal::new(r.reason, &r.detail))
+            .map(|i| match &i.bytes {
+                Ok(b) => admit::admit(b, accepted.as_ref()).map_err(Refusal::from),
+                Err(r) => Err(Refusal::new(r.reason, &r.detail)),
             })
-            .map(|b| b.and_then(|b| validate(b)))
             .collect();
         let entries: Vec<Vec<u8>> = checked
             .iter()
@@ -438,11 +526,11 @@ fn append(
             match result {
                 Ok(valid) => {
                     let a = appended.next().context("append returned too few results")?;
-                    report_ok(&mut out, json, &input.name, a.index, &valid.id, a.new)?;
+                    report_ok(&mut out, opts.json, &input.name, a, valid)?;
                 }
                 Err(r) => {
                     refused += 1;
-                    report_refused(&mut out, json, &input.name, r)?;
+                    report_refused(&mut out, opts.json, &input.name, r)?;
                 }
             }
         }
@@ -458,12 +546,13 @@ fn report_ok(
     out: &mut impl Write,
     json: bool,
     name: &str,
-    index: u64,
-    id: &str,
-    new: bool,
+    appended: rcpt::log::Appended,
+    valid: &Admitted,
 ) -> anyhow::Result<()> {
+    let (index, id) = (appended.index, &valid.receipt_id);
     if json {
-        let v = serde_json::json!({"file": name, "index": index, "receipt_id": id, "new": new});
+        let v = serde_json::json!({"file": name, "index": index, "receipt_id": id,
+            "new": appended.new, "signature": valid.signatures.as_str()});
         writeln!(out, "{v}")?;
     } else {
         writeln!(out, "{index} {id}")?;
@@ -497,17 +586,16 @@ fn index_of_receipt(log: &Log, path: &Path) -> anyhow::Result<u64> {
 }
 
 fn prove(
-    dir: &Path,
+    log: &Log,
     index: Option<u64>,
     receipt: Option<&Path>,
     size: Option<u64>,
     out: Option<&Target>,
     format: ProveFormat,
 ) -> anyhow::Result<u8> {
-    let log = Log::open(dir)?;
     let index = match (index, receipt) {
         (Some(i), _) => i,
-        (None, Some(path)) => index_of_receipt(&log, path)?,
+        (None, Some(path)) => index_of_receipt(log, path)?,
         (None, None) => return Err(UsageError("pass --index I or --receipt FILE".into()).into()),
     };
     let size = size.unwrap_or(log.size());
@@ -564,8 +652,7 @@ fn emit(out: Option<&Target>, text: &str) -> anyhow::Result<u8> {
     Ok(EXIT_OK)
 }
 
-fn consistency(dir: &Path, from: u64, to: Option<u64>, json: bool) -> anyhow::Result<u8> {
-    let log = Log::open(dir)?;
+fn consistency(log: &Log, from: u64, to: Option<u64>, json: bool) -> anyhow::Result<u8> {
     let to = to.unwrap_or(log.size());
     if from > to {
         return Err(UsageError(format!("--from {from} is after --to {to}")).into());
@@ -589,9 +676,9 @@ fn consistency(dir: &Path, from: u64, to: Option<u64>, json: bool) -> anyhow::Re
     Ok(EXIT_OK)
 }
 
-fn check(dir: &Path) -> anyhow::Result<u8> {
+fn check(log: &Log) -> anyhow::Result<u8> {
     let mut progress = Progress::new(None, "checking");
-    let result = rcpt::log::check(dir, |done, total| {
+    let result = rcpt::log::check_log(log, |done, total| {
         progress.bar.set_length(total);
         progress.set(done);
     });
@@ -605,5 +692,20 @@ fn check(dir: &Path) -> anyhow::Result<u8> {
         report.checkpoints,
         STANDARD.encode(report.root)
     )?;
+    if report.kept_tiles > 0 {
+        writeln!(
+            std::io::stdout().lock(),
+            "ok: {} partial tiles and entry bundles kept for earlier sizes verified",
+            report.kept_tiles
+        )?;
+    }
+    for size in &report.unpublished_sizes {
+        writeln!(
+            std::io::stdout().lock(),
+            "note: .rcpt/checkpoints/{size} is past the published size {} (left by an \
+             interrupted append, never published, not part of the log); the next append removes it",
+            report.size
+        )?;
+    }
     Ok(EXIT_OK)
 }

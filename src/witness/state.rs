@@ -14,7 +14,7 @@
 use crate::limits::MAX_NOTE_BYTES;
 use crate::merkle::Hash;
 use crate::note::{Checkpoint, Note};
-use fs4::fs_std::FileExt as _;
+
 use sha2::Digest as _;
 use std::fs::{File, OpenOptions};
 use std::io::{Read as _, Write as _};
@@ -187,7 +187,7 @@ impl StateStore {
         // Held until `lock` drops at the end of this function (or the
         // process dies): no other thread or process passes this line for
         // this origin meanwhile.
-        lock.lock_exclusive().map_err(io(&lock_path))?;
+        lock.lock().map_err(io(&lock_path))?;
         let current = self.load(origin)?.map(|r| r.head);
         if current.as_ref() != expected {
             return Err(CasError::Conflict { current });
