@@ -99,15 +99,22 @@ fn hashing_rate(entries: &[Vec<u8>]) -> f64 {
 struct Run {
     secs: f64,
     peak_rss_kib: Option<u64>,
+    /// User + system CPU seconds (GNU time), when available.
+    cpu_secs: Option<f64>,
 }
 
 /// Run `rcpt ARGS` in `cwd` (stdin from `input`), under GNU time when present.
 fn run_rcpt(cwd: &Path, args: &[&str], input: Option<&Path>) -> Run {
+    run_rcpt_status(cwd, args, input, &[0])
+}
+
+/// [`run_rcpt`], accepting any of the exit statuses `ok`.
+fn run_rcpt_status(cwd: &Path, args: &[&str], input: Option<&Path>, ok: &[i32]) -> Run {
     let bin = env!("CARGO_BIN_EXE_rcpt");
     let time = Path::new("/usr/bin/time");
     let mut cmd = if time.exists() {
         let mut c = Command::new(time);
-        c.args(["-f", "RCPT_BENCH_MAXRSS_KIB=%M", bin]);
+        c.args(["-f", "RCPT_BENCH_MAXRSS_KIB=%M RCPT_BENCH_CPU=%U+%S", bin]);
         c
     } else {
         Command::new(bin)
@@ -122,12 +129,29 @@ fn run_rcpt(cwd: &Path, args: &[&str], input: Option<&Path>) -> Run {
     let out = cmd.output().unwrap();
     let secs = start.elapsed().as_secs_f64();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "rcpt {args:?} failed: {stderr}");
-    let peak_rss_kib = stderr
+    let code = out.status.code().unwrap_or(-1);
+    assert!(
+        ok.contains(&code),
+        "rcpt {:?} exited {code}: {stderr}",
+        args.get(..3)
+    );
+    let line = stderr
         .lines()
-        .find_map(|l| l.strip_prefix("RCPT_BENCH_MAXRSS_KIB="))
-        .and_then(|v| v.trim().parse().ok());
-    Run { secs, peak_rss_kib }
+        .find_map(|l| l.strip_prefix("RCPT_BENCH_MAXRSS_KIB="));
+    let peak_rss_kib = line
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok());
+    let cpu_secs = line
+        .and_then(|l| l.split_once("RCPT_BENCH_CPU="))
+        .and_then(|(_, cpu)| {
+            let (u, s) = cpu.trim().split_once('+')?;
+            Some(u.parse::<f64>().ok()? + s.parse::<f64>().ok()?)
+        });
+    Run {
+        secs,
+        peak_rss_kib,
+        cpu_secs,
+    }
 }
 
 fn rss(run: &Run) -> String {
@@ -248,6 +272,57 @@ fn main() {
             n_verify as f64 / run.secs,
             limit,
             &run,
+        );
+    }
+    gate_costs(&dir, &bundle_dir, &names, n_verify);
+}
+
+/// What each gating requirement costs: CPU seconds of `rcpt verify` over
+/// the same bundles with one requirement at a time (CPU time, not wall
+/// time, so the figure holds on a busy machine); best of three. A
+/// requirement the bundles do not meet still runs every check.
+fn gate_costs(dir: &Path, bundle_dir: &Path, names: &[String], n: usize) {
+    let root = dir.join("fresh-root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("a"), b"a").unwrap();
+    let root = root.to_str().unwrap().to_string();
+    let zero = format!("blake3:{}", "0".repeat(64));
+    let variants: Vec<Vec<&str>> = vec![
+        vec![],
+        vec!["--require-verdict", "admit"],
+        vec!["--issuer", "bench"],
+        vec!["--change-id", &zero],
+        vec!["--policy-id", &zero],
+        vec!["--applied", "true"],
+        vec!["--max-age", "7d", "--now", "1790000000"],
+        vec!["--fresh", &root],
+    ];
+    println!();
+    println!(
+        "| `rcpt verify` {n} files, requirement | CPU s (best of 3) | bundles per CPU-s | cost vs none |"
+    );
+    println!("|---|---|---|---|");
+    let trust = dir.join("trust.json");
+    let mut base = None;
+    for v in &variants {
+        let mut best = f64::INFINITY;
+        for _ in 0..3 {
+            let mut args = vec!["verify", "--trust", trust.to_str().unwrap()];
+            args.extend(v.iter().copied());
+            args.extend(names.iter().map(String::as_str));
+            let run = run_rcpt_status(bundle_dir, &args, None, &[0, 1]);
+            best = best.min(run.cpu_secs.unwrap_or(run.secs));
+        }
+        let base_cpu = *base.get_or_insert(best);
+        let label = if v.is_empty() {
+            "(none)".to_string()
+        } else {
+            v.join(" ")
+        };
+        println!(
+            "| {label} | {best:.3} | {:.0} | {:+.1}% |",
+            n as f64 / best,
+            (best / base_cpu - 1.0) * 100.0
         );
     }
 }

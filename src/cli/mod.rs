@@ -61,7 +61,7 @@ enum Command {
     #[command(subcommand)]
     Log(log::LogCommand),
     /// Verify receipt bundles offline.
-    Verify(verify::VerifyArgs),
+    Verify(Box<verify::VerifyArgs>),
     /// Print a shell completion script.
     #[command(
         after_help = "Example:\n  rcpt completions bash > ~/.local/share/bash-completion/completions/rcpt"
@@ -97,7 +97,7 @@ pub fn main() -> ExitCode {
         Command::Key(cmd) => key::run(cmd),
         Command::Receipt(cmd) => receipt::run(cmd),
         Command::Log(cmd) => log::run(cmd),
-        Command::Verify(args) => verify::run(args),
+        Command::Verify(args) => verify::run(*args),
         Command::Completions { shell } => completions(shell),
         Command::Man { command } => man(&command),
         Command::Witness(cmd) => witness::run(cmd),
