@@ -26,6 +26,8 @@ pub mod keys;
 pub mod limits;
 pub mod log;
 pub mod merkle;
+#[cfg(feature = "net")]
+pub mod net;
 pub mod note;
 pub mod receipt;
 pub mod strictjson;

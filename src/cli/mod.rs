@@ -8,6 +8,8 @@ use std::process::ExitCode;
 mod key;
 mod log;
 mod receipt;
+#[cfg(feature = "net")]
+mod serve;
 mod verify;
 
 /// Exit status: success.
