@@ -415,14 +415,18 @@ async fn accept_loop(
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut tasks = tokio::task::JoinSet::new();
     loop {
-        let accepted = tokio::select! {
+        let slot = tokio::select! {
             _ = stopped(&mut stop) => break,
             permit = Arc::clone(&slots).acquire_owned() => match permit {
-                Ok(p) => listener.accept().await.map(|c| (c, p)),
+                Ok(p) => p,
                 Err(_) => break,
             },
         };
-        let ((stream, remote), slot) = match accepted {
+        let accepted = tokio::select! {
+            _ = stopped(&mut stop) => break,
+            accepted = listener.accept() => accepted,
+        };
+        let (stream, remote) = match accepted {
             Ok(a) => a,
             Err(_) => {
                 // Out of descriptors or a reset before accept: pause, go on.
