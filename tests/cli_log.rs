@@ -320,3 +320,102 @@ fn prove_and_consistency_refuse_unpublished_sizes() {
         .assert()
         .success();
 }
+
+/// A trust file accepting `issuer()` under the name "test" (the issuer
+/// `envelope` writes into its receipts).
+fn trust_file(tmp: &Path, name: &str) -> PathBuf {
+    let path = tmp.join(format!("trust-{name}.json"));
+    let key = STANDARD.encode(issuer().verifying_key().as_bytes());
+    let json = format!(r#"{{"issuers": [{{"name": "{name}", "public_key": "{key}"}}]}}"#);
+    std::fs::write(&path, json).unwrap();
+    path
+}
+
+/// Regression (issue 8, defect 10): a forged envelope was appended. A log
+/// with accepted issuers (given at init, or to append) refuses envelopes
+/// without a valid signature by the issuer they name; a log without says
+/// that signatures were not checked.
+#[test]
+fn accepted_issuers_refuse_forged_and_foreign_envelopes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let key = tmp.path().join("log.key");
+    std::fs::write(
+        &key,
+        rcpt::keys::signing_key_to_pem(&SigningKey::from_bytes(&[5u8; 32])),
+    )
+    .unwrap();
+    let dir = tmp.path().join("log");
+    let init_out = stdout(
+        rcpt()
+            .args(["log", "init"])
+            .arg(&dir)
+            .args(["--origin", ORIGIN, "--key"])
+            .arg(&key)
+            .arg("--trust")
+            .arg(trust_file(tmp.path(), "test")),
+    );
+    assert!(init_out.contains("accepted issuers: test"), "{init_out}");
+    let good = envelope(1);
+    let mut forged: serde_json::Value = serde_json::from_str(&envelope(2)).unwrap();
+    let sig = forged["signatures"][0]["sig"].as_str().unwrap().to_string();
+    let mut raw = STANDARD.decode(sig).unwrap();
+    raw[0] ^= 1;
+    forged["signatures"][0]["sig"] = STANDARD.encode(raw).into();
+    let payload = Envelope::from_json(envelope(3).as_bytes()).unwrap().payload;
+    let foreign = Envelope::sign(
+        RECEIPT_PAYLOAD_TYPE,
+        payload,
+        &SigningKey::from_bytes(&[8u8; 32]),
+    )
+    .to_json();
+    let stdin = format!("{good}\n{forged}\n{foreign}\n");
+    let out = rcpt()
+        .args(["log", "append", "--json"])
+        .arg(&dir)
+        .arg("-")
+        .write_stdin(stdin)
+        .assert()
+        .code(1);
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert_eq!(
+        (rows[0]["index"].as_u64(), rows[0]["signature"].as_str()),
+        (Some(0), Some("verified"))
+    );
+    assert_eq!(rows[1]["error"], "signature.failed");
+    assert_eq!(rows[2]["error"], "signature.not_evaluated");
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(!err.contains("not checked"), "{err}");
+    let cp = stdout(rcpt().args(["log", "checkpoint"]).arg(&dir));
+    assert!(cp.lines().nth(1) == Some("1"), "{cp}");
+
+    // A log without accepted issuers: the forgery goes in, and the output says so.
+    std::fs::create_dir(tmp.path().join("plain")).unwrap();
+    let plain = init(&tmp.path().join("plain"));
+    let out = rcpt()
+        .args(["log", "append", "--json"])
+        .arg(&plain)
+        .arg("-")
+        .write_stdin(format!("{forged}\n"))
+        .assert()
+        .success();
+    let row: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(row["signature"], "not_checked");
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("signatures are not checked"), "{err}");
+    // The same log with --trust naming another issuer: a mismatch.
+    let out = rcpt()
+        .args(["log", "append", "--json", "--trust"])
+        .arg(trust_file(tmp.path(), "someone-else"))
+        .arg(&plain)
+        .arg("-")
+        .write_stdin(format!("{good}\n"))
+        .assert()
+        .code(1);
+    let row: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(row["error"], "signature.issuer_mismatch");
+}

@@ -1,8 +1,9 @@
 //! `rcpt log`: write and read a transparency log.
 //!
 //! The library (`rcpt::log`) owns the files and their durability; this file
-//! reads inputs, validates envelopes (in parallel), feeds the library
-//! batches of entry bytes, and prints what happened.
+//! reads inputs, admits envelopes through `rcpt::log::admit` (in
+//! parallel), feeds the library batches of entry bytes, and prints what
+//! happened.
 
 use super::{EXIT_FAILED, EXIT_OK, UsageError};
 use anyhow::Context;
@@ -11,12 +12,13 @@ use base64::engine::general_purpose::STANDARD;
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
-use rcpt::dsse::{Envelope, EnvelopeError};
+use rcpt::dsse::Envelope;
 use rcpt::keys::SigningKey;
 use rcpt::limits::{
-    MAX_APPEND_BATCH_BYTES, MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BYTES, MAX_ENVELOPE_BYTES,
+    MAX_APPEND_BATCH_BYTES, MAX_APPEND_BATCH_ENTRIES, MAX_ENVELOPE_BYTES, MAX_KEY_FILE_BYTES,
     MAX_STDIN_LINE_BYTES,
 };
+use rcpt::log::admit::{self, AcceptedIssuers, Admitted};
 use rcpt::log::{Log, LogWriter};
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -33,6 +35,11 @@ pub enum LogCommand {
         /// The log's private key (PKCS#8 PEM), kept outside DIR.
         #[arg(long)]
         key: PathBuf,
+        /// Trust file whose issuers the log accepts (kept in DIR/.rcpt/):
+        /// append then refuses an envelope without a valid signature by
+        /// the accepted issuer its receipt names.
+        #[arg(long)]
+        trust: Option<PathBuf>,
     },
     /// Append envelopes (.json files, or '-' for JSON Lines on stdin).
     Append {
@@ -40,6 +47,10 @@ pub enum LogCommand {
         /// The log's private key (default: the key file given at init).
         #[arg(long)]
         key: Option<PathBuf>,
+        /// Trust file whose issuers this append accepts (default: the one
+        /// given at init; with neither, signatures are not checked).
+        #[arg(long)]
+        trust: Option<PathBuf>,
         /// One JSON object per line on stdout.
         #[arg(long)]
         json: bool,
@@ -95,15 +106,30 @@ pub enum LogCommand {
 
 pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
     match cmd {
-        LogCommand::Init { dir, origin, key } => init(&dir, &origin, &key),
+        LogCommand::Init {
+            dir,
+            origin,
+            key,
+            trust,
+        } => init(&dir, &origin, &key, trust.as_deref()),
         LogCommand::Append {
             dir,
             key,
+            trust,
             json,
             wait,
             batch,
             files,
-        } => append(&dir, key.as_deref(), json, wait, batch as usize, &files),
+        } => {
+            let opts = AppendOptions {
+                key,
+                trust,
+                json,
+                wait,
+                max_batch: batch as usize,
+            };
+            append(&dir, &opts, &files)
+        }
         LogCommand::Checkpoint { dir } => {
             let log = Log::open(&dir)?;
             print!("{}", log.checkpoint());
@@ -139,16 +165,37 @@ fn read_key(path: &Path) -> anyhow::Result<SigningKey> {
         .with_context(|| format!("reading the private key {}", path.display()))
 }
 
-fn init(dir: &Path, origin: &str, key_path: &Path) -> anyhow::Result<u8> {
+/// Read a trust file and keep its issuers as the accepted ones.
+fn read_accepted(path: &Path) -> anyhow::Result<AcceptedIssuers> {
+    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_KEY_FILE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("reading {}", path.display()))?;
+    AcceptedIssuers::from_json(&bytes).with_context(|| format!("trust file {}", path.display()))
+}
+
+fn init(dir: &Path, origin: &str, key_path: &Path, trust: Option<&Path>) -> anyhow::Result<u8> {
     let key = read_key(key_path)?;
-    let log = Log::create(dir, origin, &key, Some(key_path))?;
+    let accepted = trust.map(read_accepted).transpose()?;
+    let log = Log::create_accepting(dir, origin, &key, Some(key_path), accepted.as_ref())?;
     println!(
         "initialised log {} at {}",
         log.origin(),
         log.dir().display()
     );
     println!("verifier key: {}", log.verifier());
+    match &accepted {
+        Some(a) => println!("accepted issuers: {}", issuer_names(a)),
+        None => println!("accepted issuers: none (envelope signatures will not be checked)"),
+    }
     Ok(EXIT_OK)
+}
+
+/// The accepted issuers' names, comma-separated.
+fn issuer_names(accepted: &AcceptedIssuers) -> String {
+    let names: Vec<&str> = accepted.issuers().iter().map(|i| i.name.as_str()).collect();
+    names.join(", ")
 }
 
 /// A progress bar on stderr that appears only when stderr is a terminal and
@@ -200,7 +247,7 @@ struct Input {
     bytes: Result<Vec<u8>, Refusal>,
 }
 
-/// Why an envelope was refused: a stable reason code and a detail.
+/// Why an input was refused: a stable reason code and a detail.
 #[derive(Debug)]
 struct Refusal {
     reason: &'static str,
@@ -216,46 +263,10 @@ impl Refusal {
     }
 }
 
-/// A validated envelope: its entry bytes and receipt id.
-struct Valid {
-    entry: Vec<u8>,
-    id: String,
-}
-
-/// The stable reason code of an envelope refusal.
-fn envelope_reason(e: &EnvelopeError) -> &'static str {
-    match e {
-        EnvelopeError::TooLarge { .. } => "envelope_too_large",
-        EnvelopeError::TooManySignatures { .. } => "too_many_signatures",
-        EnvelopeError::NoSignatures => "no_signatures",
-        _ => "malformed_envelope",
+impl From<admit::Refusal> for Refusal {
+    fn from(r: admit::Refusal) -> Refusal {
+        Refusal::new(r.reason(), &r)
     }
-}
-
-/// Validate one envelope for the log (DESIGN.md "Log"): it parses, carries
-/// a receipt payload that is canonical and keeps every invariant, and its
-/// entry fits. Its signature is not checked here (no trust is configured).
-fn validate(bytes: &[u8]) -> Result<Valid, Refusal> {
-    let env = Envelope::from_json(bytes).map_err(|e| Refusal::new(envelope_reason(&e), e))?;
-    if env.payload_type != rcpt::constants::RECEIPT_PAYLOAD_TYPE {
-        let detail = format!(
-            "payloadType is {:?}, not {:?}",
-            env.payload_type,
-            rcpt::constants::RECEIPT_PAYLOAD_TYPE
-        );
-        return Err(Refusal::new("wrong_payload_type", detail));
-    }
-    let payload = rcpt::receipt::payload_from_cbor(&env.payload)
-        .map_err(|e| Refusal::new(e.reason_code(), &e))?;
-    let entry = env.to_entry();
-    if entry.len() > MAX_ENTRY_BYTES {
-        let detail = format!("log entry is {} bytes, over {MAX_ENTRY_BYTES}", entry.len());
-        return Err(Refusal::new("entry_too_large", detail));
-    }
-    Ok(Valid {
-        entry,
-        id: payload.id.to_string(),
-    })
 }
 
 /// Read an envelope file, refusing one over the envelope limit before reading it whole.
@@ -375,27 +386,39 @@ fn next_batch(inputs: &mut Inputs<'_>, max: usize) -> Vec<Input> {
     batch
 }
 
-fn append(
-    dir: &Path,
-    key: Option<&Path>,
+/// How `append` runs.
+struct AppendOptions {
+    key: Option<PathBuf>,
+    trust: Option<PathBuf>,
     json: bool,
     wait: bool,
     max_batch: usize,
-    files: &[String],
-) -> anyhow::Result<u8> {
-    let key_path = match key {
-        Some(k) => k.to_path_buf(),
-        None => Log::open(dir)?
-            .key_file()
-            .map(Path::to_path_buf)
-            .ok_or_else(|| {
-                UsageError(format!(
-                    "{} records no key file; pass --key LOG.key",
-                    dir.display()
-                ))
-            })?,
+}
+
+fn append(dir: &Path, opts: &AppendOptions, files: &[String]) -> anyhow::Result<u8> {
+    let log = Log::open(dir)?;
+    let key_path = match &opts.key {
+        Some(k) => k.clone(),
+        None => log.key_file().map(Path::to_path_buf).ok_or_else(|| {
+            UsageError(format!(
+                "{} records no key file; pass --key LOG.key",
+                dir.display()
+            ))
+        })?,
     };
-    let mut writer = LogWriter::open(dir, &read_key(&key_path)?, wait)?;
+    let accepted = match &opts.trust {
+        Some(path) => Some(read_accepted(path)?),
+        None => log.accepted_issuers()?,
+    };
+    drop(log);
+    if accepted.is_none() {
+        eprintln!(
+            "rcpt: note: {} has no accepted issuers (no --trust here or at init): \
+             envelope signatures are not checked",
+            dir.display()
+        );
+    }
+    let mut writer = LogWriter::open(dir, &read_key(&key_path)?, opts.wait)?;
     let has_stdin = files.iter().any(|f| f == "-");
     let mut inputs = Inputs {
         files: files.iter(),
@@ -405,18 +428,16 @@ fn append(
     let (mut done, mut refused) = (0u64, 0u64);
     let mut out = std::io::stdout().lock();
     loop {
-        let batch = next_batch(&mut inputs, max_batch);
+        let batch = next_batch(&mut inputs, opts.max_batch);
         if batch.is_empty() {
             break;
         }
-        let checked: Vec<Result<Valid, Refusal>> = batch
+        let checked: Vec<Result<Admitted, Refusal>> = batch
             .par_iter()
-            .map(|i| {
-                i.bytes
-                    .as_ref()
-                    .map_err(|r| Refusal::new(r.reason, &r.detail))
+            .map(|i| match &i.bytes {
+                Ok(b) => admit::admit(b, accepted.as_ref()).map_err(Refusal::from),
+                Err(r) => Err(Refusal::new(r.reason, &r.detail)),
             })
-            .map(|b| b.and_then(|b| validate(b)))
             .collect();
         let entries: Vec<Vec<u8>> = checked
             .iter()
@@ -428,11 +449,11 @@ fn append(
             match result {
                 Ok(valid) => {
                     let a = appended.next().context("append returned too few results")?;
-                    report_ok(&mut out, json, &input.name, a.index, &valid.id, a.new)?;
+                    report_ok(&mut out, opts.json, &input.name, a, valid)?;
                 }
                 Err(r) => {
                     refused += 1;
-                    report_refused(&mut out, json, &input.name, r)?;
+                    report_refused(&mut out, opts.json, &input.name, r)?;
                 }
             }
         }
@@ -448,12 +469,13 @@ fn report_ok(
     out: &mut impl Write,
     json: bool,
     name: &str,
-    index: u64,
-    id: &str,
-    new: bool,
+    appended: rcpt::log::Appended,
+    valid: &Admitted,
 ) -> anyhow::Result<()> {
+    let (index, id) = (appended.index, &valid.receipt_id);
     if json {
-        let v = serde_json::json!({"file": name, "index": index, "receipt_id": id, "new": new});
+        let v = serde_json::json!({"file": name, "index": index, "receipt_id": id,
+            "new": appended.new, "signature": valid.signatures.as_str()});
         writeln!(out, "{v}")?;
     } else {
         writeln!(out, "{index} {id}")?;

@@ -26,6 +26,11 @@ pub fn settings(dir: &Path) -> PathBuf {
     private(dir).join("settings.json")
 }
 
+/// `DIR/.rcpt/trust.json`: the issuers whose receipts the log accepts.
+pub fn trust(dir: &Path) -> PathBuf {
+    private(dir).join("trust.json")
+}
+
 /// `DIR/.rcpt/lock`: held exclusively by the one writer.
 pub fn lock(dir: &Path) -> PathBuf {
     private(dir).join("lock")

@@ -12,6 +12,7 @@
 //! state under `DIR/.rcpt/` (settings, writer lock, dedup index, every
 //! published checkpoint, temporary files).
 
+pub mod admit;
 mod append;
 mod check;
 mod fsutil;
@@ -294,6 +295,19 @@ impl Log {
         key: &SigningKey,
         key_file: Option<&Path>,
     ) -> Result<Log, LogError> {
+        Log::create_accepting(dir, origin, key, key_file, None)
+    }
+
+    /// [`Log::create`], keeping `accepted` as the log's accepted issuers
+    /// (`DIR/.rcpt/trust.json`): appends then refuse an envelope without a
+    /// valid signature by the issuer it names ([`admit::admit`]).
+    pub fn create_accepting(
+        dir: &Path,
+        origin: &str,
+        key: &SigningKey,
+        key_file: Option<&Path>,
+        accepted: Option<&admit::AcceptedIssuers>,
+    ) -> Result<Log, LogError> {
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         let dir = std::fs::canonicalize(dir).map_err(io_err(dir))?;
         let key_file = match key_file {
@@ -333,6 +347,9 @@ impl Log {
         }
         let settings_path = layout::settings(&dir);
         fsutil::write_durable(&tmp, &settings_path, &settings.to_json()?)?;
+        if let Some(accepted) = accepted {
+            fsutil::write_durable(&tmp, &layout::trust(&dir), &accepted.to_json())?;
+        }
         let kept = layout::checkpoint_at(&dir, 0);
         fsutil::write_durable(&tmp, &kept, checkpoint.as_bytes())?;
         fsutil::sync_dirs(&dir, [settings_path.as_path(), kept.as_path()])?;
@@ -392,6 +409,24 @@ impl Log {
     /// The key file recorded at init, if any.
     pub fn key_file(&self) -> Option<&Path> {
         self.settings.key_file.as_deref()
+    }
+
+    /// The issuers this log accepts (`DIR/.rcpt/trust.json`, given at
+    /// init), or `None` when it has none (signatures are then not checked).
+    pub fn accepted_issuers(&self) -> Result<Option<admit::AcceptedIssuers>, LogError> {
+        let path = layout::trust(&self.dir);
+        let bytes = match fsutil::read_limited(&path, crate::limits::MAX_KEY_FILE_BYTES) {
+            Err(LogError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(None);
+            }
+            other => other?,
+        };
+        admit::AcceptedIssuers::from_json(&bytes)
+            .map(Some)
+            .map_err(|e| LogError::Settings {
+                path,
+                detail: e.to_string(),
+            })
     }
 
     /// Tree size of the latest checkpoint.
