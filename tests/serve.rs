@@ -48,7 +48,13 @@ fn concurrent_submissions_with_duplicates_all_land_and_every_bundle_verifies() {
                 let _p = sem.acquire().await.unwrap();
                 let accept = bundle.then_some(BUNDLE_MEDIA_TYPE);
                 let a = client
-                    .send(Method::POST, "add", Bytes::from(envelope(n)), accept, 1 << 20)
+                    .send(
+                        Method::POST,
+                        "add",
+                        Bytes::from(envelope(n)),
+                        accept,
+                        1 << 20,
+                    )
                     .await
                     .unwrap();
                 (n, bundle, a.status.as_u16(), a.body)
@@ -128,7 +134,10 @@ fn the_read_api_serves_the_files_with_tlog_tiles_headers_and_nothing_else() {
         assert_eq!(r.header("cache-control"), Some(want), "{f}");
         let h = raw(served.addr, "HEAD", &format!("/{f}"), &[], b"");
         assert_eq!(h.status, 200);
-        assert_eq!(h.header("content-length"), Some(r.body.len().to_string().as_str()));
+        assert_eq!(
+            h.header("content-length"),
+            Some(r.body.len().to_string().as_str())
+        );
     }
     // A tile file past the checkpoint (as a crashed append leaves) is not served.
     std::fs::create_dir_all(dir.join("tile/0")).unwrap();
@@ -141,16 +150,46 @@ fn the_read_api_serves_the_files_with_tlog_tiles_headers_and_nothing_else() {
     std::os::unix::fs::symlink(&copy, &real).unwrap();
     std::os::unix::fs::symlink("/etc", dir.join("tile/entries/x001")).unwrap();
     for target in [
-        "/tile/0/005", "/tile/entries/002.p/89", "/tile/0/000", "/tile/entries/x001/000",
-        "/.rcpt/settings.json", "/.rcpt/lock", "/.rcpt/checkpoints/600", "/.rcpt/", "/",
-        "/tile/", "/tile/0/", "/tile/entries", "/tile/0/../../checkpoint", "/tile/0/./000",
-        "/tile/0/001/", "/tile//0/001", "/%2e%2e/checkpoint", "/tile/%30/001",
-        "/tile/0/00%31", "/checkpoint%00", "/CHECKPOINT", "/tile/0/0001", "/tile/00/001",
-        "/tile/0/x000/001", "/tile/0/001.p/00", "/tile/1/000.p/02", "/log.key", "/../log.key",
-        "/tile-0-000.copy", "http://evil/../checkpoint", "/healthz/", "/add/",
+        "/tile/0/005",
+        "/tile/entries/002.p/89",
+        "/tile/0/000",
+        "/tile/entries/x001/000",
+        "/.rcpt/settings.json",
+        "/.rcpt/lock",
+        "/.rcpt/checkpoints/600",
+        "/.rcpt/",
+        "/",
+        "/tile/",
+        "/tile/0/",
+        "/tile/entries",
+        "/tile/0/../../checkpoint",
+        "/tile/0/./000",
+        "/tile/0/001/",
+        "/tile//0/001",
+        "/%2e%2e/checkpoint",
+        "/tile/%30/001",
+        "/tile/0/00%31",
+        "/checkpoint%00",
+        "/CHECKPOINT",
+        "/tile/0/0001",
+        "/tile/00/001",
+        "/tile/0/x000/001",
+        "/tile/0/001.p/00",
+        "/tile/1/000.p/02",
+        "/log.key",
+        "/../log.key",
+        "/tile-0-000.copy",
+        "http://evil/../checkpoint",
+        "/healthz/",
+        "/add/",
     ] {
         let r = raw(served.addr, "GET", target, &[], b"");
-        assert_eq!(r.status, 404, "{target}: {}", String::from_utf8_lossy(&r.body));
+        assert_eq!(
+            r.status,
+            404,
+            "{target}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
         assert_eq!(r.header("cache-control"), Some("no-store"), "{target}");
         assert!(!r.body.windows(6).any(|w| w == b"origin"), "{target}");
     }
@@ -180,7 +219,13 @@ fn the_read_api_serves_the_files_with_tlog_tiles_headers_and_nothing_else() {
 
 /// POST /add with `body`; the status and the `error` code.
 fn add(addr: std::net::SocketAddr, body: &[u8]) -> (u16, String) {
-    let r = raw(addr, "POST", "/add", &["Content-Type: application/json"], body);
+    let r = raw(
+        addr,
+        "POST",
+        "/add",
+        &["Content-Type: application/json"],
+        body,
+    );
     let code = serde_json::from_slice::<serde_json::Value>(&r.body)
         .ok()
         .and_then(|v| v["error"].as_str().map(str::to_string))
@@ -212,7 +257,8 @@ fn every_refusal_has_its_status_and_the_codes_of_log_append() {
         );
         let value = rcpt::canonical::json::from_json(json.as_bytes()).unwrap();
         let bytes = rcpt::canonical::dagcbor::encode(&value);
-        rcpt::dsse::Envelope::sign(rcpt::constants::RECEIPT_PAYLOAD_TYPE, bytes, &issuer_key()).to_json()
+        rcpt::dsse::Envelope::sign(rcpt::constants::RECEIPT_PAYLOAD_TYPE, bytes, &issuer_key())
+            .to_json()
     };
     let refused_400 = [
         "not json".to_string(),
@@ -224,8 +270,22 @@ fn every_refusal_has_its_status_and_the_codes_of_log_append() {
         format!("{} x", good),
     ];
     // The same inputs through `log append --json`: the same reason codes.
-    let lines: String = refused_400.iter().map(|l| l.replace('\n', " ") + "\n").collect();
-    let other = init_log(tmp.path(), "other");
+    let lines: String = refused_400
+        .iter()
+        .map(|l| l.replace('\n', " ") + "\n")
+        .collect();
+    let other = tmp.path().join("other");
+    let st = Command::new(bin())
+        .args(["log", "init"])
+        .arg(&other)
+        .args(["--origin", ORIGIN, "--key"])
+        .arg(tmp.path().join("log.key"))
+        .arg("--trust")
+        .arg(&trust)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
     let mut child = Command::new(bin())
         .args(["log", "append", "--json"])
         .arg(&other)
@@ -240,30 +300,61 @@ fn every_refusal_has_its_status_and_the_codes_of_log_append() {
     let append_codes: Vec<String> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["error"].as_str().unwrap().to_string())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["error"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(append_codes.len(), refused_400.len());
     for (body, code) in refused_400.iter().zip(&append_codes) {
-        assert_eq!(add(served.addr, body.as_bytes()), (400, code.clone()), "{body}");
+        // The same code; 403 for a signature refusal, 400 for the rest.
+        let status = if code.starts_with("signature.") {
+            403
+        } else {
+            400
+        };
+        assert_eq!(
+            add(served.addr, body.as_bytes()),
+            (status, code.clone()),
+            "{body}"
+        );
     }
-    // A signature that names the accepted key but does not verify: 400.
+    assert!(
+        append_codes.contains(&"signature.failed".to_string()),
+        "{append_codes:?}"
+    );
+    assert!(
+        append_codes.contains(&"invariant.applied".to_string()),
+        "{append_codes:?}"
+    );
+    // A signature that names the accepted key but does not verify: 403.
     let mut forged = env.clone();
     let sig = forged["signatures"][0]["sig"].as_str().unwrap().to_string();
     let mut raw_sig = rcpt::keys::decode_base64_any(&sig).unwrap();
     raw_sig[0] ^= 1;
     use base64::Engine;
-    forged["signatures"][0]["sig"] = base64::engine::general_purpose::STANDARD.encode(raw_sig).into();
+    forged["signatures"][0]["sig"] = base64::engine::general_purpose::STANDARD
+        .encode(raw_sig)
+        .into();
     forged["signatures"][0]["keyid"] = rcpt::keys::keyid(&issuer_key().verifying_key()).into();
-    assert_eq!(add(served.addr, forged.to_string().as_bytes()), (400, "signature.invalid".into()));
+    assert_eq!(
+        add(served.addr, forged.to_string().as_bytes()),
+        (403, "signature.failed".into())
+    );
     // Not signed by an accepted issuer: 403; signed by one, under another name: 403.
     let stranger = rcpt::keys::SigningKey::from_bytes(&[99u8; 32]);
     assert_eq!(
         add(served.addr, envelope_by(2, ISSUER, &stranger).as_bytes()),
-        (403, "issuer.not_accepted".into())
+        (403, "signature.not_evaluated".into())
     );
     assert_eq!(
-        add(served.addr, envelope_by(3, "gate-b", &issuer_key()).as_bytes()),
-        (403, "issuer.mismatch".into())
+        add(
+            served.addr,
+            envelope_by(3, "gate-b", &issuer_key()).as_bytes()
+        ),
+        (403, "signature.issuer_mismatch".into())
     );
     // Too large: 413, by Content-Length and by a chunked body.
     let big = vec![b' '; rcpt::net::serve::MAX_BODY_BYTES + 1];
@@ -280,7 +371,11 @@ fn every_refusal_has_its_status_and_the_codes_of_log_append() {
     let _ = std::io::Write::write_all(&mut s, &chunked);
     let mut resp = Vec::new();
     let _ = std::io::Read::read_to_end(&mut s, &mut resp);
-    assert!(resp.starts_with(b"HTTP/1.1 413"), "{}", String::from_utf8_lossy(&resp[..40.min(resp.len())]));
+    assert!(
+        resp.starts_with(b"HTTP/1.1 413"),
+        "{}",
+        String::from_utf8_lossy(&resp[..40.min(resp.len())])
+    );
     // The good one is still accepted; nothing refused entered the log.
     assert_eq!(add(served.addr, good.as_bytes()).0, 200);
     assert!(served.stop().success());
@@ -322,11 +417,25 @@ fn serve_needs_accepted_issuers_and_holds_the_writer_lock() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lists no issuers"));
+    // Without --trust, a log initialised without accepted issuers cannot be served.
+    let out = Command::new(bin())
+        .args(["log", "serve"])
+        .arg(&dir)
+        .args(["--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no accepted issuers"));
     let served = Served::start(&dir, &write_trust(tmp.path()), &[]);
     let file = tmp.path().join("e.json");
     std::fs::write(&file, envelope(7)).unwrap();
-    let out = Command::new(bin()).args(["log", "append"]).arg(&dir).arg(&file).output().unwrap();
+    let out = Command::new(bin())
+        .args(["log", "append"])
+        .arg(&dir)
+        .arg(&file)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("another rcpt process is writing to"),
@@ -382,7 +491,8 @@ fn request_log_lines_are_json_on_stderr() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let requests: Vec<&serde_json::Value> = lines.iter().filter(|l| l.get("status").is_some()).collect();
+    let requests: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l.get("status").is_some()).collect();
     assert_eq!(requests.len(), 3, "{lines:?}");
     assert_eq!(requests[0]["path"], "/checkpoint");
     assert_eq!(requests[1]["status"], 400);
@@ -409,7 +519,12 @@ fn submit_prints_indexes_stores_verified_bundles_and_refuses_a_wrong_log_key() {
     let mut child = Command::new(bin())
         .args(["log", "submit", &served.url()])
         .args(&files)
-        .args(["-", "--log-key", &log_verifier().to_string(), "--bundle-dir"])
+        .args([
+            "-",
+            "--log-key",
+            &log_verifier().to_string(),
+            "--bundle-dir",
+        ])
         .arg(&bundles)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -418,9 +533,16 @@ fn submit_prints_indexes_stores_verified_bundles_and_refuses_a_wrong_log_key() {
         .unwrap();
     std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin_lines.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
-    let indexes: Vec<u64> = text.lines().map(|l| l.split(' ').next().unwrap().parse().unwrap()).collect();
+    let indexes: Vec<u64> = text
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+        .collect();
     assert_eq!(indexes.len(), 10);
     // Input order; 3 and 4 sent twice keep their first index.
     assert_eq!(indexes[5], indexes[3]);
@@ -434,11 +556,22 @@ fn submit_prints_indexes_stores_verified_bundles_and_refuses_a_wrong_log_key() {
         .arg(write_trust(tmp.path()))
         .output()
         .unwrap();
-    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
     // Another log key: the answers do not verify, nothing is reported logged.
     let wrong = rcpt::keys::NoteVerifier::new(ORIGIN, issuer_key().verifying_key()).unwrap();
     let out = Command::new(bin())
-        .args(["log", "submit", &served.url(), &files[0], "--log-key", &wrong.to_string()])
+        .args([
+            "log",
+            "submit",
+            &served.url(),
+            &files[0],
+            "--log-key",
+            &wrong.to_string(),
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -448,7 +581,14 @@ fn submit_prints_indexes_stores_verified_bundles_and_refuses_a_wrong_log_key() {
     let bad = tmp.path().join("bad.json");
     std::fs::write(&bad, "{}").unwrap();
     let out = Command::new(bin())
-        .args(["log", "submit", &served.url(), "--json", "--log-key", &log_verifier().to_string()])
+        .args([
+            "log",
+            "submit",
+            &served.url(),
+            "--json",
+            "--log-key",
+            &log_verifier().to_string(),
+        ])
         .arg(&bad)
         .output()
         .unwrap();
@@ -490,11 +630,19 @@ fn mirror_copies_checks_follows_appends_and_refuses_a_rewritten_history() {
     submit_all(&url, 0..300);
     let copy = tmp.path().join("mirror");
     let out = mirror(&url, &copy);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("mirrored 300 entries (was 0)"));
     log_check(&copy);
     for f in tile_files(&copy) {
-        assert_eq!(std::fs::read(copy.join(&f)).unwrap(), std::fs::read(dir.join(&f)).unwrap(), "{f}");
+        assert_eq!(
+            std::fs::read(copy.join(&f)).unwrap(),
+            std::fs::read(dir.join(&f)).unwrap(),
+            "{f}"
+        );
     }
     // Proofs from the mirror alone verify.
     let bundle = tmp.path().join("b.json");
@@ -514,15 +662,32 @@ fn mirror_copies_checks_follows_appends_and_refuses_a_rewritten_history() {
     // More appends: incremental.
     submit_all(&url, 300..700);
     let out = mirror(&url, &copy);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("mirrored 700 entries (was 300)"));
     log_check(&copy);
-    let out = Command::new(bin()).args(["log", "consistency"]).arg(&copy).args(["--from", "300"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(bin())
+        .args(["log", "consistency"])
+        .arg(&copy)
+        .args(["--from", "300"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(served.stop().success());
     // A log with the same key and origin but another history, longer.
     let forged = init_log(tmp.path(), "forged");
-    let served = Served::start(&forged, &trust, &["--batch-wait", "0ms", "--batch-max", "100"]);
+    let served = Served::start(
+        &forged,
+        &trust,
+        &["--batch-wait", "0ms", "--batch-max", "100"],
+    );
     submit_all(&served.url(), 10_000..10_900);
     let before = std::fs::read(copy.join("checkpoint")).unwrap();
     let out = mirror(&served.url(), &copy);

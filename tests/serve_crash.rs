@@ -54,11 +54,14 @@ async fn load(url: String, base: u64, earlier: Arc<Vec<(u64, u64)>>, acks: Acks)
         tasks.spawn(async move {
             let mut mismatches = 0u64;
             for i in 0..PER_CLIENT {
-                let (n, expect) = match earlier.get(((c * 7919 + i * 104_729) as usize) % earlier.len().max(1)) {
-                    Some(&(n, index)) if i % 5 == 4 => (n, Some(index)),
-                    _ => (base + c * PER_CLIENT + i, None),
-                };
-                let sent = client.send(Method::POST, "add", Bytes::from(envelope(n)), None, 1 << 16).await;
+                let (n, expect) =
+                    match earlier.get(((c * 7919 + i * 104_729) as usize) % earlier.len().max(1)) {
+                        Some(&(n, index)) if i % 5 == 4 => (n, Some(index)),
+                        _ => (base + c * PER_CLIENT + i, None),
+                    };
+                let sent = client
+                    .send(Method::POST, "add", Bytes::from(envelope(n)), None, 1 << 16)
+                    .await;
                 let Ok(a) = sent else { break };
                 if a.status.as_u16() != 200 {
                     break;
@@ -106,7 +109,11 @@ fn trials(count: u64, seed: u64) {
         log_check(&dir);
         let log = rcpt::log::Log::open(&dir).unwrap();
         for (&n, &index) in &acks {
-            assert_eq!(log.entry(index).unwrap(), entry_of(&envelope(n)), "trial {trial}: receipt {n}");
+            assert_eq!(
+                log.entry(index).unwrap(),
+                entry_of(&envelope(n)),
+                "trial {trial}: receipt {n}"
+            );
             if let Some(&first) = all.get(&n) {
                 assert_eq!(first, index, "trial {trial}: receipt {n} moved");
             }
@@ -128,7 +135,10 @@ fn trials(count: u64, seed: u64) {
         log.size(),
         started.elapsed().as_secs_f64()
     );
-    assert!(mid_load > 0, "no trial acknowledged anything before its kill");
+    assert!(
+        mid_load > 0,
+        "no trial acknowledged anything before its kill"
+    );
 }
 
 #[test]

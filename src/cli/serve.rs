@@ -6,8 +6,8 @@ use super::{EXIT_FAILED, EXIT_OK, UsageError};
 use anyhow::Context;
 use rcpt::keys::{NoteVerifier, SigningKey};
 use rcpt::log::Log;
+use rcpt::log::admit::AcceptedIssuers;
 use rcpt::net::serve::{ServeConfig, ServeError, Server};
-use rcpt::trust::Trust;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -65,7 +65,8 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 /// Read a small file (key, trust), refusing one over the key-file limit.
 fn read_small(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
     use std::io::Read;
-    let file = std::fs::File::open(path).with_context(|| format!("reading {what} {}", path.display()))?;
+    let file =
+        std::fs::File::open(path).with_context(|| format!("reading {what} {}", path.display()))?;
     let mut bytes = Vec::new();
     let max = rcpt::limits::MAX_KEY_FILE_BYTES;
     file.take(max as u64 + 1).read_to_end(&mut bytes)?;
@@ -79,7 +80,9 @@ fn read_small(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
 pub fn parse_log_key(arg: &str) -> anyhow::Result<NoteVerifier> {
     let path = Path::new(arg);
     let text = if path.is_file() {
-        String::from_utf8_lossy(&read_small(path, "log key")?).trim().to_string()
+        String::from_utf8_lossy(&read_small(path, "log key")?)
+            .trim()
+            .to_string()
     } else {
         arg.trim().to_string()
     };
@@ -89,9 +92,15 @@ pub fn parse_log_key(arg: &str) -> anyhow::Result<NoteVerifier> {
 fn signing_key(dir: &Path, key: Option<&Path>) -> anyhow::Result<SigningKey> {
     let path = match key {
         Some(k) => k.to_path_buf(),
-        None => Log::open(dir)?.key_file().map(Path::to_path_buf).ok_or_else(|| {
-            UsageError(format!("{} records no key file; pass --key LOG.key", dir.display()))
-        })?,
+        None => Log::open(dir)?
+            .key_file()
+            .map(Path::to_path_buf)
+            .ok_or_else(|| {
+                UsageError(format!(
+                    "{} records no key file; pass --key LOG.key",
+                    dir.display()
+                ))
+            })?,
     };
     let pem = rcpt::keys::read_key_file(&path)?;
     rcpt::keys::signing_key_from_pem(&pem)
@@ -99,13 +108,22 @@ fn signing_key(dir: &Path, key: Option<&Path>) -> anyhow::Result<SigningKey> {
 }
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
+    // Accepted issuers: --trust, else those the log was initialised with.
     let accepted = match &args.trust {
         Some(path) => {
-            Trust::from_json(&read_small(path, "trust file")?)
-                .map_err(|e| UsageError(format!("trust file {}: {e}", path.display())))?
-                .issuers
+            AcceptedIssuers::from_json(&read_small(path, "trust file")?).map_err(|e| {
+                let e = anyhow::Error::new(e);
+                UsageError(format!("trust file {}: {e:#}", path.display()))
+            })?
         }
-        None => Vec::new(),
+        None => Log::open(&args.dir)?.accepted_issuers()?.ok_or_else(|| {
+            UsageError(format!(
+                "no accepted issuers: {} was initialised without --trust; pass --trust FILE \
+                 with \"issuers\" (the service admits only receipts signed by an accepted \
+                 issuer under its own name)",
+                args.dir.display()
+            ))
+        })?,
     };
     let config = ServeConfig {
         key: signing_key(&args.dir, args.key.as_deref())?,
@@ -116,7 +134,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
         queue_max: args.queue_max as usize,
     };
     let server = match Server::bind(config, &args.listen) {
-        Err(e @ (ServeError::NoIssuers | ServeError::Setting(_))) => {
+        Err(e @ ServeError::Setting(_)) => {
             return Err(UsageError(e.to_string()).into());
         }
         other => other?,
@@ -164,11 +182,14 @@ type Submitted = Result<rcpt::net::submit::Logged, String>;
 
 pub fn submit(args: SubmitArgs) -> anyhow::Result<u8> {
     let key = parse_log_key(&args.log_key)?;
-    let client = rcpt::net::client::Client::new(&args.url).map_err(|e| UsageError(e.to_string()))?;
+    let client =
+        rcpt::net::client::Client::new(&args.url).map_err(|e| UsageError(e.to_string()))?;
     if let Some(d) = &args.bundle_dir {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let mut failed = 0u64;
     let mut out = std::io::stdout().lock();
     let mut pending: std::collections::VecDeque<(String, tokio::task::JoinHandle<Submitted>)> =
@@ -222,7 +243,10 @@ fn report(
     };
     let b = &logged.bundle;
     if let Some(dir) = &args.bundle_dir {
-        let hex = b.receipt_id.strip_prefix("blake3:").unwrap_or(&b.receipt_id);
+        let hex = b
+            .receipt_id
+            .strip_prefix("blake3:")
+            .unwrap_or(&b.receipt_id);
         let path = dir.join(format!("{hex}.bundle.json"));
         write_atomic(&path, &logged.json)?;
     }
@@ -237,7 +261,13 @@ fn report(
     Ok(true)
 }
 
-fn refused(out: &mut impl Write, json: bool, name: &str, reason: &str, detail: &str) -> anyhow::Result<()> {
+fn refused(
+    out: &mut impl Write,
+    json: bool,
+    name: &str,
+    reason: &str,
+    detail: &str,
+) -> anyhow::Result<()> {
     if json {
         let v = serde_json::json!({"file": name, "error": reason, "detail": detail});
         writeln!(out, "{v}")?;
@@ -271,8 +301,11 @@ pub struct MirrorArgs {
 
 pub fn mirror(args: MirrorArgs) -> anyhow::Result<u8> {
     let key = parse_log_key(&args.log_key)?;
-    let client = rcpt::net::client::Client::new(&args.url).map_err(|e| UsageError(e.to_string()))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let client =
+        rcpt::net::client::Client::new(&args.url).map_err(|e| UsageError(e.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let report = runtime.block_on(rcpt::net::mirror::mirror(&client, &args.dir, &key))?;
     use base64::Engine;
     let root = base64::engine::general_purpose::STANDARD.encode(report.root);

@@ -96,7 +96,9 @@ impl Client {
         if base.len() > MAX_URL_BYTES {
             return Err(bad("too long"));
         }
-        let uri: Uri = base.parse().map_err(|e: hyper::http::uri::InvalidUri| bad(&e.to_string()))?;
+        let uri: Uri = base
+            .parse()
+            .map_err(|e: hyper::http::uri::InvalidUri| bad(&e.to_string()))?;
         match uri.scheme_str() {
             Some("http") => {}
             Some("https") => {
@@ -147,7 +149,11 @@ impl Client {
         max: usize,
     ) -> Result<Answer, ClientError> {
         let url = self.url(rel);
-        let name: &'static str = if method == Method::POST { "POST" } else { "GET" };
+        let name: &'static str = if method == Method::POST {
+            "POST"
+        } else {
+            "GET"
+        };
         let transport = |detail: String| ClientError::Transport {
             method: name,
             url: url.clone(),

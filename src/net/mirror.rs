@@ -325,7 +325,10 @@ async fn fetch_one(
 fn write_durable(dest: &Path, bytes: &[u8]) -> Result<(), MirrorError> {
     let parent = dest.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(io_err(parent))?;
-    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
     let mut f = std::fs::File::create(&tmp).map_err(io_err(&tmp))?;
     f.write_all(bytes).map_err(io_err(&tmp))?;
@@ -343,7 +346,11 @@ fn sync_dir(dir: &Path) -> Result<(), MirrorError> {
 /// Read a fetched file: staged, else already in the public tree.
 fn read_new(dir: &Path, stage: &Path, rel: &str, max: usize) -> Result<Vec<u8>, MirrorError> {
     let staged = stage.join(rel);
-    let path = if staged.is_file() { staged } else { dir.join(rel) };
+    let path = if staged.is_file() {
+        staged
+    } else {
+        dir.join(rel)
+    };
     let bytes = std::fs::read(&path).map_err(io_err(&path))?;
     if bytes.len() > max {
         return Err(MirrorError::Mismatch(format!("{rel} is over {max} bytes")));
@@ -419,10 +426,14 @@ fn check_new(
         let width = width_at(t, n);
         let rel = tiles::entries_tile_path(t, width);
         let bytes = read_new(dir, stage, &rel, MAX_ENTRY_BUNDLE_BYTES)?;
-        let entries = tiles::decode_entry_bundle(&bytes).map_err(|e| mismatch(format!("{rel}: {e}")))?;
+        let entries =
+            tiles::decode_entry_bundle(&bytes).map_err(|e| mismatch(format!("{rel}: {e}")))?;
         let want = width.map_or(TILE_WIDTH as usize, usize::from);
         if entries.len() != want {
-            return Err(mismatch(format!("{rel} holds {} entries, not {want}", entries.len())));
+            return Err(mismatch(format!(
+                "{rel} holds {} entries, not {want}",
+                entries.len()
+            )));
         }
         for (k, entry) in entries.iter().enumerate() {
             let index = t * TILE_WIDTH + k as u64;
@@ -466,11 +477,10 @@ fn old_partial_entries(dir: &Path, m: u64) -> Result<Vec<Vec<u8>>, MirrorError> 
     let rel = tiles::entries_tile_path(m / TILE_WIDTH, Some(w));
     let path = dir.join(&rel);
     let bytes = std::fs::read(&path).map_err(io_err(&path))?;
-    let entries = tiles::decode_entry_bundle(&bytes)
-        .map_err(|e| MirrorError::Local {
-            dir: dir.to_path_buf(),
-            detail: format!("{rel}: {e}"),
-        })?;
+    let entries = tiles::decode_entry_bundle(&bytes).map_err(|e| MirrorError::Local {
+        dir: dir.to_path_buf(),
+        detail: format!("{rel}: {e}"),
+    })?;
     Ok(entries.into_iter().map(<[u8]>::to_vec).collect())
 }
 
@@ -550,7 +560,12 @@ mod tests {
 
     #[test]
     fn needed_files_cover_the_new_part_only() {
-        let rel = |m, n| needed(m, n).iter().map(PublicPath::relative).collect::<Vec<_>>();
+        let rel = |m, n| {
+            needed(m, n)
+                .iter()
+                .map(PublicPath::relative)
+                .collect::<Vec<_>>()
+        };
         assert_eq!(rel(0, 3), ["tile/entries/000.p/3", "tile/0/000.p/3"]);
         assert_eq!(
             rel(3, 300),
@@ -572,6 +587,9 @@ mod tests {
                 "tile/1/000.p/2"
             ]
         );
-        assert_eq!(rel(512, 513), ["tile/entries/002.p/1", "tile/0/002.p/1", "tile/1/000.p/2"]);
+        assert_eq!(
+            rel(512, 513),
+            ["tile/entries/002.p/1", "tile/0/002.p/1", "tile/1/000.p/2"]
+        );
     }
 }

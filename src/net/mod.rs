@@ -5,11 +5,10 @@
 //! feature `net`; the verifier and the local log commands never reach it
 //! (`cargo build --no-default-features --features cli` builds `rcpt`
 //! without any HTTP or async crate). Formats, proofs and durability come
-//! from the rest of the crate; this module adds transport, batching and
-//! admission. It never prints: the service hands its request log lines to
+//! from the rest of the crate; this module adds transport and batching (admission is
+//! `log::admit`, shared with `rcpt log append`). It never prints: the service hands its request log lines to
 //! a caller-given sink. Specification: `spec/service.md`.
 
-pub mod admit;
 pub mod client;
 pub mod mirror;
 pub mod paths;

@@ -14,14 +14,14 @@
 //! most `queue_max` submissions are being read, queued, integrated or
 //! answered at once; one more gets 503 with `Retry-After`.
 
-use super::admit::{Admitted, Refusal, admit};
 use super::paths::{MAX_PATH_BYTES, PublicPath, TileKind};
 use crate::bundle::{Bundle, LogProof};
 use crate::constants::BUNDLE_MEDIA_TYPE;
+use crate::dsse::Envelope;
 use crate::keys::SigningKey;
 use crate::limits::{MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BUNDLE_BYTES, MAX_ENVELOPE_BYTES};
+use crate::log::admit::{AcceptedIssuers, RefusalClass, admit};
 use crate::log::{Log, LogError, LogWriter};
-use crate::trust::Issuer;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -67,9 +67,9 @@ pub struct ServeConfig {
     pub dir: PathBuf,
     /// The log's signing key.
     pub key: SigningKey,
-    /// Accepted issuers: an envelope needs a signature by one of them, under
-    /// the name its payload gives as `issuer`.
-    pub accepted: Vec<Issuer>,
+    /// Accepted issuers (at least one, by type): an envelope needs a
+    /// signature by one of them, under the name its payload gives as `issuer`.
+    pub accepted: AcceptedIssuers,
     /// Most entries in one batch (1..=`MAX_APPEND_BATCH_ENTRIES`).
     pub batch_max: usize,
     /// How long a batch stays open after its first entry.
@@ -82,12 +82,6 @@ pub struct ServeConfig {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
-    /// No accepted issuer: every submission would be refused.
-    #[error(
-        "no accepted issuers: pass --trust FILE with \"issuers\" (the service admits only \
-         receipts signed by an accepted issuer under its own name)"
-    )]
-    NoIssuers,
     /// A setting is out of range.
     #[error("{0}")]
     Setting(String),
@@ -144,9 +138,6 @@ impl Server {
     /// Check the settings, take the log's writer lock (failing at once if
     /// another writer holds it), and bind `addr`.
     pub fn bind(config: ServeConfig, addr: &str) -> Result<Server, ServeError> {
-        if config.accepted.is_empty() {
-            return Err(ServeError::NoIssuers);
-        }
         if !(1..=MAX_APPEND_BATCH_ENTRIES).contains(&config.batch_max) {
             return Err(ServeError::Setting(format!(
                 "--batch-max must be 1..={MAX_APPEND_BATCH_ENTRIES}"
@@ -328,7 +319,10 @@ impl Batcher {
                 reply_all(jobs, "the log writer has stopped after an error");
                 continue;
             };
-            let entries: Vec<Vec<u8>> = jobs.iter_mut().map(|j| std::mem::take(&mut j.entry)).collect();
+            let entries: Vec<Vec<u8>> = jobs
+                .iter_mut()
+                .map(|j| std::mem::take(&mut j.entry))
+                .collect();
             match w.append(&entries) {
                 Ok(results) => {
                     batches += 1;
@@ -400,7 +394,7 @@ struct Ctx {
     shared: Arc<Shared>,
     tx: mpsc::Sender<Job>,
     permits: Arc<Semaphore>,
-    accepted: Vec<Issuer>,
+    accepted: AcceptedIssuers,
     sink: RequestSink,
     requests: AtomicU64,
 }
@@ -585,7 +579,10 @@ async fn route(req: Request<Incoming>, ctx: &Ctx) -> Reply {
             Reply::method_not_allowed("GET, HEAD")
         } else if ctx.shared.writer_alive.load(Ordering::Relaxed) {
             let size = ctx.shared.published().size;
-            Reply::json(StatusCode::OK, &serde_json::json!({"status": "ok", "tree_size": size}))
+            Reply::json(
+                StatusCode::OK,
+                &serde_json::json!({"status": "ok", "tree_size": size}),
+            )
         } else {
             Reply::error(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -626,7 +623,8 @@ async fn read_public(path: PublicPath, shared: &Shared) -> Reply {
         _ => MAX_HASH_TILE_BYTES,
     };
     let dir = published.dir.clone();
-    let read = tokio::task::spawn_blocking(move || read_no_symlinks(&dir, &path.relative(), max)).await;
+    let read =
+        tokio::task::spawn_blocking(move || read_no_symlinks(&dir, &path.relative(), max)).await;
     match read {
         Ok(Some(bytes)) => Reply {
             status: StatusCode::OK,
@@ -711,19 +709,24 @@ async fn add(req: Request<Incoming>, ctx: &Ctx) -> Reply {
             );
         }
     };
-    let admitted = match admit(&bytes, &ctx.accepted) {
+    let admitted = match admit(&bytes, Some(&ctx.accepted)) {
         Ok(a) => a,
-        Err(r @ Refusal::Invalid { .. }) => {
-            return Reply::error(StatusCode::BAD_REQUEST, r.reason(), r.detail());
-        }
-        Err(r @ Refusal::NotAccepted { .. }) => {
-            return Reply::error(StatusCode::FORBIDDEN, r.reason(), r.detail());
+        Err(r) => {
+            let status = match r.class() {
+                RefusalClass::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+                RefusalClass::NotAccepted => StatusCode::FORBIDDEN,
+                _ => StatusCode::BAD_REQUEST,
+            };
+            return Reply::error(status, r.reason(), &r.to_string());
         }
     };
     drop(bytes);
+    // The entry goes to the writer; a bundle answer needs it again.
+    let kept = want_bundle.then(|| admitted.entry.clone());
+    let receipt_id = admitted.receipt_id;
     let (reply, answer) = oneshot::channel();
     let job = Job {
-        entry: admitted.entry.clone(),
+        entry: admitted.entry,
         want_bundle,
         reply,
     };
@@ -731,7 +734,7 @@ async fn add(req: Request<Incoming>, ctx: &Ctx) -> Reply {
         return Reply::busy("log_unavailable", "the log writer is not running");
     }
     match answer.await {
-        Ok(Ok(a)) => answered(admitted, a).await,
+        Ok(Ok(a)) => answered(receipt_id, kept, a).await,
         Ok(Err(detail)) => Reply::error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "log_write_failed",
@@ -750,22 +753,24 @@ fn too_large() -> Reply {
 }
 
 /// The 200 answer: the index JSON, or the bundle (proof made off the async workers).
-async fn answered(admitted: Admitted, a: Answer) -> Reply {
-    let Some(log) = a.snapshot else {
+async fn answered(receipt_id: String, entry: Option<Vec<u8>>, a: Answer) -> Reply {
+    let (Some(log), Some(entry)) = (a.snapshot, entry) else {
         return Reply::json(
             StatusCode::OK,
             &serde_json::json!({
-                "index": a.index, "receipt_id": admitted.receipt_id,
+                "index": a.index, "receipt_id": receipt_id,
                 "tree_size": a.tree_size, "new": a.new,
             }),
         );
     };
     let made = tokio::task::spawn_blocking(move || {
+        let envelope = Envelope::from_entry(&entry)
+            .map_err(|e| LogError::Proof(format!("decoding the logged entry: {e}")))?;
         let inclusion = log.inclusion_proof(a.index, a.tree_size)?;
         let checkpoint = log.checkpoint_at(a.tree_size)?;
         let bundle = Bundle {
-            receipt_id: admitted.receipt_id,
-            envelope: admitted.envelope,
+            receipt_id,
+            envelope,
             log: LogProof {
                 origin: log.origin().to_string(),
                 index: a.index,
@@ -792,7 +797,10 @@ async fn answered(admitted: Admitted, a: Answer) -> Reply {
         Ok(Err(e)) => Reply::error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "proof_failed",
-            &format!("the entry is logged at {}, but its proof failed: {e}", a.index),
+            &format!(
+                "the entry is logged at {}, but its proof failed: {e}",
+                a.index
+            ),
         ),
         Err(_) => Reply::error(
             StatusCode::INTERNAL_SERVER_ERROR,

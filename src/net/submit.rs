@@ -95,7 +95,8 @@ pub async fn submit(
                         "the service logged an envelope this client cannot parse".to_string(),
                     ));
                 };
-                let bundle = verify_bundle(&a.body, entry, log_key).map_err(SubmitError::BadBundle)?;
+                let bundle =
+                    verify_bundle(&a.body, entry, log_key).map_err(SubmitError::BadBundle)?;
                 return Ok(Logged {
                     json: a.body,
                     bundle,
@@ -106,7 +107,11 @@ pub async fn submit(
                 retry_after(&a.headers).unwrap_or_else(|| backoff(attempt))
             }
             Ok(a) if a.status.is_server_error() => {
-                last = format!("HTTP {}: {}", a.status.as_u16(), String::from_utf8_lossy(&a.body).trim());
+                last = format!(
+                    "HTTP {}: {}",
+                    a.status.as_u16(),
+                    String::from_utf8_lossy(&a.body).trim()
+                );
                 backoff(attempt)
             }
             Ok(a) => return Err(refusal(a.status, &a.body)),

@@ -57,13 +57,16 @@ pub fn envelope(n: u64) -> String {
 }
 
 pub fn entry_of(envelope_json: &str) -> Vec<u8> {
-    Envelope::from_json(envelope_json.as_bytes()).unwrap().to_entry()
+    Envelope::from_json(envelope_json.as_bytes())
+        .unwrap()
+        .to_entry()
 }
 
 /// The trust file accepting `ISSUER` (and naming the log key, for `verify`).
 pub fn write_trust(tmp: &Path) -> PathBuf {
     use base64::Engine;
-    let pubkey = base64::engine::general_purpose::STANDARD.encode(issuer_key().verifying_key().as_bytes());
+    let pubkey =
+        base64::engine::general_purpose::STANDARD.encode(issuer_key().verifying_key().as_bytes());
     let trust = serde_json::json!({
         "issuers": [{"name": ISSUER, "public_key": pubkey}],
         "logs": [{"verifier_key": log_verifier().to_string()}],
@@ -120,10 +123,19 @@ impl Served {
         let addr = line
             .trim()
             .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("no address line: {line:?}; stderr: {}", std::fs::read_to_string(&stderr).unwrap_or_default()))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no address line: {line:?}; stderr: {}",
+                    std::fs::read_to_string(&stderr).unwrap_or_default()
+                )
+            })
             .parse()
             .unwrap();
-        Served { child, addr, stderr }
+        Served {
+            child,
+            addr,
+            stderr,
+        }
     }
 
     pub fn url(&self) -> String {
@@ -222,13 +234,28 @@ fn parse_response(all: &[u8], head: bool) -> Raw {
         .unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(all)));
     let head_text = String::from_utf8_lossy(&all[..split]).into_owned();
     let mut lines = head_text.split("\r\n");
-    let status: u16 = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
-    let body = if head { Vec::new() } else { all[split + 4..].to_vec() };
-    Raw { status, headers, body }
+    let body = if head {
+        Vec::new()
+    } else {
+        all[split + 4..].to_vec()
+    };
+    Raw {
+        status,
+        headers,
+        body,
+    }
 }
 
 /// A tokio runtime for client-side load.
@@ -260,7 +287,11 @@ pub fn tile_files(dir: &Path) -> Vec<String> {
 
 /// `rcpt log check DIR` passes.
 pub fn log_check(dir: &Path) {
-    let out = Command::new(bin()).args(["log", "check"]).arg(dir).output().unwrap();
+    let out = Command::new(bin())
+        .args(["log", "check"])
+        .arg(dir)
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "log check {}: {}{}",

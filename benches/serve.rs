@@ -1,0 +1,241 @@
+//! Load benchmark of `rcpt log serve`: N concurrent keep-alive clients on
+//! loopback submit distinct, pre-signed receipts for a fixed time; prints
+//! submissions/s, latency p50/p99/max, and the server's peak RSS, for each
+//! `--batch-wait` asked for. The server is the real `rcpt` binary in its
+//! own process (request logs written to a file), the clients one tokio
+//! runtime in this process: both share the machine's cores.
+//!
+//! `cargo bench --bench serve`. Settings (environment):
+//! `RCPT_BENCH_CLIENTS` (default 2048), `RCPT_BENCH_SECONDS` (10),
+//! `RCPT_BENCH_WAITS` (`50ms,250ms`), `RCPT_BENCH_BATCH_MAX` (1024),
+//! `RCPT_BENCH_QUEUE_MAX` (65536), `RCPT_BENCH_DIR` (the file system of the
+//! log; default the system temp dir).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use bytes::Bytes;
+use hyper::Method;
+use rayon::prelude::*;
+use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
+use rcpt::dsse::Envelope;
+use rcpt::keys::SigningKey;
+use rcpt::net::client::Client;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+const ISSUER: &str = "bench-gate";
+
+/// Distinct signed receipt envelopes `from..to` (made before timing starts).
+fn envelopes(from: u64, to: u64) -> Vec<Bytes> {
+    let key = SigningKey::from_bytes(&[31u8; 32]);
+    (from..to)
+        .into_par_iter()
+        .map(|n| {
+            let json = format!(
+                r#"{{"version":1,"issuer":"{ISSUER}","issued_at":{n},"substrate":"git",
+                "change_id":"blake3:{h}","inverse_delta_id":null,"reversibility":null,"read_set":[],
+                "precondition":null,"policy_id":"sha256:{h}","verdict":{{"deny":{{"reasons":["r"]}}}},
+                "applied":false,"replay":{{"class":"unknown"}}}}"#,
+                h = "ab".repeat(32)
+            );
+            let payload = rcpt::receipt::payload_from_json(json.as_bytes()).unwrap();
+            Bytes::from(Envelope::sign(RECEIPT_PAYLOAD_TYPE, payload.bytes, &key).to_json())
+        })
+        .collect()
+}
+
+struct Run {
+    wait: String,
+    sent: usize,
+    secs: f64,
+    p50: Duration,
+    p99: Duration,
+    max: Duration,
+    rss_kb: u64,
+    refused: usize,
+}
+
+/// Peak resident set of a process (`VmHWM`), KiB.
+fn peak_rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds: u64) -> Run {
+    let dir = root.join(format!("log-{wait}"));
+    let log_key = SigningKey::from_bytes(&[32u8; 32]);
+    let key_file = root.join("log.key");
+    std::fs::write(&key_file, rcpt::keys::signing_key_to_pem(&log_key)).unwrap();
+    let bin = env!("CARGO_BIN_EXE_rcpt");
+    assert!(
+        Command::new(bin)
+            .args(["log", "init"])
+            .arg(&dir)
+            .args(["--origin", "bench.example/served", "--key"])
+            .arg(&key_file)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap()
+            .success()
+    );
+    use base64::Engine;
+    let pubkey = base64::engine::general_purpose::STANDARD.encode(
+        SigningKey::from_bytes(&[31u8; 32])
+            .verifying_key()
+            .as_bytes(),
+    );
+    let trust = root.join("trust.json");
+    std::fs::write(
+        &trust,
+        format!(r#"{{"issuers":[{{"name":"{ISSUER}","public_key":"{pubkey}"}}]}}"#),
+    )
+    .unwrap();
+    let mut server = Command::new(bin)
+        .args(["log", "serve"])
+        .arg(&dir)
+        .args(["--listen", "127.0.0.1:0", "--trust"])
+        .arg(&trust)
+        .args(["--batch-wait", wait])
+        .args([
+            "--batch-max",
+            &env_u64("RCPT_BENCH_BATCH_MAX", 1024).to_string(),
+        ])
+        .args([
+            "--queue-max",
+            &env_u64("RCPT_BENCH_QUEUE_MAX", 65_536).to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(root.join(format!("requests-{wait}.log"))).unwrap())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = format!(
+        "http://{}",
+        line.trim().strip_prefix("listening on ").unwrap()
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let next = Arc::new(AtomicUsize::new(0));
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let start = Instant::now();
+    let (mut lat, refused) = rt.block_on(async {
+        let client = Client::new(&url).unwrap();
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..clients {
+            let (client, next, receipts) =
+                (client.clone(), Arc::clone(&next), Arc::clone(&receipts));
+            tasks.spawn(async move {
+                let (mut lat, mut refused) = (Vec::new(), 0usize);
+                while Instant::now() < deadline {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(body) = receipts.get(i) else { break };
+                    let t = Instant::now();
+                    let a = client
+                        .send(Method::POST, "add", body.clone(), None, 4096)
+                        .await;
+                    match a {
+                        Ok(a) if a.status.as_u16() == 200 => lat.push(t.elapsed()),
+                        _ => refused += 1,
+                    }
+                }
+                (lat, refused)
+            });
+        }
+        let (mut all, mut refused) = (Vec::new(), 0);
+        while let Some(r) = tasks.join_next().await {
+            let (l, f) = r.unwrap();
+            all.extend(l);
+            refused += f;
+        }
+        (all, refused)
+    });
+    let secs = start.elapsed().as_secs_f64();
+    let rss_kb = peak_rss_kb(server.id());
+    assert!(
+        Command::new("kill")
+            .args(["-s", "TERM", &server.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let _ = server.wait();
+    lat.sort_unstable();
+    let pct = |p: f64| {
+        lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
+    Run {
+        wait: wait.to_string(),
+        sent: lat.len(),
+        secs,
+        p50: pct(0.50),
+        p99: pct(0.99),
+        max: lat.last().copied().unwrap_or_default(),
+        rss_kb,
+        refused,
+    }
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` runs nothing here.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let clients = env_u64("RCPT_BENCH_CLIENTS", 2048);
+    let seconds = env_u64("RCPT_BENCH_SECONDS", 10);
+    let waits = std::env::var("RCPT_BENCH_WAITS").unwrap_or_else(|_| "50ms,250ms".to_string());
+    let root = match std::env::var("RCPT_BENCH_DIR") {
+        Ok(d) => tempfile::tempdir_in(d).unwrap(),
+        Err(_) => tempfile::tempdir().unwrap(),
+    };
+    // Enough distinct receipts for 40,000/s over the whole run.
+    let count = 40_000 * seconds;
+    let t = Instant::now();
+    let receipts = Arc::new(envelopes(0, count));
+    eprintln!(
+        "signed {count} receipts in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    println!(
+        "| batch-wait | clients | submissions/s | p50 | p99 | max | refused | server peak RSS |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for wait in waits.split(',') {
+        let r = run(root.path(), wait, Arc::clone(&receipts), clients, seconds);
+        println!(
+            "| {} | {clients} | {:.0} | {:.1} ms | {:.1} ms | {:.1} ms | {} | {} MB |",
+            r.wait,
+            r.sent as f64 / r.secs,
+            r.p50.as_secs_f64() * 1e3,
+            r.p99.as_secs_f64() * 1e3,
+            r.max.as_secs_f64() * 1e3,
+            r.refused,
+            r.rss_kb / 1024
+        );
+    }
+}
