@@ -393,8 +393,7 @@ fn a_full_queue_answers_503_with_retry_after() {
     let first = std::thread::spawn(move || add(addr, envelope(1).as_bytes()));
     // The first submission takes the permit at once; its batch closes in 3 s.
     std::thread::sleep(std::time::Duration::from_millis(500));
-    let busy = Some(raw(addr, "POST", "/add", &[], envelope(2).as_bytes()));
-    let busy = busy.unwrap();
+    let busy = raw(addr, "POST", "/add", &[], envelope(2).as_bytes());
     assert_eq!(busy.status, 503);
     assert_eq!(busy.header("retry-after"), Some("1"));
     let j: serde_json::Value = serde_json::from_slice(&busy.body).unwrap();
