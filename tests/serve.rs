@@ -609,12 +609,22 @@ fn submit_all(url: &str, range: std::ops::Range<u64>) {
     let rt = runtime();
     let client = Client::new(url).unwrap();
     rt.block_on(async {
+        let sem = Arc::new(tokio::sync::Semaphore::new(64));
+        let mut tasks = tokio::task::JoinSet::new();
         for n in range {
-            let a = client
-                .send(Method::POST, "add", Bytes::from(envelope(n)), None, 1 << 16)
-                .await
-                .unwrap();
-            assert_eq!(a.status.as_u16(), 200);
+            let (client, sem) = (client.clone(), Arc::clone(&sem));
+            tasks.spawn(async move {
+                let _p = sem.acquire().await.unwrap();
+                client
+                    .send(Method::POST, "add", Bytes::from(envelope(n)), None, 1 << 16)
+                    .await
+                    .unwrap()
+                    .status
+                    .as_u16()
+            });
+        }
+        while let Some(status) = tasks.join_next().await {
+            assert_eq!(status.unwrap(), 200);
         }
     });
 }
@@ -624,7 +634,7 @@ fn mirror_copies_checks_follows_appends_and_refuses_a_rewritten_history() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = init_log(tmp.path(), "log");
     let trust = write_trust(tmp.path());
-    let served = Served::start(&dir, &trust, &["--batch-wait", "0ms", "--batch-max", "40"]);
+    let served = Served::start(&dir, &trust, &["--batch-wait", "5ms", "--batch-max", "40"]);
     let url = served.url();
     submit_all(&url, 0..300);
     let copy = tmp.path().join("mirror");
@@ -660,13 +670,40 @@ fn mirror_copies_checks_follows_appends_and_refuses_a_rewritten_history() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("up to date: 300"));
     // More appends: incremental.
     submit_all(&url, 300..700);
+    // A damaged staged file (as a bad earlier fetch would leave) fails the
+    // check; the mirror is kept and the staging area emptied.
+    let stage = rcpt::net::mirror::staging(&copy);
+    std::fs::create_dir_all(stage.join("tile/entries")).unwrap();
+    std::fs::write(stage.join("tile/entries/001"), b"\x00\x01x").unwrap();
+    let before = std::fs::read(copy.join("checkpoint")).unwrap();
+    let out = mirror(&url, &copy);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("do not match"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(copy.join("checkpoint")).unwrap(), before);
+    assert!(!stage.exists());
+    // Resume: files staged by an interrupted run are not fetched again.
+    for f in tile_files(&dir) {
+        if !copy.join(&f).exists() {
+            std::fs::create_dir_all(stage.join(&f).parent().unwrap()).unwrap();
+            std::fs::copy(dir.join(&f), stage.join(&f)).unwrap();
+        }
+    }
     let out = mirror(&url, &copy);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("mirrored 700 entries (was 300)"));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("mirrored 700 entries (was 300), fetched 0 files"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     log_check(&copy);
     let out = Command::new(bin())
         .args(["log", "consistency"])
