@@ -18,6 +18,37 @@ const MAX_BATCH_WAIT: Duration = Duration::from_secs(60);
 /// Most submissions `log submit` has in flight at once.
 const MAX_SUBMIT_CONCURRENCY: u64 = 1024;
 
+/// Longest a request log line waits in memory before it is written.
+const LOG_FLUSH_EVERY: Duration = Duration::from_millis(100);
+/// Request log bytes that trigger a write at once.
+const LOG_CHUNK_BYTES: usize = 64 * 1024;
+
+/// Request log lines on their way to stderr.
+#[derive(Default)]
+struct LogLines {
+    buf: std::sync::Mutex<Vec<u8>>,
+}
+
+impl LogLines {
+    fn line(&self, line: &str) {
+        let Ok(mut buf) = self.buf.lock() else { return };
+        buf.extend_from_slice(line.as_bytes());
+        buf.push(b'\n');
+        if buf.len() >= LOG_CHUNK_BYTES {
+            let _ = std::io::stderr().write_all(&buf);
+            buf.clear();
+        }
+    }
+
+    fn flush(&self) {
+        let Ok(mut buf) = self.buf.lock() else { return };
+        if !buf.is_empty() {
+            let _ = std::io::stderr().write_all(&buf);
+            buf.clear();
+        }
+    }
+}
+
 #[derive(clap::Args)]
 pub struct ServeArgs {
     dir: PathBuf,
@@ -143,17 +174,30 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
     // The bound address, for whoever started the service (port 0 above).
     println!("listening on {addr}");
     std::io::stdout().flush()?;
-    let sink: rcpt::net::serve::RequestSink = Arc::new(|line: &str| {
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(format!("{line}\n").as_bytes());
+    let log = Arc::new(LogLines::default());
+    let flusher = Arc::clone(&log);
+    // Request lines are written in chunks, at least every LOG_FLUSH_EVERY:
+    // one write per request would cost a system call each.
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(LOG_FLUSH_EVERY);
+            flusher.flush();
+        }
     });
+    let writer = Arc::clone(&log);
+    let sink: rcpt::net::serve::RequestSink = Arc::new(move |line: &str| writer.line(line));
     sink(&serde_json::json!({"event": "listening", "addr": addr.to_string()}).to_string());
-    let summary = server.run(Arc::clone(&sink))?;
-    sink(
-        &serde_json::json!({"event": "drained", "requests": summary.requests,
-            "batches": summary.batches, "integrated": summary.integrated})
-        .to_string(),
-    );
+    log.flush();
+    let summary = server.run(Arc::clone(&sink));
+    if let Ok(summary) = &summary {
+        sink(
+            &serde_json::json!({"event": "drained", "requests": summary.requests,
+                "batches": summary.batches, "integrated": summary.integrated})
+            .to_string(),
+        );
+    }
+    log.flush();
+    summary?;
     Ok(EXIT_OK)
 }
 

@@ -475,9 +475,9 @@ struct Reply {
 }
 
 impl Reply {
-    fn json(status: StatusCode, value: &serde_json::Value) -> Reply {
-        let mut body = value.to_string();
-        body.push('\n');
+    fn json(status: StatusCode, value: &impl serde::Serialize) -> Reply {
+        let mut body = serde_json::to_vec(value).unwrap_or_default();
+        body.push(b'\n');
         Reply {
             status,
             body: Bytes::from(body),
@@ -542,6 +542,37 @@ impl Reply {
     }
 }
 
+/// One request log line (spec/service.md "Request log").
+#[derive(serde::Serialize)]
+struct RequestLine<'a> {
+    time_ms: u64,
+    remote: SocketAddr,
+    method: &'a str,
+    path: &'a str,
+    status: u16,
+    bytes: usize,
+    ms: f64,
+    error: Option<&'static str>,
+}
+
+/// The first `max` bytes of `text`, cut at a character boundary.
+fn truncated(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.get(..end).unwrap_or_default()
+}
+
+/// The 200 answer without a bundle.
+#[derive(serde::Serialize)]
+struct Indexed<'a> {
+    index: u64,
+    receipt_id: &'a str,
+    tree_size: u64,
+    new: bool,
+}
+
 /// Route one request, answer it, and write its log line.
 async fn handle(req: Request<Incoming>, ctx: &Ctx, remote: SocketAddr) -> Response<Full<Bytes>> {
     let start = Instant::now();
@@ -549,18 +580,22 @@ async fn handle(req: Request<Incoming>, ctx: &Ctx, remote: SocketAddr) -> Respon
     let path = req.uri().path().to_string();
     let head = method == Method::HEAD;
     let reply = route(req, ctx).await;
-    let line = serde_json::json!({
-        "time_ms": SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
-        "remote": remote.to_string(),
-        "method": method.as_str(),
-        "path": path.chars().take(MAX_PATH_BYTES).collect::<String>(),
-        "status": reply.status.as_u16(),
-        "bytes": reply.body.len(),
-        "ms": (start.elapsed().as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0,
-        "error": reply.error,
-    });
+    let line = RequestLine {
+        time_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        remote,
+        method: method.as_str(),
+        path: truncated(&path, MAX_PATH_BYTES),
+        status: reply.status.as_u16(),
+        bytes: reply.body.len(),
+        ms: (start.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+        error: reply.error,
+    };
+    if let Ok(text) = serde_json::to_string(&line) {
+        (ctx.sink)(&text);
+    }
     ctx.requests.fetch_add(1, Ordering::Relaxed);
-    (ctx.sink)(&line.to_string());
     reply.into_response(head)
 }
 
@@ -754,13 +789,25 @@ fn too_large() -> Reply {
 
 /// The 200 answer: the index JSON, or the bundle (proof made off the async workers).
 async fn answered(receipt_id: String, entry: Option<Vec<u8>>, a: Answer) -> Reply {
-    let (Some(log), Some(entry)) = (a.snapshot, entry) else {
+    let Some(entry) = entry else {
         return Reply::json(
             StatusCode::OK,
-            &serde_json::json!({
-                "index": a.index, "receipt_id": receipt_id,
-                "tree_size": a.tree_size, "new": a.new,
-            }),
+            &Indexed {
+                index: a.index,
+                receipt_id: &receipt_id,
+                tree_size: a.tree_size,
+                new: a.new,
+            },
+        );
+    };
+    let Some(log) = a.snapshot else {
+        return Reply::error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "proof_failed",
+            &format!(
+                "the entry is logged at {}, but the log could not be read for its proof",
+                a.index
+            ),
         );
     };
     let made = tokio::task::spawn_blocking(move || {
