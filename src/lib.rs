@@ -30,6 +30,7 @@ pub mod merkle;
 pub mod net;
 pub mod note;
 pub mod receipt;
+pub mod storage;
 pub mod strictjson;
 pub mod tiles;
 pub mod trust;

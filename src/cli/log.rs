@@ -13,13 +13,14 @@ use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use rcpt::dsse::Envelope;
+use rcpt::keys::NoteVerifier;
 use rcpt::keys::SigningKey;
 use rcpt::limits::{
     MAX_APPEND_BATCH_BYTES, MAX_APPEND_BATCH_ENTRIES, MAX_ENVELOPE_BYTES, MAX_KEY_FILE_BYTES,
     MAX_STDIN_LINE_BYTES,
 };
 use rcpt::log::admit::{self, AcceptedIssuers, Admitted};
-use rcpt::log::{Log, LogWriter};
+use rcpt::log::{InitOptions, Log, LogError, LogWriter};
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -66,7 +67,11 @@ pub enum LogCommand {
         files: Vec<String>,
     },
     /// Print the latest checkpoint.
-    Checkpoint { dir: PathBuf },
+    Checkpoint {
+        dir: PathBuf,
+        #[command(flatten)]
+        key: LogKeyArg,
+    },
     /// Write the proof bundle of one receipt.
     Prove {
         dir: PathBuf,
@@ -80,6 +85,8 @@ pub enum LogCommand {
         size: Option<u64>,
         #[arg(short = 'o', long = "out")]
         out: Option<PathBuf>,
+        #[command(flatten)]
+        key: LogKeyArg,
     },
     /// Print a consistency proof between two tree sizes.
     Consistency {
@@ -90,9 +97,15 @@ pub enum LogCommand {
         to: Option<u64>,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        key: LogKeyArg,
     },
     /// Recompute every tile and the root; verify the checkpoint.
-    Check { dir: PathBuf },
+    Check {
+        dir: PathBuf,
+        #[command(flatten)]
+        key: LogKeyArg,
+    },
     /// Serve the log over HTTP: tlog-tiles read API and POST /add.
     #[cfg(feature = "net")]
     Serve(super::serve::ServeArgs),
@@ -102,6 +115,31 @@ pub enum LogCommand {
     /// Copy a served log's public files, checked, into a local directory.
     #[cfg(feature = "net")]
     Mirror(super::serve::MirrorArgs),
+}
+
+/// How a reader finds the log key: the log's settings, or `--log-key`
+/// for a copy of its public files.
+#[derive(clap::Args)]
+pub struct LogKeyArg {
+    /// The log's verifier key (NAME+HASH+KEY), to read a copy of a log's
+    /// public files that has no .rcpt/settings.json; checked against the
+    /// settings when they exist. Always a key string, never a file name.
+    #[arg(long = "log-key", value_name = "VKEY")]
+    log_key: Option<String>,
+}
+
+impl LogKeyArg {
+    /// Open the log at `dir` with this key, if any.
+    fn open(&self, dir: &Path) -> anyhow::Result<Log> {
+        let key = match &self.log_key {
+            Some(text) => Some(NoteVerifier::parse(text.trim()).map_err(|e| {
+                UsageError(format!("--log-key {text:?} is not a verifier key: {e}"))
+            })?),
+            None => None,
+        };
+        let store = std::sync::Arc::new(rcpt::storage::posix::PosixStore::new(dir));
+        Ok(Log::open_store(store, key.as_ref())?)
+    }
 }
 
 pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
@@ -130,8 +168,8 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             };
             append(&dir, &opts, &files)
         }
-        LogCommand::Checkpoint { dir } => {
-            let log = Log::open(&dir)?;
+        LogCommand::Checkpoint { dir, key } => {
+            let log = key.open(&dir)?;
             print!("{}", log.checkpoint());
             Ok(EXIT_OK)
         }
@@ -141,14 +179,22 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             receipt,
             size,
             out,
-        } => prove(&dir, index, receipt.as_deref(), size, out.as_deref()),
+            key,
+        } => prove(
+            &key.open(&dir)?,
+            index,
+            receipt.as_deref(),
+            size,
+            out.as_deref(),
+        ),
         LogCommand::Consistency {
             dir,
             from,
             to,
             json,
-        } => consistency(&dir, from, to, json),
-        LogCommand::Check { dir } => check(&dir),
+            key,
+        } => consistency(&key.open(&dir)?, from, to, json),
+        LogCommand::Check { dir, key } => check(&key.open(&dir)?),
         #[cfg(feature = "net")]
         LogCommand::Serve(args) => super::serve::serve(args),
         #[cfg(feature = "net")]
@@ -178,12 +224,12 @@ fn read_accepted(path: &Path) -> anyhow::Result<AcceptedIssuers> {
 fn init(dir: &Path, origin: &str, key_path: &Path, trust: Option<&Path>) -> anyhow::Result<u8> {
     let key = read_key(key_path)?;
     let accepted = trust.map(read_accepted).transpose()?;
-    let log = Log::create_accepting(dir, origin, &key, Some(key_path), accepted.as_ref())?;
-    println!(
-        "initialised log {} at {}",
-        log.origin(),
-        log.dir().display()
-    );
+    let opts = InitOptions {
+        key_file: Some(key_path),
+        accepted: accepted.as_ref(),
+    };
+    let log = Log::create_with(dir, origin, &key, opts)?;
+    println!("initialised log {} at {}", log.origin(), log.location());
     println!("verifier key: {}", log.verifier());
     match &accepted {
         Some(a) => println!("accepted issuers: {}", issuer_names(a)),
@@ -396,7 +442,10 @@ struct AppendOptions {
 }
 
 fn append(dir: &Path, opts: &AppendOptions, files: &[String]) -> anyhow::Result<u8> {
-    let log = Log::open(dir)?;
+    let log = Log::open(dir).map_err(|e| match e {
+        LogError::NoLogKey { location } => LogError::NotWritable { location },
+        e => e,
+    })?;
     let key_path = match &opts.key {
         Some(k) => k.clone(),
         None => log.key_file().map(Path::to_path_buf).ok_or_else(|| {
@@ -509,16 +558,15 @@ fn index_of_receipt(log: &Log, path: &Path) -> anyhow::Result<u64> {
 }
 
 fn prove(
-    dir: &Path,
+    log: &Log,
     index: Option<u64>,
     receipt: Option<&Path>,
     size: Option<u64>,
     out: Option<&Path>,
 ) -> anyhow::Result<u8> {
-    let log = Log::open(dir)?;
     let index = match (index, receipt) {
         (Some(i), _) => i,
-        (None, Some(path)) => index_of_receipt(&log, path)?,
+        (None, Some(path)) => index_of_receipt(log, path)?,
         (None, None) => return Err(UsageError("pass --index I or --receipt FILE".into()).into()),
     };
     let size = size.unwrap_or(log.size());
@@ -577,8 +625,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     write().with_context(|| format!("writing {}", path.display()))
 }
 
-fn consistency(dir: &Path, from: u64, to: Option<u64>, json: bool) -> anyhow::Result<u8> {
-    let log = Log::open(dir)?;
+fn consistency(log: &Log, from: u64, to: Option<u64>, json: bool) -> anyhow::Result<u8> {
     let to = to.unwrap_or(log.size());
     if from > to {
         return Err(UsageError(format!("--from {from} is after --to {to}")).into());
@@ -603,9 +650,9 @@ fn consistency(dir: &Path, from: u64, to: Option<u64>, json: bool) -> anyhow::Re
     Ok(EXIT_OK)
 }
 
-fn check(dir: &Path) -> anyhow::Result<u8> {
+fn check(log: &Log) -> anyhow::Result<u8> {
     let mut progress = Progress::new(None, "checking");
-    let result = rcpt::log::check(dir, |done, total| {
+    let result = rcpt::log::check_log(log, |done, total| {
         progress.bar.set_length(total);
         progress.set(done);
     });
@@ -618,5 +665,18 @@ fn check(dir: &Path) -> anyhow::Result<u8> {
         report.checkpoints,
         STANDARD.encode(report.root)
     );
+    if report.kept_tiles > 0 {
+        println!(
+            "ok: {} partial tiles and entry bundles kept for earlier sizes verified",
+            report.kept_tiles
+        );
+    }
+    for size in &report.unpublished_sizes {
+        println!(
+            "note: .rcpt/checkpoints/{size} is past the published size {} (left by an \
+             interrupted append, never published, not part of the log); the next append removes it",
+            report.size
+        );
+    }
     Ok(EXIT_OK)
 }

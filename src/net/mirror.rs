@@ -20,28 +20,37 @@
 //! leaves the old mirror or the new one, never a checkpoint naming a
 //! missing or unchecked file.
 //!
-//! The mirror also writes `DIR/.rcpt/settings.json` (origin and public key,
-//! no key file) and `DIR/.rcpt/checkpoints/<size>`, so `rcpt log prove`,
-//! `consistency` and `check` work on it.
+//! The mirror is a [`PosixStore`] (every write create-only or
+//! compare-and-swap, durable on return); the staging area is one too. It
+//! also writes `DIR/.rcpt/settings.json` (origin and public key, no key
+//! file) and `DIR/.rcpt/checkpoints/<size>`, so `rcpt log prove`,
+//! `consistency` and `check` work on it without `--log-key`, at every
+//! mirrored size.
 
 use super::client::{Client, ClientError};
-use super::paths::{PublicPath, TileKind};
 use crate::keys::NoteVerifier;
 use crate::limits::{MAX_ENTRY_BUNDLE_BYTES, MAX_NOTE_BYTES};
-use crate::log::layout::{self, Settings};
 use crate::log::tilebuild::TileBuilder;
-use crate::merkle::{self, Frontier, Hash, HashReader, NodeId};
+use crate::log::{SETTINGS_FORMAT, Settings};
+use crate::merkle::{self, Frontier, Hash};
 use crate::note::Checkpoint;
+use crate::storage::posix::PosixStore;
+use crate::storage::{
+    Family, PrivateKey, PublicKey, PublicRead, Store, StoreError, TileKey, Version, Versioned,
+    Width,
+};
 use crate::tiles::{self, TILE_WIDTH, TileReader};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Files fetched at once.
 pub const FETCH_CONCURRENCY: usize = 16;
 /// Largest hash tile: 256 hashes.
 const MAX_HASH_TILE_BYTES: usize = 256 * 32;
+/// Staged files installed per durable step.
+const INSTALL_CHUNK: usize = 256;
 
 /// Why a mirror run stopped (the mirror is then as it was before the run).
 #[derive(Debug, thiserror::Error)]
@@ -111,20 +120,16 @@ pub enum MirrorError {
         size: u64,
     },
     /// A local file operation failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The mirror directory could not be made.
     #[error("{path}: {source}")]
     Io {
-        /// The file or directory.
+        /// The directory.
         path: PathBuf,
         /// The OS error.
         source: std::io::Error,
     },
-}
-
-fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> MirrorError + '_ {
-    move |source| MirrorError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
 }
 
 /// What a run did.
@@ -142,7 +147,38 @@ pub struct MirrorReport {
 
 /// `DIR/.rcpt/mirror/`: files fetched and not yet checked.
 pub fn staging(dir: &Path) -> PathBuf {
-    layout::private(dir).join("mirror")
+    dir.join(crate::storage::posix::PRIVATE_DIR).join("mirror")
+}
+
+/// Where a fetched object is read from while it is checked: the staging
+/// area first, then the mirror itself.
+#[derive(Debug)]
+struct Union {
+    staged: PosixStore,
+    public: PosixStore,
+}
+
+impl PublicRead for Union {
+    fn describe(&self) -> String {
+        self.public.describe()
+    }
+    fn read(&self, key: &PublicKey, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
+        match self.staged.read(key, max)? {
+            Some(bytes) => Ok(Some(bytes)),
+            None => self.public.read(key, max),
+        }
+    }
+    fn read_checkpoint(&self, max: usize) -> Result<Option<Versioned>, StoreError> {
+        self.public.read_checkpoint(max)
+    }
+}
+
+/// The read limit of a tile of `family`.
+fn max_bytes(family: Family) -> usize {
+    match family {
+        Family::Entries => MAX_ENTRY_BUNDLE_BYTES,
+        Family::Hashes(_) => MAX_HASH_TILE_BYTES,
+    }
 }
 
 /// Bring the mirror in `dir` up to the log at `client`'s base URL.
@@ -156,13 +192,17 @@ pub async fn mirror(
         .get("checkpoint", MAX_NOTE_BYTES)
         .await?
         .ok_or_else(|| MirrorError::NoCheckpoint { url: url.clone() })?;
-    let new = crate::log::verify_checkpoint(&text, key, &key.name, Path::new(&url))
-        .map_err(|e| MirrorError::Checkpoint(e.to_string()))?;
-    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
-    let old = local_checkpoint(dir, key)?;
+    let new = crate::log::verify_checkpoint(&text, key, None)
+        .map_err(|e| MirrorError::Checkpoint(format!("{url}: {e}")))?;
+    std::fs::create_dir_all(dir).map_err(|source| MirrorError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let public = PosixStore::new(dir);
+    let old = local_checkpoint(&public, dir, key)?;
     let (m, old_root) = old
         .as_ref()
-        .map_or((0, merkle::empty_root()), |c| (c.size, c.root_hash));
+        .map_or((0, merkle::empty_root()), |(c, _)| (c.size, c.root_hash));
     let n = new.size;
     if n < m {
         return Err(MirrorError::Rollback { old: m, new: n });
@@ -179,14 +219,17 @@ pub async fn mirror(
         });
     }
     let stage = staging(dir);
-    std::fs::create_dir_all(&stage).map_err(io_err(&stage))?;
-    let needed: Vec<PublicPath> = needed(m, n)
+    let union = Arc::new(Union {
+        staged: PosixStore::new(&stage),
+        public: public.clone(),
+    });
+    let missing: Vec<TileKey> = needed(m, n)
         .into_iter()
-        .filter(|p| !dir.join(p.relative()).is_file())
+        .filter(|k| !public.public_path(&PublicKey::Tile(*k)).is_file())
         .collect();
-    let fetched = fetch_all(client, &stage, &needed, n).await?;
-    let (d, s, nr) = (dir.to_path_buf(), stage.clone(), new.root_hash);
-    let checked = tokio::task::spawn_blocking(move || check_new(&d, &s, m, n, &old_root, &nr))
+    let fetched = fetch_all(client, &union.staged, &missing, n).await?;
+    let (u, nr) = (Arc::clone(&union), new.root_hash);
+    let checked = tokio::task::spawn_blocking(move || check_new(u, m, n, &old_root, &nr))
         .await
         .map_err(|e| MirrorError::Mismatch(format!("the check stopped: {e}")))?;
     if let Err(e) = checked {
@@ -195,7 +238,9 @@ pub async fn mirror(
         let _ = std::fs::remove_dir_all(&stage);
         return Err(e);
     }
-    install(dir, &stage, &needed, key, n, &text)?;
+    let version = old.map(|(_, v)| v);
+    install(&union, &missing, key, n, &text, version.as_ref())?;
+    let _ = std::fs::remove_dir_all(&stage);
     Ok(MirrorReport {
         old_size: m,
         new_size: n,
@@ -204,15 +249,17 @@ pub async fn mirror(
     })
 }
 
-/// The mirror's own checkpoint, verified, if it has one.
-fn local_checkpoint(dir: &Path, key: &NoteVerifier) -> Result<Option<Checkpoint>, MirrorError> {
+/// The mirror's own checkpoint, verified, with its version, if it has one.
+fn local_checkpoint(
+    store: &PosixStore,
+    dir: &Path,
+    key: &NoteVerifier,
+) -> Result<Option<(Checkpoint, Version)>, MirrorError> {
     let local = |detail: String| MirrorError::Local {
         dir: dir.to_path_buf(),
         detail,
     };
-    let settings = layout::settings(dir);
-    if settings.is_file() {
-        let s = Settings::read(dir).map_err(|e| local(e.to_string()))?;
+    if let Some(s) = Settings::read(store).map_err(|e| local(e.to_string()))? {
         if s.verifier_key != key.to_string() {
             return Err(local(format!(
                 "it holds the log {} (key {}), not {key}",
@@ -220,70 +267,52 @@ fn local_checkpoint(dir: &Path, key: &NoteVerifier) -> Result<Option<Checkpoint>
             )));
         }
     }
-    let path = layout::checkpoint(dir);
-    let text = match std::fs::read(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_err(&path)(e)),
+    let Some(read) = store.read_checkpoint(MAX_NOTE_BYTES)? else {
+        return Ok(None);
     };
-    crate::log::verify_checkpoint(&text, key, &key.name, &path)
-        .map(Some)
+    crate::log::verify_checkpoint(&read.bytes, key, None)
+        .map(|c| Some((c, read.version)))
         .map_err(|e| local(format!("{e} (not a mirror of this log?)")))
-}
-
-/// Width of tile `t` of a level holding `count` items: `None` when full.
-fn width_at(t: u64, count: u64) -> Option<u8> {
-    let w = count.saturating_sub(t * TILE_WIDTH).min(TILE_WIDTH);
-    // w < 256 in this branch, so the cast is exact.
-    (w < TILE_WIDTH).then_some(w as u8)
 }
 
 /// Every public file of the tree of `n` leaves that the tree of `m`
 /// leaves does not have: the entry bundles and hash tiles from the ones
 /// holding item `m` (of their level) on.
-fn needed(m: u64, n: u64) -> Vec<PublicPath> {
+fn needed(m: u64, n: u64) -> Vec<TileKey> {
     let mut out = Vec::new();
     for t in m / TILE_WIDTH..n.div_ceil(TILE_WIDTH) {
-        out.push(PublicPath::Tile {
-            kind: TileKind::Entries,
-            index: t,
-            width: width_at(t, n),
-        });
+        out.extend(Width::of(t, n).map(|w| TileKey::entries(t, w)));
     }
     let mut level: u8 = 0;
     while let Some(count) = n.checked_shr(8 * u32::from(level)).filter(|&c| c > 0) {
         let from = (m >> (8 * u32::from(level))) / TILE_WIDTH;
         for t in from..count.div_ceil(TILE_WIDTH) {
-            out.push(PublicPath::Tile {
-                kind: TileKind::Hash(level),
-                index: t,
-                width: width_at(t, count),
-            });
+            out.extend(Width::of(t, count).and_then(|w| TileKey::hashes(level, t, w)));
         }
         level += 1;
     }
     out
 }
 
-/// Fetch each path not yet staged, [`FETCH_CONCURRENCY`] at a time, each
-/// written durably under `stage`. Returns how many were fetched.
+/// Fetch each key not yet staged, [`FETCH_CONCURRENCY`] at a time, each
+/// written durably into the staging store. Returns how many were fetched.
 async fn fetch_all(
     client: &Client,
-    stage: &Path,
-    paths: &[PublicPath],
+    stage: &PosixStore,
+    keys: &[TileKey],
     size: u64,
 ) -> Result<u64, MirrorError> {
-    let mut todo = paths
+    let mut todo = keys
         .iter()
-        .filter(|p| !stage.join(p.relative()).is_file())
+        .filter(|k| !stage.public_path(&PublicKey::Tile(**k)).is_file())
         .copied();
     let mut tasks = tokio::task::JoinSet::new();
     let mut fetched = 0u64;
     loop {
         while tasks.len() < FETCH_CONCURRENCY {
-            let Some(p) = todo.next() else { break };
-            let (client, stage) = (client.clone(), stage.to_path_buf());
-            tasks.spawn(async move { fetch_one(&client, &stage, p, size).await });
+            let Some(k) = todo.next() else { break };
+            let (client, stage) = (client.clone(), stage.clone());
+            tasks.spawn(async move { fetch_one(&client, stage, k, size).await });
         }
         let Some(done) = tasks.join_next().await else {
             return Ok(fetched);
@@ -295,100 +324,35 @@ async fn fetch_all(
 
 async fn fetch_one(
     client: &Client,
-    stage: &Path,
-    path: PublicPath,
+    stage: PosixStore,
+    key: TileKey,
     size: u64,
 ) -> Result<(), MirrorError> {
-    let rel = path.relative();
-    let max = match path {
-        PublicPath::Tile {
-            kind: TileKind::Entries,
-            ..
-        } => MAX_ENTRY_BUNDLE_BYTES,
-        _ => MAX_HASH_TILE_BYTES,
-    };
+    let rel = key.path();
     let bytes = client
-        .get(&rel, max)
+        .get(&rel, max_bytes(key.family()))
         .await?
         .ok_or_else(|| MirrorError::Missing {
             url: client.url(&rel),
             size,
         })?;
-    let dest = stage.join(&rel);
-    tokio::task::spawn_blocking(move || write_durable(&dest, &bytes))
+    tokio::task::spawn_blocking(move || stage.create_tiles(&[(key, bytes.to_vec())]))
         .await
-        .map_err(|e| MirrorError::Mismatch(format!("a write task stopped: {e}")))?
+        .map_err(|e| MirrorError::Mismatch(format!("a write task stopped: {e}")))??;
+    Ok(())
 }
 
-/// Write `bytes` to `dest` through a temporary file beside it: write,
-/// fsync, rename (the directory is fsynced by the caller's install step).
-fn write_durable(dest: &Path, bytes: &[u8]) -> Result<(), MirrorError> {
-    let parent = dest.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).map_err(io_err(parent))?;
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
-    let mut f = std::fs::File::create(&tmp).map_err(io_err(&tmp))?;
-    f.write_all(bytes).map_err(io_err(&tmp))?;
-    f.sync_all().map_err(io_err(&tmp))?;
-    std::fs::rename(&tmp, dest).map_err(io_err(dest))
-}
-
-/// fsync a directory.
-fn sync_dir(dir: &Path) -> Result<(), MirrorError> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_err(dir))
-}
-
-/// Read a fetched file: staged, else already in the public tree.
-fn read_new(dir: &Path, stage: &Path, rel: &str, max: usize) -> Result<Vec<u8>, MirrorError> {
-    let staged = stage.join(rel);
-    let path = if staged.is_file() {
-        staged
-    } else {
-        dir.join(rel)
-    };
-    let bytes = std::fs::read(&path).map_err(io_err(&path))?;
-    if bytes.len() > max {
-        return Err(MirrorError::Mismatch(format!("{rel} is over {max} bytes")));
-    }
-    Ok(bytes)
-}
-
-/// Nodes from the staged tiles, else from the mirrored ones.
-struct Union {
-    staged: TileReader,
-    public: TileReader,
-}
-
-impl HashReader for Union {
-    type Error = tiles::TileError;
-    fn read_hashes(&self, ids: &[NodeId]) -> Result<Vec<Hash>, tiles::TileError> {
-        ids.iter()
-            .map(|id| {
-                let one = std::slice::from_ref(id);
-                let hashes = match self.staged.read_hashes(one) {
-                    Ok(h) => h,
-                    Err(_) => self.public.read_hashes(one)?,
-                };
-                hashes.first().copied().ok_or(tiles::TileError::NotInTree {
-                    level: id.level,
-                    index: id.index,
-                    size: self.staged.size(),
-                })
-            })
-            .collect()
-    }
+/// A fetched object (staged, else already mirrored), which must exist.
+fn read_new(union: &Union, key: &TileKey) -> Result<Vec<u8>, MirrorError> {
+    union
+        .read(&PublicKey::Tile(*key), max_bytes(key.family()))?
+        .ok_or_else(|| MirrorError::Mismatch(format!("{key} was not fetched")))
 }
 
 /// Steps 1 and 2 of the module comment, on the files fetched for the tree
 /// of `n` leaves extending the mirrored tree of `m`.
 fn check_new(
-    dir: &Path,
-    stage: &Path,
+    union: Arc<Union>,
     m: u64,
     n: u64,
     old_root: &Hash,
@@ -396,11 +360,8 @@ fn check_new(
 ) -> Result<(), MirrorError> {
     let mismatch = |e: String| MirrorError::Mismatch(e);
     if m > 0 {
-        let union = Union {
-            staged: TileReader::new(stage, n),
-            public: TileReader::new(dir, n),
-        };
-        let proof = merkle::prove_consistency(m, n, &union)
+        let reader = TileReader::over(Arc::clone(&union) as Arc<dyn PublicRead>, n, None);
+        let proof = merkle::prove_consistency(m, n, &reader)
             .map_err(|e| mismatch(format!("consistency proof from the tiles: {e}")))?;
         merkle::verify_consistency(m, n, &proof, old_root, new_root).map_err(|e| {
             MirrorError::Rewritten {
@@ -410,29 +371,34 @@ fn check_new(
             }
         })?;
     }
+    let public: Arc<dyn PublicRead> = Arc::new(union.public.clone());
     let mut frontier = if m == 0 {
         Frontier::new()
     } else {
-        Frontier::from_reader(m, &TileReader::new(dir, m))
+        Frontier::from_reader(m, &TileReader::over(Arc::clone(&public), m, None))
             .map_err(|e| mismatch(format!("the mirrored tree's edge: {e}")))?
     };
-    let mut builder = TileBuilder::new(m, |l, i, w| {
-        let rel = tiles::hash_tile_path(l, i, Some(w));
-        let bytes = std::fs::read(dir.join(&rel)).map_err(|e| mismatch(format!("{rel}: {e}")))?;
-        tiles::decode_hash_tile(&bytes, usize::from(w), &rel).map_err(|e| mismatch(e.to_string()))
+    let mut builder = TileBuilder::new(m, |key: &TileKey| {
+        let bytes = public
+            .read(&PublicKey::Tile(*key), MAX_HASH_TILE_BYTES)?
+            .ok_or_else(|| mismatch(format!("the mirror lacks {key}")))?;
+        tiles::decode_hash_tile(&bytes, key.width().items(), &key.path())
+            .map_err(|e| mismatch(e.to_string()))
     })?;
-    let old_partial = old_partial_entries(dir, m)?;
+    let old_partial = old_partial_entries(&*public, m)?;
     for t in m / TILE_WIDTH..n.div_ceil(TILE_WIDTH) {
-        let width = width_at(t, n);
-        let rel = tiles::entries_tile_path(t, width);
-        let bytes = read_new(dir, stage, &rel, MAX_ENTRY_BUNDLE_BYTES)?;
+        let Some(width) = Width::of(t, n) else {
+            continue;
+        };
+        let key = TileKey::entries(t, width);
+        let bytes = read_new(&union, &key)?;
         let entries =
-            tiles::decode_entry_bundle(&bytes).map_err(|e| mismatch(format!("{rel}: {e}")))?;
-        let want = width.map_or(TILE_WIDTH as usize, usize::from);
-        if entries.len() != want {
+            tiles::decode_entry_bundle(&bytes).map_err(|e| mismatch(format!("{key}: {e}")))?;
+        if entries.len() != width.items() {
             return Err(mismatch(format!(
-                "{rel} holds {} entries, not {want}",
-                entries.len()
+                "{key} holds {} entries, not {}",
+                entries.len(),
+                width.items()
             )));
         }
         for (k, entry) in entries.iter().enumerate() {
@@ -452,11 +418,11 @@ fn check_new(
                 .map_err(|e| mismatch(e.to_string()))?;
         }
         for tile in builder.take_full() {
-            compare(dir, stage, &tile.path(), &tile.bytes())?;
+            compare(&union, &tile.key, &tile.bytes())?;
         }
     }
     for tile in builder.take_partial() {
-        compare(dir, stage, &tile.path(), &tile.bytes())?;
+        compare(&union, &tile.key, &tile.bytes())?;
     }
     if frontier.root() != *new_root {
         return Err(mismatch(format!(
@@ -470,86 +436,65 @@ fn check_new(
 
 /// The entries of the mirrored partial bundle at size `m` (none when `m`
 /// ends a full bundle).
-fn old_partial_entries(dir: &Path, m: u64) -> Result<Vec<Vec<u8>>, MirrorError> {
-    let Some(w) = width_at(m / TILE_WIDTH, m).filter(|&w| w > 0) else {
+fn old_partial_entries(public: &dyn PublicRead, m: u64) -> Result<Vec<Vec<u8>>, MirrorError> {
+    let Some(width @ Width::Partial(_)) = Width::of(m / TILE_WIDTH, m) else {
         return Ok(Vec::new());
     };
-    let rel = tiles::entries_tile_path(m / TILE_WIDTH, Some(w));
-    let path = dir.join(&rel);
-    let bytes = std::fs::read(&path).map_err(io_err(&path))?;
-    let entries = tiles::decode_entry_bundle(&bytes).map_err(|e| MirrorError::Local {
-        dir: dir.to_path_buf(),
-        detail: format!("{rel}: {e}"),
-    })?;
+    let key = TileKey::entries(m / TILE_WIDTH, width);
+    let bytes = public
+        .read(&PublicKey::Tile(key), MAX_ENTRY_BUNDLE_BYTES)?
+        .ok_or_else(|| MirrorError::Mismatch(format!("the mirror lacks {key}")))?;
+    let entries = tiles::decode_entry_bundle(&bytes)
+        .map_err(|e| MirrorError::Mismatch(format!("the mirror's {key}: {e}")))?;
     Ok(entries.into_iter().map(<[u8]>::to_vec).collect())
 }
 
 /// A rebuilt tile must equal the fetched one, byte for byte.
-fn compare(dir: &Path, stage: &Path, rel: &str, built: &[u8]) -> Result<(), MirrorError> {
-    let fetched = read_new(dir, stage, rel, MAX_HASH_TILE_BYTES)?;
-    if fetched != built {
+fn compare(union: &Union, key: &TileKey, built: &[u8]) -> Result<(), MirrorError> {
+    if read_new(union, key)? != built {
         return Err(MirrorError::Mismatch(format!(
-            "tile {rel} is not the tile the entries give"
+            "tile {key} is not the tile the entries give"
         )));
     }
     Ok(())
 }
 
-/// Rename the staged files into the public tree, make them durable, keep
-/// and publish the checkpoint (last), and empty the staging directory.
+/// Move the staged files into the mirror (create-only, durable, a chunk
+/// at a time), keep the checkpoint, then publish it by compare-and-swap on
+/// the version read at the start.
 fn install(
-    dir: &Path,
-    stage: &Path,
-    paths: &[PublicPath],
+    union: &Union,
+    keys: &[TileKey],
     key: &NoteVerifier,
     size: u64,
     checkpoint: &[u8],
+    old: Option<&Version>,
 ) -> Result<(), MirrorError> {
-    let mut dirs = std::collections::BTreeSet::new();
-    for p in paths {
-        let rel = p.relative();
-        let (src, dest) = (stage.join(&rel), dir.join(&rel));
-        if !src.is_file() {
-            continue; // installed by an interrupted earlier run
+    for chunk in keys.chunks(INSTALL_CHUNK) {
+        let mut objects = Vec::with_capacity(chunk.len());
+        for k in chunk {
+            objects.push((*k, read_new(union, k)?));
         }
-        let mut parent = dest.parent().map(Path::to_path_buf);
-        if let Some(pd) = &parent {
-            std::fs::create_dir_all(pd).map_err(io_err(pd))?;
-        }
-        std::fs::rename(&src, &dest).map_err(io_err(&dest))?;
-        // Every directory from the file's up to DIR may have gained a name.
-        while let Some(d) = parent.filter(|d| d.starts_with(dir)) {
-            parent = d.parent().map(Path::to_path_buf);
-            dirs.insert(d);
-        }
+        union.public.create_tiles(&objects)?;
     }
-    for d in dirs.iter().rev() {
-        sync_dir(d)?;
-    }
-    let private = layout::private(dir);
-    let settings = layout::settings(dir);
-    if !settings.is_file() {
+    let store = &union.public;
+    if Settings::read(store)
+        .map_err(|e| MirrorError::Mismatch(e.to_string()))?
+        .is_none()
+    {
         let s = Settings {
-            format: layout::SETTINGS_FORMAT,
+            format: SETTINGS_FORMAT,
             origin: key.name.clone(),
             public_key: STANDARD.encode(key.key.as_bytes()),
             verifier_key: key.to_string(),
             key_file: None,
         };
-        let json = s.to_json().map_err(|e| MirrorError::Local {
-            dir: dir.to_path_buf(),
-            detail: e.to_string(),
-        })?;
-        write_durable(&settings, &json)?;
-        sync_dir(&private)?;
+        let json =
+            serde_json::to_vec_pretty(&s).map_err(|e| MirrorError::Mismatch(e.to_string()))?;
+        store.write_private(&PrivateKey::Settings, &json)?;
     }
-    let kept = layout::checkpoint_at(dir, size);
-    write_durable(&kept, checkpoint)?;
-    sync_dir(&layout::checkpoints(dir))?;
-    sync_dir(&private)?;
-    write_durable(&layout::checkpoint(dir), checkpoint)?;
-    sync_dir(dir)?;
-    let _ = std::fs::remove_dir_all(stage);
+    store.write_private(&PrivateKey::Checkpoint(size), checkpoint)?;
+    store.replace_checkpoint(old, checkpoint)?;
     Ok(())
 }
 
@@ -563,7 +508,7 @@ mod tests {
         let rel = |m, n| {
             needed(m, n)
                 .iter()
-                .map(PublicPath::relative)
+                .map(TileKey::path)
                 .collect::<Vec<_>>()
         };
         assert_eq!(rel(0, 3), ["tile/entries/000.p/3", "tile/0/000.p/3"]);

@@ -11,6 +11,5 @@
 
 pub mod client;
 pub mod mirror;
-pub mod paths;
 pub mod serve;
 pub mod submit;

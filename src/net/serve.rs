@@ -14,7 +14,6 @@
 //! most `queue_max` submissions are being read, queued, integrated or
 //! answered at once; one more gets 503 with `Retry-After`.
 
-use super::paths::{MAX_PATH_BYTES, PublicPath, TileKind};
 use crate::bundle::{Bundle, LogProof};
 use crate::constants::BUNDLE_MEDIA_TYPE;
 use crate::dsse::Envelope;
@@ -22,6 +21,7 @@ use crate::keys::SigningKey;
 use crate::limits::{MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BUNDLE_BYTES, MAX_ENVELOPE_BYTES};
 use crate::log::admit::{AcceptedIssuers, RefusalClass, admit};
 use crate::log::{Log, LogError, LogWriter};
+use crate::storage::{Family, PublicKey, Store, TileKey};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -37,6 +37,8 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{Semaphore, oneshot, watch};
 
+/// Longest request path written to the request log.
+pub const MAX_LOGGED_PATH_BYTES: usize = 128;
 /// Largest `POST /add` body: one envelope (`limits::MAX_ENVELOPE_BYTES`).
 pub const MAX_BODY_BYTES: usize = MAX_ENVELOPE_BYTES;
 /// Most open connections; the accept loop waits for one to close beyond it.
@@ -205,7 +207,7 @@ impl Server {
             writer,
             listener,
         } = self;
-        let shared = Arc::new(Shared::new(writer.log()));
+        let shared = Arc::new(Shared::new(writer.log(), &config.dir));
         let (tx, rx) = mpsc::channel::<Job>();
         let batcher = Batcher {
             config: config.clone(),
@@ -254,16 +256,18 @@ struct Shared {
 struct Published {
     size: u64,
     checkpoint: Bytes,
+    store: Arc<dyn Store>,
     dir: PathBuf,
 }
 
 impl Shared {
-    fn new(log: &Log) -> Shared {
+    fn new(log: &Log, dir: &Path) -> Shared {
         Shared {
             published: RwLock::new(Published {
                 size: log.size(),
                 checkpoint: Bytes::from(log.checkpoint().to_string()),
-                dir: log.dir().to_path_buf(),
+                store: Arc::clone(log.store()),
+                dir: dir.to_path_buf(),
             }),
             writer_alive: AtomicBool::new(true),
         }
@@ -364,7 +368,9 @@ impl Batcher {
     fn answer(&self, log: &Log, jobs: Vec<Job>, results: &[crate::log::Appended]) {
         self.shared.publish(log);
         let snapshot = if jobs.iter().any(|j| j.want_bundle) {
-            Log::open(log.dir()).ok().map(Arc::new)
+            Log::open_store(Arc::clone(log.store()), None)
+                .ok()
+                .map(Arc::new)
         } else {
             None
         };
@@ -586,7 +592,7 @@ async fn handle(req: Request<Incoming>, ctx: &Ctx, remote: SocketAddr) -> Respon
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         remote,
         method: method.as_str(),
-        path: truncated(&path, MAX_PATH_BYTES),
+        path: truncated(&path, MAX_LOGGED_PATH_BYTES),
         status: reply.status.as_u16(),
         bytes: reply.body.len(),
         ms: (start.elapsed().as_secs_f64() * 1e6).round() / 1e3,
@@ -626,46 +632,72 @@ async fn route(req: Request<Incoming>, ctx: &Ctx) -> Reply {
             )
         };
     }
-    match PublicPath::from_url_path(path) {
+    let key = path
+        .strip_prefix('/')
+        .filter(|p| p.len() <= MAX_PUBLIC_PATH_BYTES)
+        .and_then(PublicKey::from_path);
+    match key {
         None => Reply::not_found(),
         Some(_) if !read => Reply::method_not_allowed("GET, HEAD"),
         Some(p) => read_public(p, &ctx.shared).await,
     }
 }
 
+/// Longest public path looked at (the longest valid one is under 80 bytes).
+const MAX_PUBLIC_PATH_BYTES: usize = 128;
+
+/// True when every hash or entry of tile `key` lies inside the tree of
+/// `size` leaves (the published checkpoint): only such tiles are served.
+fn within(key: &TileKey, size: u64) -> bool {
+    // Nodes of the tile's level (tree level 8·L) that the tree holds.
+    let Some(count) = size.checked_shr(8 * u32::from(key.family().level())) else {
+        return false;
+    };
+    key.index()
+        .checked_mul(crate::tiles::TILE_WIDTH)
+        .and_then(|start| start.checked_add(key.width().items() as u64))
+        .is_some_and(|end| end <= count)
+}
+
 /// Serve the checkpoint, or a tile the published checkpoint covers.
-async fn read_public(path: PublicPath, shared: &Shared) -> Reply {
+async fn read_public(key: PublicKey, shared: &Shared) -> Reply {
     let published = shared.published();
-    if path == PublicPath::Checkpoint {
-        return Reply {
-            status: StatusCode::OK,
-            body: published.checkpoint,
-            content_type: "text/plain; charset=utf-8",
-            cache: CACHE_CHECKPOINT,
-            extra: Vec::new(),
-            error: None,
-        };
-    }
+    let tile = match key {
+        PublicKey::Checkpoint => {
+            return Reply {
+                status: StatusCode::OK,
+                body: published.checkpoint,
+                content_type: "text/plain; charset=utf-8",
+                cache: CACHE_CHECKPOINT,
+                extra: Vec::new(),
+                error: None,
+            };
+        }
+        PublicKey::Tile(t) => t,
+    };
     // A tile past the checkpoint may be rewritten by the next append: never served.
-    if !path.within(published.size) {
+    if !within(&tile, published.size) {
         return Reply::not_found();
     }
-    let max = match path {
-        PublicPath::Tile {
-            kind: TileKind::Entries,
-            ..
-        } => MAX_ENTRY_BUNDLE_BYTES,
-        _ => MAX_HASH_TILE_BYTES,
+    let max = match tile.family() {
+        Family::Entries => MAX_ENTRY_BUNDLE_BYTES,
+        Family::Hashes(_) => MAX_HASH_TILE_BYTES,
     };
-    let dir = published.dir.clone();
-    let read =
-        tokio::task::spawn_blocking(move || read_no_symlinks(&dir, &path.relative(), max)).await;
+    let read = tokio::task::spawn_blocking(move || {
+        // The store refuses a symlink as the file itself; a symlinked
+        // directory above it is refused here.
+        if has_symlink(&published.dir, &key.path()) {
+            return None;
+        }
+        published.store.read(&key, max).ok().flatten()
+    })
+    .await;
     match read {
         Ok(Some(bytes)) => Reply {
             status: StatusCode::OK,
             body: Bytes::from(bytes),
             content_type: "application/octet-stream",
-            cache: if path.is_full_tile() {
+            cache: if tile.width().partial_width().is_none() {
                 CACHE_FULL_TILE
             } else {
                 CACHE_PARTIAL_TILE
@@ -677,25 +709,22 @@ async fn read_public(path: PublicPath, shared: &Shared) -> Reply {
     }
 }
 
-/// Read `dir/rel` when no component below `dir` is a symbolic link and the
-/// file is a regular file of at most `max` bytes; `None` otherwise.
-fn read_no_symlinks(dir: &Path, rel: &str, max: usize) -> Option<Vec<u8>> {
-    use std::io::Read;
+/// True when a directory on the way from `dir` to `dir/rel` is a symbolic link.
+fn has_symlink(dir: &Path, rel: &str) -> bool {
     let mut cur = dir.to_path_buf();
-    for part in rel.split('/') {
+    let mut parts = rel.split('/').peekable();
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            return false; // the file itself: the store's read checks it
+        }
         cur.push(part);
-        let meta = std::fs::symlink_metadata(&cur).ok()?;
-        if meta.file_type().is_symlink() {
-            return None;
+        match std::fs::symlink_metadata(&cur) {
+            Ok(m) if m.file_type().is_symlink() => return true,
+            Ok(_) => {}
+            Err(_) => return false, // absent: the read finds nothing
         }
     }
-    let file = std::fs::File::open(&cur).ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    file.take(max as u64 + 1).read_to_end(&mut bytes).ok()?;
-    (bytes.len() <= max).then_some(bytes)
+    false
 }
 
 /// True when the Accept header asks for the bundle media type.
@@ -811,10 +840,12 @@ async fn answered(receipt_id: String, entry: Option<Vec<u8>>, a: Answer) -> Repl
         );
     };
     let made = tokio::task::spawn_blocking(move || {
-        let envelope = Envelope::from_entry(&entry)
-            .map_err(|e| LogError::Proof(format!("decoding the logged entry: {e}")))?;
-        let inclusion = log.inclusion_proof(a.index, a.tree_size)?;
-        let checkpoint = log.checkpoint_at(a.tree_size)?;
+        let envelope =
+            Envelope::from_entry(&entry).map_err(|e| format!("decoding the logged entry: {e}"))?;
+        let inclusion = log
+            .inclusion_proof(a.index, a.tree_size)
+            .map_err(|e| e.to_string())?;
+        let checkpoint = log.checkpoint_at(a.tree_size).map_err(|e| e.to_string())?;
         let bundle = Bundle {
             receipt_id,
             envelope,
@@ -826,7 +857,7 @@ async fn answered(receipt_id: String, entry: Option<Vec<u8>>, a: Answer) -> Repl
                 checkpoint,
             },
         };
-        Ok::<_, LogError>(bundle.to_json())
+        Ok::<_, String>(bundle.to_json())
     })
     .await;
     match made {
@@ -854,5 +885,41 @@ async fn answered(receipt_id: String, entry: Option<Vec<u8>>, a: Answer) -> Repl
             "proof_failed",
             "the proof task stopped",
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn tile(path: &str) -> TileKey {
+        match PublicKey::from_path(path) {
+            Some(PublicKey::Tile(t)) => t,
+            other => panic!("{path}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_tile_is_served_only_inside_the_published_tree() {
+        for (path, first_size) in [
+            ("tile/0/001", 512),
+            ("tile/entries/001.p/3", 259),
+            ("tile/1/000", 65_536),
+            ("tile/1/000.p/1", 256),
+            ("tile/2/000.p/1", 65_536),
+        ] {
+            assert!(!within(&tile(path), first_size - 1), "{path}");
+            assert!(within(&tile(path), first_size), "{path}");
+        }
+        let last = format!("tile/0/{}", crate::storage::key::encode_index(u64::MAX));
+        assert!(!within(&tile(&last), u64::MAX));
+    }
+
+    #[test]
+    fn truncation_keeps_whole_characters() {
+        assert_eq!(truncated("abc", 2), "ab");
+        assert_eq!(truncated("aé", 2), "a");
+        assert_eq!(truncated("abc", 10), "abc");
     }
 }
