@@ -259,13 +259,13 @@ fn local_checkpoint(
         dir: dir.to_path_buf(),
         detail,
     };
-    if let Some(s) = Settings::read(store).map_err(|e| local(e.to_string()))? {
-        if s.verifier_key != key.to_string() {
-            return Err(local(format!(
-                "it holds the log {} (key {}), not {key}",
-                s.origin, s.verifier_key
-            )));
-        }
+    if let Some(s) = Settings::read(store).map_err(|e| local(e.to_string()))?
+        && s.verifier_key != key.to_string()
+    {
+        return Err(local(format!(
+            "it holds the log {} (key {}), not {key}",
+            s.origin, s.verifier_key
+        )));
     }
     let Some(read) = store.read_checkpoint(MAX_NOTE_BYTES)? else {
         return Ok(None);
@@ -505,12 +505,7 @@ mod tests {
 
     #[test]
     fn needed_files_cover_the_new_part_only() {
-        let rel = |m, n| {
-            needed(m, n)
-                .iter()
-                .map(TileKey::path)
-                .collect::<Vec<_>>()
-        };
+        let rel = |m, n| needed(m, n).iter().map(TileKey::path).collect::<Vec<_>>();
         assert_eq!(rel(0, 3), ["tile/entries/000.p/3", "tile/0/000.p/3"]);
         assert_eq!(
             rel(3, 300),
