@@ -9,7 +9,10 @@
 //! `RCPT_BENCH_CLIENTS` (default 2048), `RCPT_BENCH_SECONDS` (10),
 //! `RCPT_BENCH_WAITS` (`50ms,250ms`), `RCPT_BENCH_BATCH_MAX` (1024),
 //! `RCPT_BENCH_QUEUE_MAX` (65536), `RCPT_BENCH_DIR` (the file system of the
-//! log; default the system temp dir).
+//! log; default the system temp dir). It also prints the CPU time the server
+//! and the clients spent per submission, which does not depend on how busy
+//! the machine is: 2 cores / (server + client CPU per submission) is the
+//! rate two idle cores would reach.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -68,6 +71,22 @@ struct Run {
     max: Duration,
     rss_kb: u64,
     refused: usize,
+    server_cpu: f64,
+    client_cpu: f64,
+}
+
+/// CPU time (user + system) a process has used so far, from
+/// `/proc/PID/stat` (clock ticks of 1/100 s: Linux's USER_HZ on x86).
+fn cpu_seconds(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which is in parentheses).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // utime and stime are fields 14 and 15 of the line: 11 and 12 after ')'.
+    (f.get(10).copied().unwrap_or(0.0) + f.get(11).copied().unwrap_or(0.0)) / 100.0
 }
 
 /// Peak resident set of a process (`VmHWM`), KiB.
@@ -140,6 +159,8 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
         .build()
         .unwrap();
     let next = Arc::new(AtomicUsize::new(0));
+    let server_pid = server.id().to_string();
+    let (server_cpu0, client_cpu0) = (cpu_seconds(&server_pid), cpu_seconds("self"));
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let start = Instant::now();
     let (mut lat, refused) = rt.block_on(async {
@@ -174,6 +195,8 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
         (all, refused)
     });
     let secs = start.elapsed().as_secs_f64();
+    let server_cpu = cpu_seconds(&server_pid) - server_cpu0;
+    let client_cpu = cpu_seconds("self") - client_cpu0;
     let rss_kb = peak_rss_kb(server.id());
     assert!(
         Command::new("kill")
@@ -198,6 +221,8 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
         max: lat.last().copied().unwrap_or_default(),
         rss_kb,
         refused,
+        server_cpu,
+        client_cpu,
     }
 }
 
@@ -222,20 +247,23 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
     println!(
-        "| batch-wait | clients | submissions/s | p50 | p99 | max | refused | server peak RSS |"
+        "| batch-wait | clients | submissions/s | p50 | p99 | max | refused | server peak RSS \
+         | server CPU/submission | client CPU/submission |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for wait in waits.split(',') {
         let r = run(root.path(), wait, Arc::clone(&receipts), clients, seconds);
         println!(
-            "| {} | {clients} | {:.0} | {:.1} ms | {:.1} ms | {:.1} ms | {} | {} MB |",
+            "| {} | {clients} | {:.0} | {:.1} ms | {:.1} ms | {:.1} ms | {} | {} MB | {:.0} µs | {:.0} µs |",
             r.wait,
             r.sent as f64 / r.secs,
             r.p50.as_secs_f64() * 1e3,
             r.p99.as_secs_f64() * 1e3,
             r.max.as_secs_f64() * 1e3,
             r.refused,
-            r.rss_kb / 1024
+            r.rss_kb / 1024,
+            r.server_cpu * 1e6 / r.sent.max(1) as f64,
+            r.client_cpu * 1e6 / r.sent.max(1) as f64,
         );
     }
 }
