@@ -9,7 +9,9 @@
 //! `RCPT_BENCH_CLIENTS` (default 2048), `RCPT_BENCH_SECONDS` (10),
 //! `RCPT_BENCH_WAITS` (`50ms,250ms`), `RCPT_BENCH_BATCH_MAX` (1024),
 //! `RCPT_BENCH_QUEUE_MAX` (65536), `RCPT_BENCH_DIR` (the file system of the
-//! log; default the system temp dir). It also prints the CPU time the server
+//! log; default the system temp dir), `RCPT_BENCH_WARMUP_MS` (1000: requests
+//! started in the first second, while connections open and the first
+//! batches close, are not counted). It also prints the CPU time the server
 //! and the clients spent per submission, which does not depend on how busy
 //! the machine is: 2 cores / (server + client CPU per submission) is the
 //! rate two idle cores would reach.
@@ -73,6 +75,35 @@ struct Run {
     refused: usize,
     server_cpu: f64,
     client_cpu: f64,
+    /// Every submission answered 200, warm-up included (for CPU per submission).
+    answered: usize,
+    batches: usize,
+    append_p50: f64,
+    append_p99: f64,
+}
+
+/// The service log's batch lines: (count, entries per batch, append ms p50, p99).
+fn batch_stats(log: &Path) -> (usize, f64, f64, f64) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut ms = Vec::new();
+    let mut entries = 0u64;
+    for line in text.lines().filter(|l| l.contains(r#""event":"batch""#)) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        ms.push(v["append_ms"].as_f64().unwrap());
+        entries += v["entries"].as_u64().unwrap();
+    }
+    ms.sort_by(f64::total_cmp);
+    let pct = |p: f64| {
+        ms.get(((ms.len() as f64 * p) as usize).min(ms.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    (
+        ms.len(),
+        entries as f64 / ms.len().max(1) as f64,
+        pct(0.5),
+        pct(0.99),
+    )
 }
 
 /// CPU time (user + system) a process has used so far, from
@@ -143,7 +174,7 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
             &env_u64("RCPT_BENCH_QUEUE_MAX", 65_536).to_string(),
         ])
         .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(root.join(format!("requests-{wait}.log"))).unwrap())
+        .stderr(std::fs::File::create(root.join(format!("service-{wait}.log"))).unwrap())
         .spawn()
         .unwrap();
     let mut line = String::new();
@@ -163,14 +194,16 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
     let (server_cpu0, client_cpu0) = (cpu_seconds(&server_pid), cpu_seconds("self"));
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let start = Instant::now();
-    let (mut lat, refused) = rt.block_on(async {
+    let warmup = Duration::from_millis(env_u64("RCPT_BENCH_WARMUP_MS", 1000));
+    let counted_from = start + warmup;
+    let (mut lat, refused, answered) = rt.block_on(async {
         let client = Client::new(&url).unwrap();
         let mut tasks = tokio::task::JoinSet::new();
         for _ in 0..clients {
             let (client, next, receipts) =
                 (client.clone(), Arc::clone(&next), Arc::clone(&receipts));
             tasks.spawn(async move {
-                let (mut lat, mut refused) = (Vec::new(), 0usize);
+                let (mut lat, mut refused, mut answered) = (Vec::new(), 0usize, 0usize);
                 while Instant::now() < deadline {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(body) = receipts.get(i) else { break };
@@ -179,22 +212,31 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
                         .send(Method::POST, "add", body.clone(), None, 4096)
                         .await;
                     match a {
-                        Ok(a) if a.status.as_u16() == 200 => lat.push(t.elapsed()),
+                        // Only requests started after the warm-up count.
+                        Ok(a) if a.status.as_u16() == 200 => {
+                            answered += 1;
+                            if t >= counted_from {
+                                lat.push(t.elapsed());
+                            }
+                        }
                         _ => refused += 1,
                     }
                 }
-                (lat, refused)
+                (lat, refused, answered)
             });
         }
-        let (mut all, mut refused) = (Vec::new(), 0);
+        let (mut all, mut refused, mut answered) = (Vec::new(), 0, 0);
         while let Some(r) = tasks.join_next().await {
-            let (l, f) = r.unwrap();
+            let (l, f, a) = r.unwrap();
             all.extend(l);
             refused += f;
+            answered += a;
         }
-        (all, refused)
+        (all, refused, answered)
     });
-    let secs = start.elapsed().as_secs_f64();
+    // The rate counts the requests started after the warm-up (connections
+    // opened, first batches closed) over the time after it.
+    let secs = (start.elapsed() - warmup).as_secs_f64();
     let server_cpu = cpu_seconds(&server_pid) - server_cpu0;
     let client_cpu = cpu_seconds("self") - client_cpu0;
     let rss_kb = peak_rss_kb(server.id());
@@ -206,6 +248,9 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
             .success()
     );
     let _ = server.wait();
+    let (batches, per_batch, append_p50, append_p99) =
+        batch_stats(&root.join(format!("service-{wait}.log")));
+    eprintln!("{wait}: {batches} batches, {per_batch:.0} entries each on average");
     lat.sort_unstable();
     let pct = |p: f64| {
         lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1)))
@@ -223,6 +268,10 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
         refused,
         server_cpu,
         client_cpu,
+        answered,
+        batches,
+        append_p50,
+        append_p99,
     }
 }
 
@@ -248,13 +297,13 @@ fn main() {
     );
     println!(
         "| batch-wait | clients | submissions/s | p50 | p99 | max | refused | server peak RSS \
-         | server CPU/submission | client CPU/submission |"
+         | server CPU/submission | client CPU/submission | batches | append p50/p99 |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for wait in waits.split(',') {
         let r = run(root.path(), wait, Arc::clone(&receipts), clients, seconds);
         println!(
-            "| {} | {clients} | {:.0} | {:.1} ms | {:.1} ms | {:.1} ms | {} | {} MB | {:.0} µs | {:.0} µs |",
+            "| {} | {clients} | {:.0} | {:.1} ms | {:.1} ms | {:.1} ms | {} | {} MB | {:.0} µs | {:.0} µs | {} | {:.1}/{:.1} ms |",
             r.wait,
             r.sent as f64 / r.secs,
             r.p50.as_secs_f64() * 1e3,
@@ -262,8 +311,11 @@ fn main() {
             r.max.as_secs_f64() * 1e3,
             r.refused,
             r.rss_kb / 1024,
-            r.server_cpu * 1e6 / r.sent.max(1) as f64,
-            r.client_cpu * 1e6 / r.sent.max(1) as f64,
+            r.server_cpu * 1e6 / r.answered.max(1) as f64,
+            r.client_cpu * 1e6 / r.answered.max(1) as f64,
+            r.batches,
+            r.append_p50,
+            r.append_p99,
         );
     }
 }

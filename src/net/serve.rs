@@ -212,6 +212,7 @@ impl Server {
         let batcher = Batcher {
             config: config.clone(),
             shared: Arc::clone(&shared),
+            sink: Arc::clone(&sink),
         };
         let thread = std::thread::Builder::new()
             .name("rcpt-log-writer".to_string())
@@ -293,6 +294,9 @@ impl Shared {
 /// One admitted submission waiting for its batch.
 struct Job {
     entry: Vec<u8>,
+    /// When the submission was queued: its batch closes `batch_wait` after
+    /// the arrival of its first entry, not after the writer picked it up.
+    arrived: Instant,
     want_bundle: bool,
     reply: oneshot::Sender<Result<Answer, String>>,
 }
@@ -310,6 +314,26 @@ struct Answer {
 struct Batcher {
     config: ServeConfig,
     shared: Arc<Shared>,
+    sink: RequestSink,
+}
+
+/// One line of the service log per durable append.
+#[derive(serde::Serialize)]
+struct BatchLine {
+    event: &'static str,
+    entries: usize,
+    new: usize,
+    tree_size: u64,
+    /// From the first entry's arrival to the batch's close.
+    wait_ms: f64,
+    /// The durable append, checkpoint published.
+    append_ms: f64,
+    error: Option<String>,
+}
+
+/// Milliseconds, to the microsecond.
+fn millis(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
 impl Batcher {
@@ -327,14 +351,30 @@ impl Batcher {
                 .iter_mut()
                 .map(|j| std::mem::take(&mut j.entry))
                 .collect();
-            match w.append(&entries) {
+            let closed = Instant::now();
+            let wait = jobs.first().map_or(Duration::ZERO, |j| closed - j.arrived);
+            let appended = w.append(&entries);
+            let line = |new: usize, size: u64, error: Option<String>| BatchLine {
+                event: "batch",
+                entries: entries.len(),
+                new,
+                tree_size: size,
+                wait_ms: millis(wait),
+                append_ms: millis(closed.elapsed()),
+                error,
+            };
+            match appended {
                 Ok(results) => {
+                    let new = results.iter().filter(|a| a.new).count();
+                    self.log_line(&line(new, w.log().size(), None));
                     batches += 1;
                     integrated += jobs.len() as u64;
                     self.answer(w.log(), jobs, &results);
                 }
                 Err(e) => {
-                    reply_all(jobs, &format!("the log append failed: {e}"));
+                    let detail = format!("the log append failed: {e}");
+                    self.log_line(&line(0, w.log().size(), Some(detail.clone())));
+                    reply_all(jobs, &detail);
                     // Reopen: the writer's open repairs whatever the failed
                     // append left past the checkpoint (spec/log.md).
                     writer = None;
@@ -348,11 +388,17 @@ impl Batcher {
         (batches, integrated)
     }
 
+    fn log_line(&self, line: &BatchLine) {
+        if let Ok(text) = serde_json::to_string(line) {
+            (self.sink)(&text);
+        }
+    }
+
     /// Wait for a first job, then take more until `batch_max` or
     /// `batch_wait` after the first; `None` once the queue is closed and empty.
     fn next_batch(&self, rx: &mpsc::Receiver<Job>) -> Option<Vec<Job>> {
         let first = rx.recv().ok()?;
-        let deadline = Instant::now() + self.config.batch_wait;
+        let deadline = first.arrived + self.config.batch_wait;
         let mut jobs = vec![first];
         while jobs.len() < self.config.batch_max {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -791,6 +837,7 @@ async fn add(req: Request<Incoming>, ctx: &Ctx) -> Reply {
     let (reply, answer) = oneshot::channel();
     let job = Job {
         entry: admitted.entry,
+        arrived: Instant::now(),
         want_bundle,
         reply,
     };
