@@ -665,6 +665,25 @@ fn mirror_copies_checks_follows_appends_and_refuses_a_rewritten_history() {
     assert!(st.success());
     let v = verifier(tmp.path()).verify_file(&bundle);
     assert_eq!(v.outcome(), Outcome::Verified);
+    // The public files alone (no .rcpt/) check under the log key.
+    let bare = tmp.path().join("bare");
+    std::fs::create_dir_all(&bare).unwrap();
+    std::fs::copy(copy.join("checkpoint"), bare.join("checkpoint")).unwrap();
+    for f in tile_files(&copy) {
+        std::fs::create_dir_all(bare.join(&f).parent().unwrap()).unwrap();
+        std::fs::copy(copy.join(&f), bare.join(&f)).unwrap();
+    }
+    let out = Command::new(bin())
+        .args(["log", "check"])
+        .arg(&bare)
+        .args(["--log-key", &log_verifier().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Again, nothing new.
     let out = mirror(&url, &copy);
     assert!(String::from_utf8_lossy(&out.stdout).contains("up to date: 300"));
