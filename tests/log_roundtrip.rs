@@ -480,3 +480,32 @@ fn a_writer_stops_when_the_checkpoint_moves_under_it() {
     assert!(matches!(err, LogError::Stopped { .. }), "{err}");
     assert_eq!(std::fs::read(p.join("checkpoint")).unwrap(), at_10);
 }
+
+/// A copy of the public files (no `.rcpt/`) is read with the log key and
+/// takes no writer; a directory without a checkpoint is not a log.
+#[test]
+fn a_copy_of_the_public_files_reads_but_takes_no_writer() {
+    use rcpt::storage::posix::PosixStore;
+    use std::sync::Arc;
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("log");
+    let mut w = new_log(&p);
+    w.append(&entries(0..300)).unwrap();
+    let root = w.log().root();
+    drop(w);
+    std::fs::remove_dir_all(p.join(".rcpt")).unwrap();
+    assert!(matches!(Log::open(&p), Err(LogError::NoLogKey { .. })));
+    let vkey =
+        rcpt::keys::NoteVerifier::new("example.com/test-log", key().verifying_key()).unwrap();
+    let log = Log::open_store(Arc::new(PosixStore::new(&p)), Some(&vkey)).unwrap();
+    assert_eq!((log.size(), log.root()), (300, root));
+    assert_eq!(rcpt::log::check_log(&log, |_, _| {}).unwrap().size, 300);
+    assert_eq!(log.find(&leaf_hash(&entry(123))).unwrap(), Some(123));
+    let err = LogWriter::open(&p, &key(), false).unwrap_err();
+    assert!(matches!(err, LogError::NotWritable { .. }), "{err}");
+    assert!(!p.join(".rcpt").exists());
+    let empty = tmp.path().join("empty");
+    let err = LogWriter::open(&empty, &key(), false).unwrap_err();
+    assert!(matches!(err, LogError::NotALog { .. }), "{err}");
+    assert!(!empty.exists());
+}

@@ -181,9 +181,12 @@ impl LogWriter {
         wait: bool,
     ) -> Result<LogWriter, LogError> {
         // A copy of the public files has no settings and takes no writer.
-        if Settings::read(&*store)?.is_none() && store.read_checkpoint(1)?.is_some() {
-            return Err(LogError::NotWritable {
-                location: store.describe(),
+        if Settings::read(&*store)?.is_none() {
+            let location = store.describe();
+            let max = crate::limits::MAX_NOTE_BYTES;
+            return Err(match store.read_checkpoint(max)? {
+                Some(_) => LogError::NotWritable { location },
+                None => LogError::NotALog { location },
             });
         }
         // Lock: one writer at a time.

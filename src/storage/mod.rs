@@ -203,8 +203,9 @@ pub trait Store: PublicRead {
     /// partial, in no particular order (for the writer's repair).
     fn list_tiles(&self, family: Family, from: u64, to: u64) -> Result<Vec<TileKey>, StoreError>;
 
-    /// Remove tiles (absent ones are fine); durable on return. Only the
-    /// writer's repair calls this, for tiles past the published checkpoint.
+    /// Remove tiles (absent ones are fine). Only the writer's repair calls
+    /// this, for tiles past the published checkpoint. A removal need not be
+    /// durable on return: one lost in a crash is repeated by the next repair.
     fn remove_tiles(&self, keys: &[TileKey]) -> Result<(), StoreError>;
 
     /// Replace the checkpoint with `bytes` if it is still version
@@ -222,7 +223,9 @@ pub trait Store: PublicRead {
     /// Replace the private object `key` with `bytes`, whole and durably.
     fn write_private(&self, key: &PrivateKey, bytes: &[u8]) -> Result<(), StoreError>;
 
-    /// Remove private objects (absent ones are fine); durable on return.
+    /// Remove private objects (absent ones are fine). Need not be durable
+    /// on return: every removal the log makes is repeated by the next
+    /// writer's repair if a crash loses it.
     fn remove_private(&self, keys: &[PrivateKey]) -> Result<(), StoreError>;
 
     /// The objects in a private directory, sorted by name.

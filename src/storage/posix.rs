@@ -409,16 +409,15 @@ impl Store for PosixStore {
     }
 
     fn remove_tiles(&self, keys: &[TileKey]) -> Result<(), StoreError> {
-        let mut paths = Vec::new();
         for key in keys {
             let path = self.public_path(&PublicKey::Tile(*key));
             match std::fs::remove_file(&path) {
-                Ok(()) => paths.push(path),
+                Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(io_err(&path)(e)),
             }
         }
-        sync_dirs(&self.root, paths.iter().map(PathBuf::as_path))
+        Ok(())
     }
 
     fn replace_checkpoint(
@@ -454,7 +453,6 @@ impl Store for PosixStore {
     }
 
     fn remove_private(&self, keys: &[PrivateKey]) -> Result<(), StoreError> {
-        let mut parents = BTreeSet::new();
         for key in keys {
             let path = self.private_path(key);
             let removed = match std::fs::symlink_metadata(&path) {
@@ -463,14 +461,12 @@ impl Store for PosixStore {
                 Err(e) => Err(e),
             };
             match removed {
-                Ok(()) => {
-                    parents.insert(path.parent().unwrap_or(&self.root).to_path_buf());
-                }
+                Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(io_err(&path)(e)),
             }
         }
-        parents.iter().try_for_each(|d| sync_dir(d))
+        Ok(())
     }
 
     fn list_private(&self, dir: PrivateDir) -> Result<Vec<PrivateKey>, StoreError> {
