@@ -476,6 +476,21 @@ fn sigterm_drains_the_queue_answers_everyone_and_exits_0() {
 }
 
 #[test]
+fn sigint_stops_the_service_like_sigterm() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = init_log(tmp.path(), "log");
+    let mut served = Served::start(&dir, &write_trust(tmp.path()), &["--batch-wait", "1s"]);
+    let addr = served.addr;
+    let sender = std::thread::spawn(move || add(addr, envelope(1).as_bytes()));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    served.signal("INT");
+    let status = wait_bounded(&mut served.child, std::time::Duration::from_secs(60));
+    assert!(status.success(), "{status:?}");
+    assert_eq!(sender.join().unwrap().0, 200);
+    assert_eq!(rcpt::log::Log::open(&dir).unwrap().size(), 1);
+}
+
+#[test]
 fn request_log_lines_are_json_on_stderr() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = init_log(tmp.path(), "log");
