@@ -34,6 +34,8 @@ pub mod keys;
 pub mod limits;
 pub mod log;
 pub mod merkle;
+#[cfg(feature = "net")]
+pub mod net;
 pub mod note;
 pub mod policy;
 pub mod reason;

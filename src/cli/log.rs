@@ -137,6 +137,15 @@ pub enum LogCommand {
         #[command(flatten)]
         key: LogKeyArg,
     },
+    /// Serve the log over HTTP: tlog-tiles read API and POST /add.
+    #[cfg(feature = "net")]
+    Serve(super::serve::ServeArgs),
+    /// Submit envelopes to a log service; verify and print each bundle's index.
+    #[cfg(feature = "net")]
+    Submit(super::serve::SubmitArgs),
+    /// Copy a served log's public files, checked, into a local directory.
+    #[cfg(feature = "net")]
+    Mirror(super::serve::MirrorArgs),
 }
 
 /// How a reader finds the log key: the log's settings, or `--log-key`
@@ -219,6 +228,12 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             key,
         } => consistency(&key.open(&dir)?, from, to, json),
         LogCommand::Check { dir, key } => check(&key.open(&dir)?),
+        #[cfg(feature = "net")]
+        LogCommand::Serve(args) => super::serve::serve(args),
+        #[cfg(feature = "net")]
+        LogCommand::Submit(args) => super::serve::submit(args),
+        #[cfg(feature = "net")]
+        LogCommand::Mirror(args) => super::serve::mirror(args),
     }
 }
 
@@ -444,6 +459,19 @@ impl Iterator for Inputs<'_> {
             });
         }
     }
+}
+
+/// The inputs of `append` (each file, and each non-empty stdin line for
+/// `-`), as (name, bytes or (reason, detail)): `log submit` reads the same way.
+#[cfg(feature = "net")]
+pub(super) fn inputs(
+    files: &[String],
+) -> impl Iterator<Item = (String, Result<Vec<u8>, (&'static str, String)>)> + '_ {
+    let inputs = Inputs {
+        files: files.iter(),
+        stdin: None,
+    };
+    inputs.map(|i| (i.name, i.bytes.map_err(|r| (r.reason.as_str(), r.detail))))
 }
 
 /// Take the next batch of inputs: at most `MAX_APPEND_BATCH_ENTRIES`, and

@@ -15,6 +15,8 @@ use std::process::ExitCode;
 mod key;
 mod log;
 mod receipt;
+#[cfg(feature = "net")]
+mod serve;
 mod verify;
 mod witness;
 
