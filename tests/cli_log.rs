@@ -115,10 +115,10 @@ fn append_files_and_stdin_then_prove_and_check() {
     );
     assert_eq!(rows[1]["index"], 3);
     assert_eq!(rows[1]["file"], "-:3");
-    assert_eq!(rows[2]["error"], "malformed_envelope");
+    assert_eq!(rows[2]["error"], "envelope.malformed");
     assert_eq!(rows[3]["index"], 4);
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
-    assert!(err.contains("refused -:4: malformed_envelope"), "{err}");
+    assert!(err.contains("refused -:4: envelope.malformed"), "{err}");
 
     // The checkpoint names size 5; a bundle proves entry 3 against it.
     let cp_text = stdout(rcpt().args(["log", "checkpoint"]).arg(&dir));
@@ -386,8 +386,8 @@ fn accepted_issuers_refuse_forged_and_foreign_envelopes() {
         (rows[0]["index"].as_u64(), rows[0]["signature"].as_str()),
         (Some(0), Some("verified"))
     );
-    assert_eq!(rows[1]["error"], "signature.failed");
-    assert_eq!(rows[2]["error"], "signature.not_evaluated");
+    assert_eq!(rows[1]["error"], "signature.invalid");
+    assert_eq!(rows[2]["error"], "signature.untrusted");
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(!err.contains("not checked"), "{err}");
     let cp = stdout(rcpt().args(["log", "checkpoint"]).arg(&dir));
@@ -642,6 +642,38 @@ fn prove_all_writes_one_bundle_per_entry() {
         (b["log"]["index"].as_u64(), b["log"]["tree_size"].as_u64()),
         (Some(257), Some(260))
     );
+    // The same for C2SP tlog-proof files.
+    let tlog = tmp.path().join("tlog");
+    rcpt()
+        .args([
+            "log",
+            "prove",
+            "--range",
+            "254..258",
+            "--format",
+            "tlog-proof",
+            "--out-dir",
+        ])
+        .arg(&tlog)
+        .arg(&dir)
+        .assert()
+        .success();
+    for i in 254u64..258 {
+        let one = stdout(
+            rcpt()
+                .args([
+                    "log",
+                    "prove",
+                    "--format",
+                    "tlog-proof",
+                    "--index",
+                    &i.to_string(),
+                ])
+                .arg(&dir),
+        );
+        let file = std::fs::read_to_string(tlog.join(format!("{i}.tlog-proof"))).unwrap();
+        assert_eq!(file, one, "tlog-proof {i}");
+    }
     // Not into a directory that holds files; not past the size.
     rcpt()
         .args(["log", "prove", "--all", "--out-dir"])

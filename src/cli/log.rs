@@ -13,6 +13,7 @@ use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use rcpt::dsse::Envelope;
+use rcpt::io::{InputError, Source, Target};
 use rcpt::keys::NoteVerifier;
 use rcpt::keys::SigningKey;
 use rcpt::limits::{
@@ -21,6 +22,8 @@ use rcpt::limits::{
 };
 use rcpt::log::admit::{self, AcceptedIssuers, Admitted};
 use rcpt::log::{InitOptions, Log, LogError, LogWriter};
+use rcpt::reason::Reason;
+use std::ffi::OsString;
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -28,7 +31,10 @@ use std::time::{Duration, Instant};
 #[derive(Subcommand)]
 pub enum LogCommand {
     /// Create an empty log.
+    #[command(after_help = "Example:
+  rcpt log init log/ --origin log.example/receipts --key logkey.key")]
     Init {
+        /// The log directory to create (C2SP tlog-tiles layout).
         dir: PathBuf,
         /// Checkpoint origin line, also the log key's name.
         #[arg(long)]
@@ -43,7 +49,10 @@ pub enum LogCommand {
         trust: Option<PathBuf>,
     },
     /// Append envelopes (.json files, or '-' for JSON Lines on stdin).
+    #[command(after_help = "Example:
+  rcpt log append log/ envelope.json")]
     Append {
+        /// The log directory.
         dir: PathBuf,
         /// The log's private key (default: the key file given at init).
         #[arg(long)]
@@ -63,11 +72,15 @@ pub enum LogCommand {
         #[arg(long, default_value_t = MAX_APPEND_BATCH_ENTRIES as u64,
               value_parser = clap::value_parser!(u64).range(1..=MAX_APPEND_BATCH_ENTRIES as u64))]
         batch: u64,
-        #[arg(required = true)]
+        /// Envelope files (.json), or '-' for JSON Lines of envelopes on standard input.
+        #[arg(required = true, value_name = "FILE")]
         files: Vec<String>,
     },
     /// Print the latest checkpoint.
+    #[command(after_help = "Example:
+  rcpt log checkpoint log/ > checkpoint.txt")]
     Checkpoint {
+        /// The log directory.
         dir: PathBuf,
         #[command(flatten)]
         key: LogKeyArg,
@@ -75,9 +88,14 @@ pub enum LogCommand {
     /// Write the proof bundle of one receipt.
     #[command(group(clap::ArgGroup::new("which").required(true)
         .args(["index", "receipt", "all", "range"])))]
+    #[command(after_help = "Examples:
+  rcpt log prove log/ --receipt envelope.json -o bundle.json
+  rcpt log prove log/ --index 3 --size 10 | rcpt verify --trust trust.json -
+  rcpt log prove log/ --all --out-dir bundles/")]
     Prove {
+        /// The log directory.
         dir: PathBuf,
-        /// The log index of the receipt.
+        /// Leaf index of the entry to prove.
         #[arg(long)]
         index: Option<u64>,
         /// An envelope file whose entry is looked up in the log.
@@ -92,34 +110,55 @@ pub enum LogCommand {
         /// Tree size of the proof (default: the latest checkpoint).
         #[arg(long)]
         size: Option<u64>,
-        /// Write the bundle here ('-' or absent: stdout).
-        #[arg(short = 'o', long = "out", conflicts_with_all = ["all", "range"])]
-        out: Option<PathBuf>,
+        /// Output file, written atomically; '-' or nothing for standard output.
+        #[arg(short = 'o', long = "out", value_name = "FILE", conflicts_with_all = ["all", "range"])]
+        out: Option<Target>,
         /// With --all or --range: an empty or new directory that receives
-        /// `<index>.bundle.json` for each entry.
+        /// one file per entry, `<index>.bundle.json` (or `<index>.tlog-proof`).
         #[arg(long = "out-dir", value_name = "DIR")]
         out_dir: Option<PathBuf>,
+        /// `bundle` (rcpt JSON) or `tlog-proof` (C2SP tlog-proof@v1, the entry in `extra`).
+        #[arg(long, value_enum, default_value = "bundle")]
+        format: ProveFormat,
         #[command(flatten)]
         key: LogKeyArg,
     },
     /// Print a consistency proof between two tree sizes.
+    #[command(after_help = "Example:
+  rcpt log consistency log/ --from 3 --to 10 --json >> proofs.jsonl")]
     Consistency {
+        /// The log directory.
         dir: PathBuf,
+        /// The older tree size (a published checkpoint's size).
         #[arg(long)]
         from: u64,
+        /// The newer tree size (default: the latest checkpoint's).
         #[arg(long)]
         to: Option<u64>,
+        /// Print {"from", "to", "proof"} JSON, as `rcpt verify --consistency` reads.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         key: LogKeyArg,
     },
     /// Recompute every tile and the root; verify the checkpoint.
+    #[command(after_help = "Example:
+  rcpt log check log/")]
     Check {
+        /// The log directory.
         dir: PathBuf,
         #[command(flatten)]
         key: LogKeyArg,
     },
+    /// Serve the log over HTTP: tlog-tiles read API and POST /add.
+    #[cfg(feature = "net")]
+    Serve(super::serve::ServeArgs),
+    /// Submit envelopes to a log service; verify and print each bundle's index.
+    #[cfg(feature = "net")]
+    Submit(super::serve::SubmitArgs),
+    /// Copy a served log's public files, checked, into a local directory.
+    #[cfg(feature = "net")]
+    Mirror(super::serve::MirrorArgs),
 }
 
 /// How a reader finds the log key: the log's settings, or `--log-key`
@@ -175,7 +214,7 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
         }
         LogCommand::Checkpoint { dir, key } => {
             let log = key.open(&dir)?;
-            print!("{}", log.checkpoint());
+            write!(std::io::stdout().lock(), "{}", log.checkpoint())?;
             Ok(EXIT_OK)
         }
         LogCommand::Prove {
@@ -187,16 +226,17 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             size,
             out,
             out_dir,
+            format,
             key,
         } => {
             let log = key.open(&dir)?;
             match (all, range, out_dir) {
-                (true, _, Some(d)) => prove_many(&log, None, size, &d),
-                (false, Some(r), Some(d)) => prove_many(&log, Some(r), size, &d),
+                (true, _, Some(d)) => prove_many(&log, None, size, &d, format),
+                (false, Some(r), Some(d)) => prove_many(&log, Some(r), size, &d, format),
                 (_, _, Some(_)) => {
                     Err(UsageError("--out-dir goes with --all or --range".into()).into())
                 }
-                _ => prove(&log, index, receipt.as_deref(), size, out.as_deref()),
+                _ => prove(&log, index, receipt.as_deref(), size, out.as_ref(), format),
             }
         }
         LogCommand::Consistency {
@@ -207,6 +247,12 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             key,
         } => consistency(&key.open(&dir)?, from, to, json),
         LogCommand::Check { dir, key } => check(&key.open(&dir)?),
+        #[cfg(feature = "net")]
+        LogCommand::Serve(args) => super::serve::serve(args),
+        #[cfg(feature = "net")]
+        LogCommand::Submit(args) => super::serve::submit(args),
+        #[cfg(feature = "net")]
+        LogCommand::Mirror(args) => super::serve::mirror(args),
     }
 }
 
@@ -235,18 +281,31 @@ fn init(dir: &Path, origin: &str, key_path: &Path, trust: Option<&Path>) -> anyh
         accepted: accepted.as_ref(),
     };
     let log = Log::create_with(dir, origin, &key, opts)?;
-    println!("initialised log {} at {}", log.origin(), log.location());
-    println!("verifier key: {}", log.verifier());
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "initialised log {} at {}",
+        log.origin(),
+        log.location()
+    )?;
+    writeln!(out, "verifier key: {}", log.verifier())?;
     match &accepted {
-        Some(a) => println!("accepted issuers: {}", issuer_names(a)),
-        None => println!("accepted issuers: none (envelope signatures will not be checked)"),
+        Some(a) => writeln!(out, "accepted issuers: {}", issuer_names(a))?,
+        None => writeln!(
+            out,
+            "accepted issuers: none (envelope signatures will not be checked)"
+        )?,
     }
     Ok(EXIT_OK)
 }
 
 /// The accepted issuers' names, comma-separated.
 fn issuer_names(accepted: &AcceptedIssuers) -> String {
-    let names: Vec<&str> = accepted.issuers().iter().map(|i| i.name.as_str()).collect();
+    let names: Vec<&str> = accepted
+        .issuers()
+        .iter()
+        .filter_map(|i| i.name.as_deref())
+        .collect();
     names.join(", ")
 }
 
@@ -302,12 +361,12 @@ struct Input {
 /// Why an input was refused: a stable reason code and a detail.
 #[derive(Debug)]
 struct Refusal {
-    reason: &'static str,
+    reason: Reason,
     detail: String,
 }
 
 impl Refusal {
-    fn new(reason: &'static str, detail: impl std::fmt::Display) -> Refusal {
+    fn new(reason: Reason, detail: impl std::fmt::Display) -> Refusal {
         Refusal {
             reason,
             detail: detail.to_string(),
@@ -321,20 +380,29 @@ impl From<admit::Refusal> for Refusal {
     }
 }
 
-/// Read an envelope file, refusing one over the envelope limit before reading it whole.
+/// Read an envelope file with the capped reader (a regular file, at most
+/// the envelope limit).
 fn read_file(path: &str) -> Result<Vec<u8>, Refusal> {
-    let file = std::fs::File::open(path).map_err(|e| Refusal::new("unreadable", e))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_ENVELOPE_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Refusal::new("unreadable", e))?;
-    if bytes.len() > MAX_ENVELOPE_BYTES {
-        return Err(Refusal::new(
-            "envelope_too_large",
-            format!("over the {MAX_ENVELOPE_BYTES}-byte limit"),
-        ));
+    rcpt::io::read_path(Path::new(path), MAX_ENVELOPE_BYTES).map_err(|e| match e {
+        InputError::TooLarge { .. } => Refusal::new(Reason::EnvelopeTooLarge, e),
+        _ => Refusal::new(Reason::InputUnreadable, rcpt::io::error_chain(&e)),
+    })
+}
+
+/// Every file argument must name a regular file (a missing one is a bad
+/// invocation, found before anything is appended); `-` at most once.
+fn check_append_files(files: &[String]) -> anyhow::Result<()> {
+    let sources: Vec<Source> = files
+        .iter()
+        .map(|f| Source::from(OsString::from(f)))
+        .collect();
+    super::stdin_at_most_once(&sources)?;
+    for source in &sources {
+        if let Source::Path(path) = source {
+            rcpt::io::open_regular(path)?;
+        }
     }
-    Ok(bytes)
+    Ok(())
 }
 
 /// The inputs of `append`, in order: each file argument, and each
@@ -358,7 +426,7 @@ impl Inputs<'_> {
                 Err(e) => {
                     return Some(Input {
                         name,
-                        bytes: Err(Refusal::new("unreadable", e)),
+                        bytes: Err(Refusal::new(Reason::InputUnreadable, e)),
                     });
                 }
                 Ok(0) => return None,
@@ -375,7 +443,7 @@ impl Inputs<'_> {
                 let detail = format!("line is over the {MAX_STDIN_LINE_BYTES}-byte limit");
                 return Some(Input {
                     name,
-                    bytes: Err(Refusal::new("envelope_too_large", detail)),
+                    bytes: Err(Refusal::new(Reason::EnvelopeTooLarge, detail)),
                 });
             }
             if line.iter().all(u8::is_ascii_whitespace) {
@@ -410,6 +478,19 @@ impl Iterator for Inputs<'_> {
             });
         }
     }
+}
+
+/// The inputs of `append` (each file, and each non-empty stdin line for
+/// `-`), as (name, bytes or (reason, detail)): `log submit` reads the same way.
+#[cfg(feature = "net")]
+pub(super) fn inputs(
+    files: &[String],
+) -> impl Iterator<Item = (String, Result<Vec<u8>, (&'static str, String)>)> + '_ {
+    let inputs = Inputs {
+        files: files.iter(),
+        stdin: None,
+    };
+    inputs.map(|i| (i.name, i.bytes.map_err(|r| (r.reason.as_str(), r.detail))))
 }
 
 /// Take the next batch of inputs: at most `MAX_APPEND_BATCH_ENTRIES`, and
@@ -448,6 +529,7 @@ fn append(dir: &Path, opts: &AppendOptions, files: &[String]) -> anyhow::Result<
             ))
         })?,
     };
+    check_append_files(files)?;
     let accepted = match &opts.trust {
         Some(path) => Some(read_accepted(path)?),
         None => log.accepted_issuers()?,
@@ -536,8 +618,8 @@ fn report_refused(out: &mut impl Write, json: bool, name: &str, r: &Refusal) -> 
 
 /// The log index of the envelope in `path`, found by its entry's leaf hash.
 fn index_of_receipt(log: &Log, path: &Path) -> anyhow::Result<u64> {
-    let bytes = read_file(&path.to_string_lossy())
-        .map_err(|r| anyhow::anyhow!("{}: {}: {}", path.display(), r.reason, r.detail))?;
+    let bytes =
+        rcpt::io::read_path(path, MAX_ENVELOPE_BYTES).context("reading the --receipt envelope")?;
     let env = Envelope::from_json(&bytes).with_context(|| format!("reading {}", path.display()))?;
     let leaf = rcpt::merkle::leaf_hash(&env.to_entry());
     log.find(&leaf)?.ok_or_else(|| {
@@ -555,7 +637,8 @@ fn prove(
     index: Option<u64>,
     receipt: Option<&Path>,
     size: Option<u64>,
-    out: Option<&Path>,
+    out: Option<&Target>,
+    format: ProveFormat,
 ) -> anyhow::Result<u8> {
     let index = match (index, receipt) {
         (Some(i), _) => i,
@@ -570,30 +653,18 @@ fn prove(
     // A bundle needs the signed checkpoint of its size: refuse an
     // unpublished size before any proof work.
     let checkpoint = log.checkpoint_at(size)?;
-    let envelope = Envelope::from_entry(&log.entry(index)?)
-        .with_context(|| format!("decoding entry {index}"))?;
-    let payload = rcpt::receipt::payload_from_cbor(&envelope.payload)
-        .with_context(|| format!("entry {index} holds no valid receipt"))?;
-    let bundle = rcpt::bundle::Bundle {
-        receipt_id: payload.id.to_string(),
-        envelope,
-        log: rcpt::bundle::LogProof {
-            origin: log.origin().to_string(),
+    if format == ProveFormat::TlogProof {
+        let proof = rcpt::tlogproof::TlogProof::new(
+            Some(log.entry(index)?),
             index,
-            tree_size: size,
-            inclusion: log.inclusion_proof(index, size)?,
-            checkpoint,
-        },
-    };
-    let mut text = bundle.to_json();
-    if !text.ends_with('\n') {
-        text.push('\n');
+            log.inclusion_proof(index, size)?,
+            &checkpoint,
+        )?;
+        return emit(out, &proof.to_text());
     }
-    match out {
-        None => print!("{text}"),
-        Some(path) => write_atomic(path, text.as_bytes())?,
-    }
-    Ok(EXIT_OK)
+    let inclusion = log.inclusion_proof(index, size)?;
+    let text = bundle_text(log, index, &log.entry(index)?, inclusion, size, &checkpoint)?;
+    emit(out, &text)
 }
 
 /// `A..B` as a range of log indexes.
@@ -611,13 +682,15 @@ fn parse_range(text: &str) -> Result<std::ops::Range<u64>, String> {
     Ok(a..b)
 }
 
-/// One bundle per entry of `range` (all: every entry) at `size`, written
-/// to `out_dir` as `<index>.bundle.json`, in parallel.
+/// One bundle (or tlog-proof) per entry of `range` (all: every entry) at
+/// `size`, written to `out_dir` as `<index>.bundle.json` (`.tlog-proof`),
+/// in parallel.
 fn prove_many(
     log: &Log,
     range: Option<std::ops::Range<u64>>,
     size: Option<u64>,
     out_dir: &Path,
+    format: ProveFormat,
 ) -> anyhow::Result<u8> {
     let size = size.unwrap_or(log.size());
     let range = range.unwrap_or(0..size);
@@ -647,29 +720,22 @@ fn prove_many(
         range.clone(),
         size,
         |index, entry, inclusion| -> anyhow::Result<()> {
-            let envelope =
-                Envelope::from_entry(entry).with_context(|| format!("decoding entry {index}"))?;
-            let payload = rcpt::receipt::payload_from_cbor(&envelope.payload)
-                .with_context(|| format!("entry {index} holds no valid receipt"))?;
-            let bundle = rcpt::bundle::Bundle {
-                receipt_id: payload.id.to_string(),
-                envelope,
-                log: rcpt::bundle::LogProof {
-                    origin: log.origin().to_string(),
-                    index,
-                    tree_size: size,
-                    inclusion,
-                    checkpoint: checkpoint.clone(),
-                },
+            let (name, text) = match format {
+                ProveFormat::TlogProof => {
+                    let proof = rcpt::tlogproof::TlogProof::new(
+                        Some(entry.to_vec()),
+                        index,
+                        inclusion,
+                        &checkpoint,
+                    )?;
+                    (format!("{index}.tlog-proof"), proof.to_text())
+                }
+                ProveFormat::Bundle => (
+                    format!("{index}.bundle.json"),
+                    bundle_text(log, index, entry, inclusion, size, &checkpoint)?,
+                ),
             };
-            let mut text = bundle.to_json();
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            write_new(
-                &out_dir.join(format!("{index}.bundle.json")),
-                text.as_bytes(),
-            )?;
+            write_new(&out_dir.join(name), text.as_bytes())?;
             let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             if n.is_multiple_of(4096)
                 && let Ok(mut p) = progress.lock()
@@ -692,6 +758,37 @@ fn prove_many(
     Ok(EXIT_OK)
 }
 
+/// The bundle JSON of entry `index` with its proof in the tree of `size`.
+fn bundle_text(
+    log: &Log,
+    index: u64,
+    entry: &[u8],
+    inclusion: Vec<rcpt::merkle::Hash>,
+    size: u64,
+    checkpoint: &str,
+) -> anyhow::Result<String> {
+    let envelope =
+        Envelope::from_entry(entry).with_context(|| format!("decoding entry {index}"))?;
+    let payload = rcpt::receipt::payload_from_cbor(&envelope.payload)
+        .with_context(|| format!("entry {index} holds no valid receipt"))?;
+    let bundle = rcpt::bundle::Bundle {
+        receipt_id: payload.id.to_string(),
+        envelope,
+        log: rcpt::bundle::LogProof {
+            origin: log.origin().to_string(),
+            index,
+            tree_size: size,
+            inclusion,
+            checkpoint: checkpoint.to_string(),
+        },
+    };
+    let mut text = bundle.to_json();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(text)
+}
+
 /// Write a new file, created exclusively (never over an existing file or
 /// through a symlink planted at its name).
 fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
@@ -705,26 +802,19 @@ fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     write().with_context(|| format!("writing {}", path.display()))
 }
 
-/// Write `bytes` to `path` through a temporary file in the same directory
-/// and a rename, so a reader never sees half a bundle.
-fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path.file_name().context("the output path names no file")?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().with_context(|| format!("writing {}", path.display()))
+/// The proof formats of `rcpt log prove`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProveFormat {
+    /// The rcpt bundle (JSON).
+    Bundle,
+    /// C2SP tlog-proof@v1.
+    TlogProof,
+}
+
+/// Write `text` to `out` (standard output when absent or '-'), atomically for a file.
+fn emit(out: Option<&Target>, text: &str) -> anyhow::Result<u8> {
+    super::write_target(out.unwrap_or(&Target::Stdout), text.as_bytes())?;
+    Ok(EXIT_OK)
 }
 
 fn consistency(log: &Log, from: u64, to: Option<u64>, json: bool) -> anyhow::Result<u8> {
@@ -739,14 +829,13 @@ fn consistency(log: &Log, from: u64, to: Option<u64>, json: bool) -> anyhow::Res
     log.checkpoint_at(to)?;
     let proof = log.consistency_proof(from, to)?;
     let proof: Vec<String> = proof.iter().map(|h| STANDARD.encode(h)).collect();
+    let mut out = std::io::stdout().lock();
     if json {
-        println!(
-            "{}",
-            serde_json::json!({"from": from, "to": to, "proof": proof})
-        );
+        let doc = serde_json::json!({"from": from, "to": to, "proof": proof});
+        writeln!(out, "{doc}")?;
     } else {
         for h in proof {
-            println!("{h}");
+            writeln!(out, "{h}")?;
         }
     }
     Ok(EXIT_OK)
@@ -760,25 +849,28 @@ fn check(log: &Log) -> anyhow::Result<u8> {
     });
     progress.finish();
     let report = result?;
-    println!(
+    writeln!(
+        std::io::stdout().lock(),
         "ok: {} entries, {} hash tiles, {} checkpoints verified, root {}",
         report.size,
         report.tiles,
         report.checkpoints,
         STANDARD.encode(report.root)
-    );
+    )?;
     if report.kept_tiles > 0 {
-        println!(
+        writeln!(
+            std::io::stdout().lock(),
             "ok: {} partial tiles and entry bundles kept for earlier sizes verified",
             report.kept_tiles
-        );
+        )?;
     }
     for size in &report.unpublished_sizes {
-        println!(
+        writeln!(
+            std::io::stdout().lock(),
             "note: .rcpt/checkpoints/{size} is past the published size {} (left by an \
              interrupted append, never published, not part of the log); the next append removes it",
             report.size
-        );
+        )?;
     }
     Ok(EXIT_OK)
 }
