@@ -322,7 +322,7 @@ fn every_refusal_has_its_status_and_the_codes_of_log_append() {
         );
     }
     assert!(
-        append_codes.contains(&"signature.failed".to_string()),
+        append_codes.contains(&"signature.invalid".to_string()),
         "{append_codes:?}"
     );
     assert!(
@@ -341,13 +341,13 @@ fn every_refusal_has_its_status_and_the_codes_of_log_append() {
     forged["signatures"][0]["keyid"] = rcpt::keys::keyid(&issuer_key().verifying_key()).into();
     assert_eq!(
         add(served.addr, forged.to_string().as_bytes()),
-        (403, "signature.failed".into())
+        (403, "signature.invalid".into())
     );
     // Not signed by an accepted issuer: 403; signed by one, under another name: 403.
     let stranger = rcpt::keys::SigningKey::from_bytes(&[99u8; 32]);
     assert_eq!(
         add(served.addr, envelope_by(2, ISSUER, &stranger).as_bytes()),
-        (403, "signature.not_evaluated".into())
+        (403, "signature.untrusted".into())
     );
     assert_eq!(
         add(
@@ -358,7 +358,7 @@ fn every_refusal_has_its_status_and_the_codes_of_log_append() {
     );
     // Too large: 413, by Content-Length and by a chunked body.
     let big = vec![b' '; rcpt::net::serve::MAX_BODY_BYTES + 1];
-    assert_eq!(add(served.addr, &big), (413, "envelope_too_large".into()));
+    assert_eq!(add(served.addr, &big), (413, "envelope.too_large".into()));
     let mut chunked = format!("{:x}\r\n", big.len()).into_bytes();
     chunked.extend_from_slice(&big);
     chunked.extend_from_slice(b"\r\n0\r\n\r\n");
@@ -510,7 +510,7 @@ fn request_log_lines_are_json_on_stderr() {
     assert_eq!(requests.len(), 3, "{lines:?}");
     assert_eq!(requests[0]["path"], "/checkpoint");
     assert_eq!(requests[1]["status"], 400);
-    assert_eq!(requests[1]["error"], "malformed_envelope");
+    assert_eq!(requests[1]["error"], "envelope.malformed");
     assert_eq!(requests[2]["status"], 200);
     assert!(requests[2]["ms"].as_f64().is_some());
     assert_eq!(lines.last().unwrap()["event"], "drained");
@@ -607,7 +607,7 @@ fn submit_prints_indexes_stores_verified_bundles_and_refuses_a_wrong_log_key() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("malformed_envelope"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("envelope.malformed"));
     assert!(served.stop().success());
 }
 

@@ -50,7 +50,10 @@ impl LogLines {
 }
 
 #[derive(clap::Args)]
+#[command(after_help = "Example:
+  rcpt log serve log/ --listen 127.0.0.1:8080 --trust trust.json --batch-wait 250ms")]
 pub struct ServeArgs {
+    /// The log directory (made by `rcpt log init`).
     dir: PathBuf,
     /// Address to listen on (HOST:PORT; port 0 picks a free one, printed on stdout).
     #[arg(long)]
@@ -107,17 +110,31 @@ fn read_small(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The log key: `VKEY` text, or a file holding it.
-pub fn parse_log_key(arg: &str) -> anyhow::Result<NoteVerifier> {
-    let path = Path::new(arg);
-    let text = if path.is_file() {
-        String::from_utf8_lossy(&read_small(path, "log key")?)
-            .trim()
-            .to_string()
-    } else {
-        arg.trim().to_string()
+/// The log key from `--log-key VKEY` (always key text, never a file name:
+/// a file planted under the key's name cannot replace it) or
+/// `--log-key-file FILE` (spec/keys.md).
+fn parse_log_key(text: Option<&str>, file: Option<&Path>) -> anyhow::Result<NoteVerifier> {
+    let (text, what) = match (text, file) {
+        (Some(t), None) => (t.trim().to_string(), format!("--log-key \"{t}\"")),
+        (None, Some(f)) => (
+            String::from_utf8_lossy(&read_small(f, "--log-key-file")?)
+                .trim()
+                .to_string(),
+            format!("--log-key-file {}", f.display()),
+        ),
+        _ => {
+            return Err(UsageError(
+                "give the log's key: --log-key VKEY or --log-key-file FILE".into(),
+            )
+            .into());
+        }
     };
-    Ok(NoteVerifier::parse(&text).map_err(|e| UsageError(format!("log key \"{arg}\": {e}")))?)
+    let hint = if Path::new(&text).exists() && file.is_none() {
+        "; it names a file, and --log-key never reads files: use --log-key-file"
+    } else {
+        ""
+    };
+    Ok(NoteVerifier::parse(&text).map_err(|e| UsageError(format!("{what}: {e}{hint}")))?)
 }
 
 fn signing_key(dir: &Path, key: Option<&Path>) -> anyhow::Result<SigningKey> {
@@ -202,15 +219,26 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
 }
 
 #[derive(clap::Args)]
+#[command(after_help = "Example:
+  rcpt log submit http://127.0.0.1:8080 receipts/*.json --log-key-file log.vkey --bundle-dir bundles/")]
 pub struct SubmitArgs {
     /// The log's URL (http://HOST[:PORT][/PREFIX]).
     url: String,
     /// Envelope files (.json), or '-' for JSON Lines on stdin.
     #[arg(required = true)]
     files: Vec<String>,
-    /// The log's verifier key (VKEY text or a file): every bundle must verify under it.
-    #[arg(long, value_name = "VKEY")]
-    log_key: String,
+    /// The log's verifier key as text (NAME+HASH+KEY; never read as a file
+    /// name): every bundle must verify under it.
+    #[arg(
+        long,
+        value_name = "VKEY",
+        required_unless_present = "log_key_file",
+        conflicts_with = "log_key_file"
+    )]
+    log_key: Option<String>,
+    /// A file holding the log's verifier key.
+    #[arg(long, value_name = "FILE")]
+    log_key_file: Option<PathBuf>,
     /// Write each receipt's bundle here as <receipt hex>.bundle.json.
     #[arg(long)]
     bundle_dir: Option<PathBuf>,
@@ -225,7 +253,7 @@ pub struct SubmitArgs {
 type Submitted = Result<rcpt::net::submit::Logged, String>;
 
 pub fn submit(args: SubmitArgs) -> anyhow::Result<u8> {
-    let key = parse_log_key(&args.log_key)?;
+    let key = parse_log_key(args.log_key.as_deref(), args.log_key_file.as_deref())?;
     let client =
         rcpt::net::client::Client::new(&args.url).map_err(|e| UsageError(e.to_string()))?;
     if let Some(d) = &args.bundle_dir {
@@ -333,18 +361,28 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 #[derive(clap::Args)]
+#[command(after_help = "Example:
+  rcpt log mirror http://log.example/ mirror/ --log-key-file log.vkey && rcpt log check mirror/")]
 pub struct MirrorArgs {
     /// The log's URL (http://HOST[:PORT][/PREFIX]).
     url: String,
     /// The mirror directory (created; later runs bring it up to date).
     dir: PathBuf,
-    /// The log's verifier key (VKEY text or a file).
-    #[arg(long, value_name = "VKEY")]
-    log_key: String,
+    /// The log's verifier key as text (NAME+HASH+KEY; never read as a file name).
+    #[arg(
+        long,
+        value_name = "VKEY",
+        required_unless_present = "log_key_file",
+        conflicts_with = "log_key_file"
+    )]
+    log_key: Option<String>,
+    /// A file holding the log's verifier key.
+    #[arg(long, value_name = "FILE")]
+    log_key_file: Option<PathBuf>,
 }
 
 pub fn mirror(args: MirrorArgs) -> anyhow::Result<u8> {
-    let key = parse_log_key(&args.log_key)?;
+    let key = parse_log_key(args.log_key.as_deref(), args.log_key_file.as_deref())?;
     let client =
         rcpt::net::client::Client::new(&args.url).map_err(|e| UsageError(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -858,7 +858,7 @@ async fn add(req: Request<Incoming>, ctx: &Ctx) -> Reply {
 fn too_large() -> Reply {
     Reply::error(
         StatusCode::PAYLOAD_TOO_LARGE,
-        "envelope_too_large",
+        crate::reason::Reason::EnvelopeTooLarge.as_str(),
         &format!("the body is over the {MAX_BODY_BYTES}-byte limit"),
     )
 }
