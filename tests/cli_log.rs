@@ -574,3 +574,117 @@ fn a_directory_that_is_not_a_log_says_so_once() {
         }
     }
 }
+
+/// `prove --all` / `--range A..B` write one bundle per entry into an empty
+/// directory, each the same bytes `prove --index` prints.
+#[test]
+fn prove_all_writes_one_bundle_per_entry() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = init(tmp.path());
+    let files: Vec<PathBuf> = (0..300)
+        .map(|n| {
+            let p = tmp.path().join(format!("a{n}.json"));
+            std::fs::write(&p, envelope(1000 + n)).unwrap();
+            p
+        })
+        .collect();
+    for batch in [&files[..260], &files[260..]] {
+        rcpt()
+            .args(["log", "append"])
+            .arg(&dir)
+            .args(batch)
+            .assert()
+            .success();
+    }
+    let all = tmp.path().join("all");
+    rcpt()
+        .args(["log", "prove", "--all", "--out-dir"])
+        .arg(&all)
+        .arg(&dir)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("wrote 300 bundles"));
+    assert_eq!(std::fs::read_dir(&all).unwrap().count(), 300);
+    for i in [0u64, 1, 255, 256, 259, 299] {
+        let one = stdout(
+            rcpt()
+                .args(["log", "prove", "--index", &i.to_string()])
+                .arg(&dir),
+        );
+        let file = std::fs::read_to_string(all.join(format!("{i}.bundle.json"))).unwrap();
+        assert_eq!(file, one, "bundle {i}");
+    }
+    // A range at an earlier published size.
+    let some = tmp.path().join("some");
+    rcpt()
+        .args([
+            "log",
+            "prove",
+            "--range",
+            "250..258",
+            "--size",
+            "260",
+            "--out-dir",
+        ])
+        .arg(&some)
+        .arg(&dir)
+        .assert()
+        .success();
+    let mut names: Vec<String> = std::fs::read_dir(&some)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 8);
+    let b: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(some.join("257.bundle.json")).unwrap()).unwrap();
+    assert_eq!(
+        (b["log"]["index"].as_u64(), b["log"]["tree_size"].as_u64()),
+        (Some(257), Some(260))
+    );
+    // The same for C2SP tlog-proof files.
+    let tlog = tmp.path().join("tlog");
+    rcpt()
+        .args([
+            "log",
+            "prove",
+            "--range",
+            "254..258",
+            "--format",
+            "tlog-proof",
+            "--out-dir",
+        ])
+        .arg(&tlog)
+        .arg(&dir)
+        .assert()
+        .success();
+    for i in 254u64..258 {
+        let one = stdout(
+            rcpt()
+                .args([
+                    "log",
+                    "prove",
+                    "--format",
+                    "tlog-proof",
+                    "--index",
+                    &i.to_string(),
+                ])
+                .arg(&dir),
+        );
+        let file = std::fs::read_to_string(tlog.join(format!("{i}.tlog-proof"))).unwrap();
+        assert_eq!(file, one, "tlog-proof {i}");
+    }
+    // Not into a directory that holds files; not past the size.
+    rcpt()
+        .args(["log", "prove", "--all", "--out-dir"])
+        .arg(&some)
+        .arg(&dir)
+        .assert()
+        .code(2);
+    rcpt()
+        .args(["log", "prove", "--range", "0..301", "--out-dir"])
+        .arg(tmp.path().join("past"))
+        .arg(&dir)
+        .assert()
+        .code(2);
+}

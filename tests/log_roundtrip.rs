@@ -509,3 +509,52 @@ fn a_copy_of_the_public_files_reads_but_takes_no_writer() {
     assert!(matches!(err, LogError::NotALog { .. }), "{err}");
     assert!(!empty.exists());
 }
+
+/// `prove_range` (every proof of a range, tile by tile) gives exactly the
+/// proofs `inclusion_proof` gives one by one, at every published size,
+/// for ranges that start and end inside tiles.
+#[test]
+fn proofs_of_a_range_equal_proofs_one_by_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = new_log(tmp.path());
+    let mut sizes = Vec::new();
+    for range in [0..1, 1..256, 256..700, 700..66_000] {
+        w.append(&entries(range.clone())).unwrap();
+        sizes.push(range.end);
+    }
+    let log = Log::open(tmp.path()).unwrap();
+    for &size in &sizes {
+        for range in [0..size, size / 3..size.saturating_sub(size / 5)] {
+            let got = std::sync::Mutex::new(Vec::new());
+            log.prove_range(range.clone(), size, |i, e, proof| {
+                assert_eq!(e, entry(i).as_slice());
+                got.lock().unwrap().push((i, proof));
+                Ok::<_, LogError>(())
+            })
+            .unwrap();
+            let mut got = got.into_inner().unwrap();
+            got.sort();
+            assert_eq!(
+                got.len() as u64,
+                range.end - range.start,
+                "{size} {range:?}"
+            );
+            for (i, proof) in got.iter().step_by(if size > 1000 { 61 } else { 1 }) {
+                assert_eq!(
+                    *proof,
+                    log.inclusion_proof(*i, size).unwrap(),
+                    "{i} at {size}"
+                );
+            }
+        }
+    }
+    // Only published sizes, and only indexes below the size.
+    assert!(matches!(
+        log.prove_range(0..3, 5, |_, _, _| Ok::<_, LogError>(())),
+        Err(LogError::NoCheckpoint { size: 5, .. })
+    ));
+    assert!(
+        log.prove_range(0..257, 256, |_, _, _| Ok::<_, LogError>(()))
+            .is_err()
+    );
+}

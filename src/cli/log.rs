@@ -86,24 +86,37 @@ pub enum LogCommand {
         key: LogKeyArg,
     },
     /// Write the proof bundle of one receipt.
+    #[command(group(clap::ArgGroup::new("which").required(true)
+        .args(["index", "receipt", "all", "range"])))]
     #[command(after_help = "Examples:
   rcpt log prove log/ --receipt envelope.json -o bundle.json
-  rcpt log prove log/ --index 3 --size 10 | rcpt verify --trust trust.json -")]
+  rcpt log prove log/ --index 3 --size 10 | rcpt verify --trust trust.json -
+  rcpt log prove log/ --all --out-dir bundles/")]
     Prove {
         /// The log directory.
         dir: PathBuf,
         /// Leaf index of the entry to prove.
-        #[arg(long, conflicts_with = "receipt", required_unless_present = "receipt")]
+        #[arg(long)]
         index: Option<u64>,
         /// An envelope file whose entry is looked up in the log.
         #[arg(long)]
         receipt: Option<PathBuf>,
+        /// Every entry of the tree: one bundle each, into --out-dir.
+        #[arg(long, requires = "out_dir")]
+        all: bool,
+        /// Entries A to B-1 (`A..B`): one bundle each, into --out-dir.
+        #[arg(long, value_name = "A..B", value_parser = parse_range, requires = "out_dir")]
+        range: Option<std::ops::Range<u64>>,
         /// Tree size of the proof (default: the latest checkpoint).
         #[arg(long)]
         size: Option<u64>,
         /// Output file, written atomically; '-' or nothing for standard output.
-        #[arg(short = 'o', long = "out", value_name = "FILE")]
+        #[arg(short = 'o', long = "out", value_name = "FILE", conflicts_with_all = ["all", "range"])]
         out: Option<Target>,
+        /// With --all or --range: an empty or new directory that receives
+        /// one file per entry, `<index>.bundle.json` (or `<index>.tlog-proof`).
+        #[arg(long = "out-dir", value_name = "DIR")]
+        out_dir: Option<PathBuf>,
         /// `bundle` (rcpt JSON) or `tlog-proof` (C2SP tlog-proof@v1, the entry in `extra`).
         #[arg(long, value_enum, default_value = "bundle")]
         format: ProveFormat,
@@ -208,18 +221,24 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             dir,
             index,
             receipt,
+            all,
+            range,
             size,
             out,
+            out_dir,
             format,
             key,
-        } => prove(
-            &key.open(&dir)?,
-            index,
-            receipt.as_deref(),
-            size,
-            out.as_ref(),
-            format,
-        ),
+        } => {
+            let log = key.open(&dir)?;
+            match (all, range, out_dir) {
+                (true, _, Some(d)) => prove_many(&log, None, size, &d, format),
+                (false, Some(r), Some(d)) => prove_many(&log, Some(r), size, &d, format),
+                (_, _, Some(_)) => {
+                    Err(UsageError("--out-dir goes with --all or --range".into()).into())
+                }
+                _ => prove(&log, index, receipt.as_deref(), size, out.as_ref(), format),
+            }
+        }
         LogCommand::Consistency {
             dir,
             from,
@@ -643,8 +662,113 @@ fn prove(
         )?;
         return emit(out, &proof.to_text());
     }
-    let envelope = Envelope::from_entry(&log.entry(index)?)
-        .with_context(|| format!("decoding entry {index}"))?;
+    let inclusion = log.inclusion_proof(index, size)?;
+    let text = bundle_text(log, index, &log.entry(index)?, inclusion, size, &checkpoint)?;
+    emit(out, &text)
+}
+
+/// `A..B` as a range of log indexes.
+fn parse_range(text: &str) -> Result<std::ops::Range<u64>, String> {
+    let (a, b) = text
+        .split_once("..")
+        .ok_or_else(|| format!("{text:?} is not A..B"))?;
+    let (a, b): (u64, u64) = (
+        a.parse().map_err(|e| format!("{a:?}: {e}"))?,
+        b.parse().map_err(|e| format!("{b:?}: {e}"))?,
+    );
+    if a > b {
+        return Err(format!("{text:?}: {a} is after {b}"));
+    }
+    Ok(a..b)
+}
+
+/// One bundle (or tlog-proof) per entry of `range` (all: every entry) at
+/// `size`, written to `out_dir` as `<index>.bundle.json` (`.tlog-proof`),
+/// in parallel.
+fn prove_many(
+    log: &Log,
+    range: Option<std::ops::Range<u64>>,
+    size: Option<u64>,
+    out_dir: &Path,
+    format: ProveFormat,
+) -> anyhow::Result<u8> {
+    let size = size.unwrap_or(log.size());
+    let range = range.unwrap_or(0..size);
+    let checkpoint = log.checkpoint_at(size)?;
+    if range.end > size {
+        let msg = format!(
+            "--range {}..{} reaches past the tree size {size}",
+            range.start, range.end
+        );
+        return Err(UsageError(msg).into());
+    }
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let not_empty = std::fs::read_dir(out_dir)
+        .with_context(|| format!("reading {}", out_dir.display()))?
+        .next()
+        .is_some();
+    if not_empty {
+        let msg = format!(
+            "{} is not empty; --out-dir needs an empty or new directory",
+            out_dir.display()
+        );
+        return Err(UsageError(msg).into());
+    }
+    let progress = std::sync::Mutex::new(Progress::new(Some(range.end - range.start), "proving"));
+    let done = std::sync::atomic::AtomicU64::new(0);
+    log.prove_range(
+        range.clone(),
+        size,
+        |index, entry, inclusion| -> anyhow::Result<()> {
+            let (name, text) = match format {
+                ProveFormat::TlogProof => {
+                    let proof = rcpt::tlogproof::TlogProof::new(
+                        Some(entry.to_vec()),
+                        index,
+                        inclusion,
+                        &checkpoint,
+                    )?;
+                    (format!("{index}.tlog-proof"), proof.to_text())
+                }
+                ProveFormat::Bundle => (
+                    format!("{index}.bundle.json"),
+                    bundle_text(log, index, entry, inclusion, size, &checkpoint)?,
+                ),
+            };
+            write_new(&out_dir.join(name), text.as_bytes())?;
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            if n.is_multiple_of(4096)
+                && let Ok(mut p) = progress.lock()
+            {
+                p.set(n);
+            }
+            Ok(())
+        },
+    )?;
+    if let Ok(p) = progress.lock() {
+        p.finish();
+    }
+    println!(
+        "wrote {} bundles (entries {}..{} at tree size {size}) to {}",
+        range.end - range.start,
+        range.start,
+        range.end,
+        out_dir.display()
+    );
+    Ok(EXIT_OK)
+}
+
+/// The bundle JSON of entry `index` with its proof in the tree of `size`.
+fn bundle_text(
+    log: &Log,
+    index: u64,
+    entry: &[u8],
+    inclusion: Vec<rcpt::merkle::Hash>,
+    size: u64,
+    checkpoint: &str,
+) -> anyhow::Result<String> {
+    let envelope =
+        Envelope::from_entry(entry).with_context(|| format!("decoding entry {index}"))?;
     let payload = rcpt::receipt::payload_from_cbor(&envelope.payload)
         .with_context(|| format!("entry {index} holds no valid receipt"))?;
     let bundle = rcpt::bundle::Bundle {
@@ -654,15 +778,28 @@ fn prove(
             origin: log.origin().to_string(),
             index,
             tree_size: size,
-            inclusion: log.inclusion_proof(index, size)?,
-            checkpoint,
+            inclusion,
+            checkpoint: checkpoint.to_string(),
         },
     };
     let mut text = bundle.to_json();
     if !text.ends_with('\n') {
         text.push('\n');
     }
-    emit(out, &text)
+    Ok(text)
+}
+
+/// Write a new file, created exclusively (never over an existing file or
+/// through a symlink planted at its name).
+fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)?;
+        f.write_all(bytes)
+    };
+    write().with_context(|| format!("writing {}", path.display()))
 }
 
 /// The proof formats of `rcpt log prove`.

@@ -199,10 +199,8 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    /// The stable reason code.
-    ///
-    /// The first five kept the codes `rcpt log append` has always printed;
-    /// the signature codes are the verifier's (`signature.*`).
+    /// The stable reason code (`spec/reasons.md`); the signature codes are
+    /// the verifier's (`signature.*`).
     pub fn reason(&self) -> Reason {
         match self {
             Refusal::Envelope(e) => e.reason_code(),

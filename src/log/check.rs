@@ -9,8 +9,9 @@
 //! `prove --size` reads). Memory: one entry bundle and one open tile per
 //! level.
 
+use super::error::{CheckpointError, LogError};
 use super::tilebuild::{BuiltTile, TileBuilder};
-use super::{CheckpointError, Log, LogError, verify_checkpoint};
+use super::{Log, verify_checkpoint};
 use crate::merkle::{self, Frontier, Hash};
 use crate::storage::{PrivateKey, PublicKey, TileKey, Width};
 use crate::tiles::{self, MAX_HASH_TILE_BYTES, TILE_WIDTH};

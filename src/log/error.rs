@@ -205,7 +205,7 @@ pub enum LogError {
     /// An append was interrupted on purpose after this step (tests of the
     /// crash table).
     #[error("append interrupted after step {0:?}")]
-    Interrupted(super::writer::Step),
+    Interrupted(super::step::Step),
 }
 
 /// Why the settings file was refused.

@@ -18,7 +18,7 @@
 //! `bits` a function of the record count, and `dir[j]` is the number of
 //! records whose key's top `bits` bits are below `j` (`dir[D]` = count).
 
-use super::LogError;
+use super::error::LogError;
 use crate::merkle::Hash;
 use crate::storage::{PrivateDir, PrivateKey, RandomRead, Staged, StagedWrite, Store};
 use std::sync::Arc;

@@ -11,22 +11,25 @@
 //! [`tiles`](crate::tiles), signed notes from [`note`](crate::note). It
 //! never prints and never exits.
 //!
-//! Modules depend downward only: `writer` and `check` use this reader,
-//! `index` (the dedup runs) and `tilebuild` (subtrees into tiles); none
-//! of those uses `writer` or `check`.
+//! Modules depend downward only, with no circle: `writer` and `check` use
+//! this reader, `index` (the dedup runs) and `tilebuild` (subtrees into
+//! tiles); `step` names the append's steps; `error` and `settings` are
+//! leaves. The reader uses `index` (for `find`), never `writer` or `check`.
 
 pub mod admit;
 mod check;
 mod error;
 mod index;
 mod settings;
+mod step;
 pub mod tilebuild;
 mod writer;
 
 pub use check::{CheckReport, check, check_log};
 pub use error::{CheckpointError, LogError, SettingsError};
 pub use settings::{SETTINGS_FORMAT, Settings};
-pub use writer::{LogWriter, Step};
+pub use step::Step;
+pub use writer::LogWriter;
 
 use crate::keys::{NoteVerifier, SigningKey};
 use crate::merkle::{self, Hash};
@@ -489,6 +492,121 @@ impl Log {
             .par_iter()
             .map(|&i| self.inclusion_proof(i, size))
             .collect()
+    }
+
+    /// The root of the published tree of `size` leaves: the latest, or a
+    /// kept checkpoint's (verified).
+    pub fn root_at(&self, size: u64) -> Result<Hash, LogError> {
+        if size == self.size {
+            return Ok(self.root);
+        }
+        let text = self.checkpoint_at(size)?;
+        Ok(verify_checkpoint(text.as_bytes(), &self.verifier, Some(size))?.root_hash)
+    }
+
+    /// Call `f(index, entry, proof)` for every index in `range`, with its
+    /// inclusion proof in the published tree of `size` leaves: many proofs
+    /// at once, each entry bundle and hash tile read once.
+    ///
+    /// Entry bundles are taken in parallel (`f` runs on several threads,
+    /// in no particular order). Within a full tile, the 256 proofs share
+    /// their path above the tile: it is read once from the tiles, and the
+    /// eight hashes inside the tile are computed from the entries; one
+    /// proof per tile is verified against the signed root before any of
+    /// its proofs is handed out, so a bundle made from them verifies. A
+    /// partial tile's proofs are made one by one ([`Log::inclusion_proof`]).
+    pub fn prove_range<E>(
+        &self,
+        range: std::ops::Range<u64>,
+        size: u64,
+        f: impl Fn(u64, &[u8], Vec<Hash>) -> Result<(), E> + Sync,
+    ) -> Result<(), E>
+    where
+        E: From<LogError> + Send,
+    {
+        let root = self.root_at(size)?;
+        if range.end > size {
+            return Err(LogError::OutOfRange {
+                what: "index",
+                value: range.end.saturating_sub(1),
+                size,
+            }
+            .into());
+        }
+        let tiles: Vec<u64> = (range.start / TILE_WIDTH..range.end.div_ceil(TILE_WIDTH)).collect();
+        tiles
+            .par_iter()
+            .try_for_each(|&t| self.prove_tile(t, &range, size, &root, &f))
+    }
+
+    /// [`Log::prove_range`] for the indexes of entry bundle `t`.
+    fn prove_tile<E: From<LogError>>(
+        &self,
+        t: u64,
+        range: &std::ops::Range<u64>,
+        size: u64,
+        root: &Hash,
+        f: &(impl Fn(u64, &[u8], Vec<Hash>) -> Result<(), E> + Sync),
+    ) -> Result<(), E> {
+        let first = t * TILE_WIDTH;
+        let Some(width) = Width::of(t, size) else {
+            return Ok(());
+        };
+        let key = TileKey::entries(t, width);
+        let entries =
+            crate::tiles::read_entry_bundle(&*self.store, &key).map_err(LogError::from)?;
+        let (lo, hi) = (
+            range.start.max(first),
+            range.end.min(first + entries.len() as u64),
+        );
+        let at = |i: u64| {
+            entries
+                .get((i - first) as usize)
+                .map_or(&[][..], Vec::as_slice)
+        };
+        if width != Width::Full {
+            for i in lo..hi {
+                f(i, at(i), self.inclusion_proof(i, size)?)?;
+            }
+            return Ok(());
+        }
+        // The tile's subtree, level by level (256 leaves up to its root).
+        let mut levels = vec![
+            entries
+                .iter()
+                .map(|e| merkle::leaf_hash(e))
+                .collect::<Vec<_>>(),
+        ];
+        while let Some(below) = levels.last().filter(|l| l.len() > 1) {
+            let up = below.chunks_exact(2).map(|p| match p {
+                [l, r] => merkle::node_hash(l, r),
+                _ => merkle::empty_root(), // chunks_exact(2) yields pairs only
+            });
+            levels.push(up.collect());
+        }
+        let upper = self
+            .inclusion_proof(first, size)?
+            .split_off(usize::from(crate::tiles::TILE_HEIGHT));
+        let proof_of = |i: u64| -> Vec<Hash> {
+            let k = (i - first) as usize;
+            let inner = levels.iter().take(8).enumerate();
+            let inner = inner.filter_map(|(h, level)| level.get((k >> h) ^ 1).copied());
+            inner.chain(upper.iter().copied()).collect()
+        };
+        let leaf = levels
+            .first()
+            .and_then(|l| l.first())
+            .copied()
+            .unwrap_or_default();
+        merkle::verify_inclusion(&leaf, first, size, &proof_of(first), root).map_err(|_| {
+            LogError::TileMismatch {
+                path: crate::tiles::hash_tile_path(0, t, None),
+            }
+        })?;
+        for i in lo..hi {
+            f(i, at(i), proof_of(i))?;
+        }
+        Ok(())
     }
 
     /// Consistency proof from `m` to `n`.

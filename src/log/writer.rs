@@ -9,6 +9,7 @@
 //! completes, and the checkpoint names only durable objects.
 
 use super::index::{Index, Prepared};
+use super::step::Step;
 use super::tilebuild::TileBuilder;
 use super::{Appended, Log, LogError, Settings, proof_error, sign_checkpoint};
 use crate::keys::SigningKey;
@@ -22,39 +23,6 @@ use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
-
-/// One step of an append (`spec/log.md`, "The append protocol"), named
-/// for what it makes true; each says what a crash right after it leaves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Step {
-    /// Step 2: Leaf hashes, dedup, the new leaves pushed onto a copy of the
-    /// tree edge. A crash after it leaves nothing new.
-    Integrate,
-    /// Step 3: Every entry bundle and hash tile touched by the new leaves built
-    /// whole, in memory. A crash after it leaves nothing new.
-    Tiles,
-    /// Step 4: Every tile durable under its name (file fsynced and renamed,
-    /// then each directory that gained a name fsynced), create-only; at
-    /// the same time the new dedup run durable, unnamed. A crash after it
-    /// leaves tiles past the checkpoint and a staged run: repair removes
-    /// both.
-    Write,
-    /// Step 5: The dedup run named. A crash after it leaves a run ending past
-    /// the checkpoint beside the runs it absorbed: repair removes it.
-    Index,
-    /// Step 6: The new checkpoint signed and kept as `.rcpt/checkpoints/<size>`.
-    /// A crash after it leaves a kept checkpoint past the published one:
-    /// `check` reports it, repair removes it.
-    Keep,
-    /// Step 7: The checkpoint replaced by compare-and-swap: the batch is
-    /// published, and everything it names is durable. A crash after it
-    /// leaves the runs the new one absorbed: repair removes them.
-    Publish,
-    /// Step 8: The absorbed runs removed. A crash after it (before the caller
-    /// reports) leaves a published batch nobody was told of: appending the
-    /// same entries again returns their indexes.
-    Retire,
-}
 
 /// Whether the writer may append.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
