@@ -13,6 +13,8 @@
 //! each test prints why and passes, unless RCPT_REQUIRE_INDEPENDENT=1 is set
 //! (CI sets it), in which case it fails.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -429,7 +431,7 @@ fn frozen_corpus_agrees_with_independent_verifier() {
     if !python_available() {
         return;
     }
-    let corpus = manifest_dir().join("fixtures/frozen-receipts");
+    let corpus = support::corpus();
     if !corpus.join("manifest.json").exists() {
         eprintln!(
             "skipping: {} does not exist yet",
