@@ -564,7 +564,13 @@ fn inclusion_proof_of_63_hashes_is_read_and_64_refused() {
     );
     // And the Merkle layer refuses it on its own.
     let proof = vec![[7u8; 32]; MAX_PROOF_HASHES + 1];
-    assert!(rcpt::merkle::verify_inclusion(&[0; 32], 0, u64::MAX, &proof, &[0; 32]).is_err());
+    assert_eq!(
+        rcpt::merkle::verify_inclusion(&[0; 32], 0, u64::MAX, &proof, &[0; 32]),
+        Err(rcpt::merkle::ProofError::TooLong {
+            len: MAX_PROOF_HASHES + 1,
+            max: MAX_PROOF_HASHES
+        })
+    );
 }
 
 /// A hash store that answers zeros and counts the hashes asked for.
@@ -840,7 +846,11 @@ fn log_append_takes_an_entry_of_65535_bytes_and_refuses_65536() {
             limit: MAX_ENTRY_BYTES
         }
     );
-    assert!(rcpt::tiles::encode_entry_bundle([entry.as_slice()]).is_err());
+    assert!(matches!(
+        rcpt::tiles::encode_entry_bundle([entry.as_slice()]),
+        Err(rcpt::tiles::TileError::EntryTooLarge { len, max, .. })
+            if len == MAX_ENTRY_BYTES + 1 && max == MAX_ENTRY_BYTES
+    ));
 }
 
 #[test]
