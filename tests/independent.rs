@@ -5,7 +5,7 @@
     clippy::indexing_slicing
 )]
 //! Cross-checks the `rcpt` binary against an independent Python implementation
-//! of DESIGN.md (tests/independent/rcpt_ref.py: its own DAG-CBOR, RFC 8785,
+//! of the formats in spec/ (tests/independent/rcpt_ref.py: its own DAG-CBOR, RFC 8785,
 //! DSSE PAE, RFC 6962/9162 Merkle, C2SP signed notes and tiles; Ed25519 from
 //! pyca/cryptography, BLAKE3 from the `blake3` PyPI package).
 //!
