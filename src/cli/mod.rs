@@ -49,6 +49,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Generate and show Ed25519 keys.

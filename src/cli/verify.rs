@@ -152,14 +152,14 @@ fn some<T: Clone>(values: &[T]) -> Option<Vec<T>> {
 
 /// The requirements and freshness root given as flags.
 fn gate_of(args: &VerifyArgs) -> anyhow::Result<Gate> {
-    if let Some(root) = &args.fresh {
-        if !root.is_dir() {
-            return Err(UsageError(format!(
-                "--fresh {}: not a directory (give the work tree the read set was read under)",
-                root.display()
-            ))
-            .into());
-        }
+    if let Some(root) = &args.fresh
+        && !root.is_dir()
+    {
+        return Err(UsageError(format!(
+            "--fresh {}: not a directory (give the work tree the read set was read under)",
+            root.display()
+        ))
+        .into());
     }
     Ok(Gate {
         requirements: Requirements {

@@ -62,9 +62,9 @@ impl<W: Write> Renderer<W> {
     /// Start the document.
     pub fn begin(&mut self) -> io::Result<()> {
         match self.format {
-            Format::Json => write!(
+            Format::Json => writeln!(
                 self.out,
-                "{{\"format_version\": {JSON_FORMAT_VERSION}, \"results\": [\n"
+                "{{\"format_version\": {JSON_FORMAT_VERSION}, \"results\": ["
             ),
             Format::Human | Format::Junit => Ok(()),
         }
