@@ -1,4 +1,4 @@
-//! bundle: the offline proof bundle of one receipt (DESIGN.md "Bundle").
+//! bundle: the offline proof bundle of one receipt (spec/verify.md "The bundle").
 //!
 //! ```json
 //! {"media_type": "application/vnd.rcpt.bundle.v1+json",
@@ -219,7 +219,7 @@ pub fn encode_hashes(hashes: &[Hash]) -> Vec<String> {
     hashes.iter().map(|h| STANDARD.encode(h)).collect()
 }
 
-/// The JSON written for a bundle (field order as DESIGN.md).
+/// The JSON written for a bundle (field order as spec/verify.md "The bundle").
 #[derive(Serialize)]
 struct BundleOut<'a> {
     media_type: &'a str,

@@ -1,9 +1,9 @@
 //! constants: media types, domain-separation bytes and fixed strings, in one
 //! place so that each appears once in the code.
 
-/// DSSE `payloadType` of a version-1 receipt (DESIGN.md "Envelope").
+/// DSSE `payloadType` of a version-1 receipt (spec/envelope.md "Envelope").
 pub const RECEIPT_PAYLOAD_TYPE: &str = "application/vnd.rcpt.receipt.v1+cbor";
-/// `media_type` of a version-1 bundle (DESIGN.md "Bundle").
+/// `media_type` of a version-1 bundle (spec/verify.md "The bundle").
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.rcpt.bundle.v1+json";
 /// Prefix of the receipt identity digest.
 pub const BLAKE3_PREFIX: &str = "blake3:";

@@ -388,7 +388,7 @@ fn decode_field(text: &str, field: impl Fn() -> String) -> Result<Vec<u8>, Envel
     decode_base64_any(text).ok_or_else(|| EnvelopeError::Base64 { field: field() })
 }
 
-/// The outcome of the envelope-signature check (DESIGN.md "Verifier").
+/// The outcome of the envelope-signature check (spec/envelope.md "The trust rule for envelope signatures").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SignatureCheck {
     /// At least one trusted key verified and none attributed to a trusted key failed.
@@ -418,7 +418,8 @@ fn verifies(key: &VerifyingKey, message: &[u8], sig: &[u8]) -> bool {
 
 /// Apply the trust rule to every signature of `envelope` (strict Ed25519 over PAE).
 ///
-/// DESIGN.md "Verifier / Signatures":
+/// spec/envelope.md "The trust rule for envelope signatures" (and
+/// spec/verify.md "Signature rule"):
 /// - a keyid naming a trusted key (keyid = hex SHA-256 of that key) must
 ///   verify under it, or the check is [`SignatureCheck::Failed`];
 /// - a keyid naming no trusted key: skipped (a hint for someone else);

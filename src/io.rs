@@ -653,10 +653,24 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 /// and the directory synced. On failure the temporary file is removed and
 /// `path` is left as it was.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), OutputError> {
+    write_atomic_via(parent_dir(path), path, bytes, mode)
+}
+
+/// [`write_atomic`] with the temporary file made in `tmp_dir` instead of
+/// beside `path` (it must be on the same file system, so the rename stays
+/// atomic): a log keeps its temporary files in one private directory that
+/// it empties when opened, so a crash leaves none among its public files.
+/// The directory synced afterwards is `path`'s, which gained the name.
+pub fn write_atomic_via(
+    tmp_dir: &Path,
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<(), OutputError> {
     let name = path.file_name().ok_or_else(|| OutputError::NoFileName {
         path: path.to_path_buf(),
     })?;
-    let dir = parent_dir(path);
+    let dir = tmp_dir;
     let (tmp, mut file) = (0..TEMP_NAME_ATTEMPTS)
         .find_map(|_| {
             let mut tmp_name = OsString::from(".");
@@ -680,7 +694,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), OutputEr
         let _ = std::fs::remove_file(&tmp);
         return result;
     }
-    sync_dir(dir).map_err(io_error("sync the directory", dir))
+    let dest_dir = parent_dir(path);
+    sync_dir(dest_dir).map_err(io_error("sync the directory", dest_dir))
 }
 
 /// Create `path` with `mode`, refusing to replace anything (a key file):

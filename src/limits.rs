@@ -18,7 +18,7 @@ pub const MAX_PAYLOAD_JSON_BYTES: usize = 256 * 1024;
 pub const MAX_ENTRY_BYTES: usize = u16::MAX as usize;
 /// Most signatures on one DSSE envelope.
 pub const MAX_ENVELOPE_SIGNATURES: usize = 16;
-/// Most signature lines on one signed note (DESIGN.md: more is malformed).
+/// Most signature lines on one signed note (spec/checkpoint.md "Signed note": more is malformed).
 pub const MAX_NOTE_SIGNATURES: usize = 100;
 /// Largest signed note (checkpoint) text, signatures included (bytes).
 pub const MAX_NOTE_BYTES: usize = 16 * 1024;

@@ -9,6 +9,7 @@
 //! proof from the empty tree is empty. Sizes and indices are `u64`; no input
 //! makes any arithmetic here overflow or panic.
 
+use crate::constants::{LEAF_HASH_PREFIX, NODE_HASH_PREFIX};
 use crate::limits::{MAX_PROOF_HASHES, MAX_TREE_SIZE};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -16,15 +17,10 @@ use subtle::ConstantTimeEq;
 /// A SHA-256 tree hash.
 pub type Hash = [u8; 32];
 
-/// Domain byte of a leaf hash (RFC 6962 section 2.1).
-const LEAF_PREFIX: u8 = 0x00;
-/// Domain byte of an interior node hash (RFC 6962 section 2.1).
-const NODE_PREFIX: u8 = 0x01;
-
 /// SHA-256(0x00 || entry) (RFC 6962 section 2.1).
 pub fn leaf_hash(entry: &[u8]) -> Hash {
     let mut h = Sha256::new();
-    h.update([LEAF_PREFIX]);
+    h.update([LEAF_HASH_PREFIX]);
     h.update(entry);
     h.finalize().into()
 }
@@ -36,7 +32,7 @@ pub fn node_hash(left: &Hash, right: &Hash) -> Hash {
     let mut input = [0u8; 65];
     let (prefix, rest) = input.split_at_mut(1);
     let (l, r) = rest.split_at_mut(32);
-    prefix.fill(NODE_PREFIX);
+    prefix.fill(NODE_HASH_PREFIX);
     l.copy_from_slice(left);
     r.copy_from_slice(right);
     Sha256::digest(input).into()

@@ -64,9 +64,9 @@ pub enum Replay {
 
 /// The combining function: the normal form of a (proposal, execution) pair.
 ///
-/// DESIGN.md invariant 5: "p = e = deterministic gives `deterministic_replay`,
-/// llm gives `llm_originated`, unknown gives `unknown`; otherwise
-/// `mixed(p, e)`". An established stage is never laundered into `unknown`:
+/// spec/receipt.md "The combining function" (invariant 5): p = e =
+/// deterministic gives `deterministic_replay`, llm gives `llm_originated`,
+/// unknown gives `unknown`; otherwise `mixed(p, e)`. An established stage is never laundered into `unknown`:
 /// `combine(deterministic, unknown)` is `mixed`, not `unknown`.
 pub fn combine(proposal: Stage, execution: Stage) -> Replay {
     match (proposal, execution) {
@@ -106,7 +106,8 @@ pub struct Receipt {
     pub replay: Replay,
 }
 
-/// The five invariants of DESIGN.md, each with its own reason code.
+/// The five invariants of spec/receipt.md "Invariants", each with its own
+/// reason code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Invariant {
     /// 1. `inverse_delta_id` non-null exactly when `reversibility` is true.
@@ -122,7 +123,7 @@ pub enum Invariant {
 }
 
 impl Invariant {
-    /// Every invariant, in DESIGN.md order.
+    /// Every invariant, in the order of spec/receipt.md "Invariants".
     pub const ALL: [Invariant; 5] = [
         Invariant::Reversibility,
         Invariant::Verdict,
@@ -180,7 +181,7 @@ impl SchemaError {
 impl Receipt {
     /// Read a receipt from a value: schema only (types, fields), no invariants.
     ///
-    /// Every field of DESIGN.md "Receipt payload, version 1" is required;
+    /// Every field of spec/receipt.md "Fields" is required;
     /// unknown fields, wrong types and values outside the enumerations are
     /// refused with the path of the field (`read_set[2].digest`). A
     /// `version` that is an integer other than 1 is
@@ -243,7 +244,7 @@ impl Receipt {
         ])
     }
 
-    /// Check one invariant (DESIGN.md "Receipt payload, version 1", 1-5).
+    /// Check one invariant (spec/receipt.md "Invariants", 1-5).
     pub fn check(&self, invariant: Invariant) -> Result<(), InvariantViolation> {
         let detail = match invariant {
             Invariant::Reversibility => self.reversibility_problem(),
@@ -258,7 +259,7 @@ impl Receipt {
         }
     }
 
-    /// Check every invariant; all violations, in DESIGN.md order.
+    /// Check every invariant; all violations, in spec/receipt.md order.
     pub fn violations(&self) -> Vec<InvariantViolation> {
         Invariant::ALL
             .iter()
@@ -315,7 +316,8 @@ fn read_set_problem(items: &[ReadItem]) -> Option<String> {
     })
 }
 
-/// Fields of the top-level payload map, in DESIGN.md order.
+/// Fields of the top-level payload map, in the order of spec/receipt.md
+/// "Fields".
 const TOP_FIELDS: &[&str] = &[
     "version",
     "issuer",
@@ -516,7 +518,7 @@ impl ReadItem {
 }
 
 impl Substrate {
-    /// Every substrate, in DESIGN.md order.
+    /// Every substrate, in the order of spec/receipt.md "Fields".
     pub const ALL: [Substrate; 5] = [
         Substrate::Filesystem,
         Substrate::Git,

@@ -2,7 +2,7 @@
 //!
 //! Issuer keys verify envelope signatures; log keys (C2SP signed-note
 //! verifier keys) verify checkpoints. A log key applies to a bundle when its
-//! name equals the bundle's origin (DESIGN.md "Verifier"). The trust file:
+//! name equals the bundle's origin (spec/verify.md "Checkpoint rule"). The trust file:
 //!
 //! ```json
 //! {"issuers": [{"name": "gate-a", "public_key": "<base64 of the raw 32 bytes>"}],

@@ -8,26 +8,22 @@
     clippy::indexing_slicing
 )]
 
-mod boundary;
+mod support;
 
-use boundary::{Demo, corpus, rcpt};
 use predicates::prelude::*;
 use std::process::Stdio;
-
-fn corpus_bundle(name: &str) -> std::path::PathBuf {
-    corpus().join("bundles").join(format!("{name}.json"))
-}
+use support::{Demo, bundle_path, corpus, rcpt, rcpt_bin};
 
 #[test]
 fn a_closed_stdout_stops_quietly() {
     // The read end is closed before rcpt writes a byte: every write is EPIPE.
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("rcpt"))
+    let out = std::process::Command::new(rcpt_bin())
         .args(["verify", "--trust"])
         .arg(corpus().join("trust.json"))
-        .arg(corpus_bundle("verdict-admit"))
-        .arg(corpus_bundle("inclusion-wrong-index"))
+        .arg(bundle_path("verdict-admit"))
+        .arg(bundle_path("inclusion-wrong-index"))
         .stdout(Stdio::from(writer))
         .stderr(Stdio::piped())
         .output()
@@ -42,7 +38,7 @@ fn a_closed_stdout_stops_quietly() {
     ] {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rcpt"))
+        let mut child = std::process::Command::new(rcpt_bin())
             .args(&args)
             .stdin(Stdio::piped())
             .stdout(Stdio::from(writer))
@@ -100,7 +96,7 @@ fn a_missing_input_file_is_a_bad_invocation_in_every_command() {
 #[test]
 fn verify_reads_one_bundle_or_json_lines_from_stdin() {
     let trust = corpus().join("trust.json");
-    let pretty = std::fs::read(corpus_bundle("verdict-admit")).unwrap();
+    let pretty = std::fs::read(bundle_path("verdict-admit")).unwrap();
     rcpt()
         .args(["verify", "--trust"])
         .arg(&trust)
@@ -112,7 +108,7 @@ fn verify_reads_one_bundle_or_json_lines_from_stdin() {
     let mut lines = Vec::new();
     for name in ["verdict-admit", "verdict-deny", "inclusion-wrong-index"] {
         let v: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(corpus_bundle(name)).unwrap()).unwrap();
+            serde_json::from_slice(&std::fs::read(bundle_path(name)).unwrap()).unwrap();
         lines.extend(v.to_string().into_bytes());
         lines.push(b'\n');
     }
@@ -170,7 +166,7 @@ fn standard_input_is_read_once_per_command() {
     // '-' as --trust reads the trust file from standard input.
     rcpt()
         .args(["verify", "--trust", "-"])
-        .arg(corpus_bundle("verdict-admit"))
+        .arg(bundle_path("verdict-admit"))
         .write_stdin(std::fs::read(&trust).unwrap())
         .assert()
         .code(0);

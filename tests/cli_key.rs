@@ -2,14 +2,12 @@
 //! key files checked against openssl when it is installed.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use assert_cmd::Command;
+mod support;
+
 use predicates::prelude::*;
 use rcpt::keys::{self, NoteVerifier};
 use std::path::Path;
-
-fn rcpt() -> Command {
-    Command::cargo_bin("rcpt").unwrap()
-}
+use support::rcpt;
 
 /// `keyid: X` and `verifier key: Y` from the command's stdout.
 fn field(stdout: &[u8], name: &str) -> Option<String> {

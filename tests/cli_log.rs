@@ -8,6 +8,8 @@
     clippy::indexing_slicing
 )]
 
+mod support;
+
 use assert_cmd::Command;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -17,6 +19,7 @@ use rcpt::keys::SigningKey;
 use rcpt::merkle::{leaf_hash, verify_consistency, verify_inclusion};
 use rcpt::note::{Checkpoint, Note};
 use std::path::{Path, PathBuf};
+use support::rcpt;
 
 const ORIGIN: &str = "example.com/cli-log";
 
@@ -35,10 +38,6 @@ pub fn envelope(n: u64) -> String {
     );
     let payload = rcpt::receipt::payload_from_json(json.as_bytes()).unwrap();
     Envelope::sign(RECEIPT_PAYLOAD_TYPE, payload.bytes, &issuer()).to_json()
-}
-
-fn rcpt() -> Command {
-    Command::cargo_bin("rcpt").unwrap()
 }
 
 /// A fresh log in a temp dir; its key file sits beside it.

@@ -7,8 +7,8 @@
 )]
 
 mod canonical_support;
+mod support;
 
-use assert_cmd::Command;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use canonical_support::*;
@@ -18,6 +18,7 @@ use ipld_core::ipld::Ipld;
 use rcpt::canonical::json;
 use serde_json::json;
 use std::path::{Path, PathBuf};
+use support::rcpt;
 
 /// A fixed test key, written as PKCS#8 PEM into `dir`.
 fn write_key(dir: &Path) -> (PathBuf, SigningKey) {
@@ -26,10 +27,6 @@ fn write_key(dir: &Path) -> (PathBuf, SigningKey) {
     let path = dir.join("issuer.key");
     std::fs::write(&path, pem.as_bytes()).unwrap();
     (path, key)
-}
-
-fn rcpt() -> Command {
-    Command::cargo_bin("rcpt").unwrap()
 }
 
 /// Issue `payload` (JSON text) from stdin; the assert for further checks.

@@ -3,24 +3,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use assert_cmd::Command;
+mod support;
+
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
-
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/frozen-receipts")
-}
+use support::{bundle_path, corpus, rcpt, show};
 
 fn bundle(name: &str) -> String {
-    corpus()
-        .join("bundles")
-        .join(format!("{name}.json"))
-        .display()
-        .to_string()
-}
-
-fn rcpt() -> Command {
-    Command::cargo_bin("rcpt").unwrap()
+    bundle_path(name).display().to_string()
 }
 
 /// `rcpt verify --trust corpus/trust.json ARGS...`
@@ -145,7 +135,11 @@ fn bad_invocations_exit_two() {
 fn keys_on_the_command_line_instead_of_a_trust_file() {
     let log_key = corpus().join("keys/log.vkey");
     // The frozen issuer's key under its name (the receipts' issuer).
-    let issuer = show_vkey(&corpus().join("keys/issuer.pub"), "gate.example/frozen");
+    let issuer = show(
+        &corpus().join("keys/issuer.pub"),
+        "gate.example/frozen",
+        "verifier key",
+    );
     rcpt()
         .args(["verify", "--issuer-key", &issuer])
         .arg("--log-key-file")
@@ -319,24 +313,6 @@ fn issue(tmp: &Path, n: usize) -> (PathBuf, Vec<PathBuf>) {
     (key.with_extension("pub"), out)
 }
 
-fn show_vkey(pub_key: &Path, name: &str) -> String {
-    let out = rcpt()
-        .args(["key", "show"])
-        .arg(pub_key)
-        .args(["--name", name])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix("verifier key: "))
-        .expect("verifier key line")
-        .trim()
-        .to_string()
-}
-
 #[test]
 fn since_accepts_an_extension_and_refuses_a_fork() {
     let tmp = tempfile::tempdir().unwrap();
@@ -363,8 +339,8 @@ fn since_accepts_an_extension_and_refuses_a_fork() {
     }
     let proof = consistency_file(&dir, 3, 6, &tmp.path().join("proof.json"));
     let b = prove_file(&dir, 4, &tmp.path().join("b.json"));
-    let vkey = show_vkey(&tmp.path().join("logkey.pub"), origin);
-    let issuer = show_vkey(&issuer_pub, "gate");
+    let vkey = show(&tmp.path().join("logkey.pub"), origin, "verifier key");
+    let issuer = show(&issuer_pub, "gate", "verifier key");
     let run = |since: &Path, proof: &Path, bundle: &Path| {
         rcpt()
             .args(["verify", "--issuer-key", &issuer])

@@ -10,6 +10,8 @@
     clippy::indexing_slicing
 )]
 
+mod support;
+
 use assert_cmd::Command;
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
 use rcpt::cosig::{self, CosigStatus, WitnessVerifier};
@@ -20,13 +22,10 @@ use rcpt::note::{self, Checkpoint, Note};
 use rcpt::tlogproof::TlogProof;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use support::{rcpt, rcpt_bin};
 
 const ORIGIN: &str = "example.com/witnessed";
 const NAME: &str = "witness.example/w1";
-
-fn rcpt() -> Command {
-    Command::cargo_bin("rcpt").unwrap()
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -405,7 +404,7 @@ fn recorded_size(st: &Setup) -> Option<u64> {
 fn concurrent_cosign_processes_from_one_old_size_succeed_once() {
     let st = setup();
     let (t, files) = synthetic(&st);
-    let bin = assert_cmd::cargo::cargo_bin("rcpt");
+    let bin = rcpt_bin();
     let mut old = 0u64;
     for round in 0..5u64 {
         let children: Vec<(u64, std::process::Child)> = (1..=6u64)
@@ -447,7 +446,7 @@ fn concurrent_cosign_processes_from_one_old_size_succeed_once() {
 fn killed_cosign_processes_never_leave_a_torn_or_older_record() {
     let st = setup();
     let (t, files) = synthetic(&st);
-    let bin = assert_cmd::cargo::cargo_bin("rcpt");
+    let bin = rcpt_bin();
     let mut recorded: Option<u64> = None;
     let mut advanced = 0;
     for trial in 0..40u64 {

@@ -5,16 +5,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use rcpt::digest::{Digest, to_hex};
 use rcpt::trust::Trust;
 use rcpt::verify::{Outcome, Verifier};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/frozen-receipts")
-}
+use std::path::Path;
+use support::corpus;
 
 /// Every file under `dir`, relative, sorted.
 fn walk(dir: &Path, prefix: &str, out: &mut BTreeSet<String>) {

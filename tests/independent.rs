@@ -5,13 +5,15 @@
     clippy::indexing_slicing
 )]
 //! Cross-checks the `rcpt` binary against an independent Python implementation
-//! of DESIGN.md (tests/independent/rcpt_ref.py: its own DAG-CBOR, RFC 8785,
+//! of the formats in spec/ (tests/independent/rcpt_ref.py: its own DAG-CBOR, RFC 8785,
 //! DSSE PAE, RFC 6962/9162 Merkle, C2SP signed notes and tiles; Ed25519 from
 //! pyca/cryptography, BLAKE3 from the `blake3` PyPI package).
 //!
 //! Needs `python3` with `cryptography` and `blake3` importable. Without them
 //! each test prints why and passes, unless RCPT_REQUIRE_INDEPENDENT=1 is set
 //! (CI sets it), in which case it fails.
+
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -429,7 +431,7 @@ fn frozen_corpus_agrees_with_independent_verifier() {
     if !python_available() {
         return;
     }
-    let corpus = manifest_dir().join("fixtures/frozen-receipts");
+    let corpus = support::corpus();
     if !corpus.join("manifest.json").exists() {
         eprintln!(
             "skipping: {} does not exist yet",

@@ -16,7 +16,8 @@
     clippy::panic
 )]
 
-use assert_cmd::Command;
+mod support;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use rcpt::bundle::{BundleError, RawBundle, decode_hashes};
@@ -29,8 +30,9 @@ use rcpt::note::{Note, NoteError};
 use rcpt::reason::Reason;
 use rcpt::receipt::{PayloadError, Receipt, SchemaError, payload_from_cbor, payload_from_json};
 use rcpt::trust::{Trust, TrustError};
-use rcpt::verify::{CheckVerdict, Outcome, Report, Verifier};
+use rcpt::verify::{CheckVerdict, Outcome, Report};
 use std::path::{Path, PathBuf};
+use support::{bundle_json, bundle_path, corpus, rcpt, rcpt_bin, verifier};
 
 /// A gibibyte: the size of the sparse files the CLI must refuse.
 const GIB: u64 = 1 << 30;
@@ -40,23 +42,6 @@ const GIB: u64 = 1 << 30;
 const VMEM_CAP_KIB: u64 = 400_000;
 /// Depth of the deeply nested JSON documents.
 const DEEP: usize = 100_000;
-
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/frozen-receipts")
-}
-
-fn bundle_path(name: &str) -> PathBuf {
-    corpus().join("bundles").join(format!("{name}.json"))
-}
-
-fn bundle_json(name: &str) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(bundle_path(name)).unwrap()).unwrap()
-}
-
-fn verifier() -> Verifier {
-    let trust = std::fs::read(corpus().join("trust.json")).unwrap();
-    Verifier::new(Trust::from_json(&trust).unwrap(), None).unwrap()
-}
 
 /// The failure reason of the check named `name`, if it failed.
 fn failed_reason(report: &Report, name: &str) -> Option<&'static str> {
@@ -82,13 +67,9 @@ fn sparse(dir: &Path, name: &str, len: u64) -> PathBuf {
     path
 }
 
-fn rcpt() -> Command {
-    Command::cargo_bin("rcpt").unwrap()
-}
-
 /// `rcpt ARGS...` under `ulimit -v VMEM_CAP_KIB`.
 fn rcpt_capped(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    let bin = assert_cmd::cargo::cargo_bin("rcpt");
+    let bin = rcpt_bin();
     std::process::Command::new("sh")
         .arg("-c")
         .arg(format!("ulimit -v {VMEM_CAP_KIB}; exec \"$0\" \"$@\""))
@@ -583,7 +564,13 @@ fn inclusion_proof_of_63_hashes_is_read_and_64_refused() {
     );
     // And the Merkle layer refuses it on its own.
     let proof = vec![[7u8; 32]; MAX_PROOF_HASHES + 1];
-    assert!(rcpt::merkle::verify_inclusion(&[0; 32], 0, u64::MAX, &proof, &[0; 32]).is_err());
+    assert_eq!(
+        rcpt::merkle::verify_inclusion(&[0; 32], 0, u64::MAX, &proof, &[0; 32]),
+        Err(rcpt::merkle::ProofError::TooLong {
+            len: MAX_PROOF_HASHES + 1,
+            max: MAX_PROOF_HASHES
+        })
+    );
 }
 
 /// A hash store that answers zeros and counts the hashes asked for.
@@ -859,7 +846,11 @@ fn log_append_takes_an_entry_of_65535_bytes_and_refuses_65536() {
             limit: MAX_ENTRY_BYTES
         }
     );
-    assert!(rcpt::tiles::encode_entry_bundle([entry.as_slice()]).is_err());
+    assert!(matches!(
+        rcpt::tiles::encode_entry_bundle([entry.as_slice()]),
+        Err(rcpt::tiles::TileError::EntryTooLarge { len, max, .. })
+            if len == MAX_ENTRY_BYTES + 1 && max == MAX_ENTRY_BYTES
+    ));
 }
 
 #[test]
@@ -959,7 +950,7 @@ fn log_append_from_stdin_refuses_a_1_gib_line_under_a_memory_cap() {
     let tmp = tempfile::tempdir().unwrap();
     let (log, key) = new_log(tmp.path());
     let big = sparse(tmp.path(), "big.jsonl", GIB);
-    let bin = assert_cmd::cargo::cargo_bin("rcpt");
+    let bin = rcpt_bin();
     let out = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!("ulimit -v {VMEM_CAP_KIB}; exec \"$0\" \"$@\""))

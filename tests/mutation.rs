@@ -44,13 +44,13 @@
     clippy::panic
 )]
 
-use assert_cmd::Command;
+mod support;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use rcpt::trust::Trust;
-use rcpt::verify::{Outcome, Verifier};
+use rcpt::verify::Outcome;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use support::{bundle_json, corpus, rcpt, verifier};
 
 /// The verified bundles mutated: sizes 1 to 1107, first, middle and last
 /// indices, and a deny verdict (a different payload shape).
@@ -79,20 +79,6 @@ struct Mutant {
     what: String,
     bytes: Vec<u8>,
     expect: Expect,
-}
-
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/frozen-receipts")
-}
-
-fn verifier() -> Verifier {
-    let trust = std::fs::read(corpus().join("trust.json")).unwrap();
-    Verifier::new(Trust::from_json(&trust).unwrap(), None).unwrap()
-}
-
-fn load(name: &str) -> Value {
-    let path = corpus().join("bundles").join(format!("{name}.json"));
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
 /// Collects mutants of one base bundle.
@@ -508,7 +494,7 @@ fn mutants_of(base: &Value, others: &[Value]) -> (Vec<Mutant>, Vec<u8>) {
 fn no_mutant_of_a_verified_bundle_verifies() {
     let verifier = verifier();
     let (mut tried, mut failed, mut untrusted) = (0usize, 0usize, 0usize);
-    let all: Vec<Value> = BUNDLES.iter().map(|n| load(n)).collect();
+    let all: Vec<Value> = BUNDLES.iter().map(|n| bundle_json(n)).collect();
     for (name, base) in BUNDLES.iter().zip(&all) {
         let base = base.clone();
         let unchanged = serde_json::to_vec(&base).unwrap();
@@ -563,7 +549,7 @@ fn no_mutant_of_a_verified_bundle_verifies() {
 #[test]
 fn cli_refuses_a_sample_of_mutants() {
     let tmp = tempfile::tempdir().unwrap();
-    let base = load("size-7-index-3");
+    let base = bundle_json("size-7-index-3");
     let (mutants, _) = mutants_of(&base, &[]);
     let step = mutants.len() / 8;
     let mut paths = Vec::new();
@@ -579,8 +565,7 @@ fn cli_refuses_a_sample_of_mutants() {
     }
     assert!(paths.len() >= 6, "sample of {} mutants", paths.len());
     for (what, path) in &paths {
-        let out = Command::cargo_bin("rcpt")
-            .unwrap()
+        let out = rcpt()
             .arg("verify")
             .arg("--trust")
             .arg(corpus().join("trust.json"))

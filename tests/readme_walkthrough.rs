@@ -9,8 +9,11 @@
     clippy::indexing_slicing
 )]
 
+mod support;
+
 use std::path::Path;
 use std::process::Command;
+use support::rcpt_bin;
 
 /// The first ```sh block after the walkthrough marker.
 fn walkthrough() -> String {
@@ -38,7 +41,7 @@ fn block_after(marker: &str) -> String {
 
 /// Run `script` with bash (-euo pipefail) in a fresh directory, `rcpt` on PATH.
 fn run_script(script: &str) -> (String, String, std::process::ExitStatus) {
-    let bin = assert_cmd::cargo::cargo_bin("rcpt");
+    let bin = rcpt_bin();
     let bin_dir = bin.parent().unwrap();
     let path = format!(
         "{}:{}",
@@ -86,7 +89,7 @@ fn the_readme_gating_walkthrough_runs_as_written() {
 fn the_readme_walkthrough_runs_as_written() {
     let script = walkthrough();
     assert!(script.contains("rcpt verify"), "{script}");
-    let bin = assert_cmd::cargo::cargo_bin("rcpt");
+    let bin = rcpt_bin();
     let bin_dir = bin.parent().unwrap();
     let path = format!(
         "{}:{}",

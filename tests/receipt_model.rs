@@ -35,7 +35,7 @@ fn sample_payload_issues_and_verifies() {
     assert_eq!((again.receipt, again.id), (p.receipt, p.id));
 }
 
-/// DESIGN.md invariant 5, all nine (proposal, execution) pairs, written out.
+/// spec/receipt.md invariant 5 ("The combining function"), all nine (proposal, execution) pairs, written out.
 #[test]
 fn combine_over_all_nine_pairs() {
     use Stage::*;

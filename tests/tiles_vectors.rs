@@ -176,7 +176,10 @@ fn entry_bundle_round_trip_and_refusals() {
     for tail in [&[0u8][..], &[0, 9], &[1, 0, 0]] {
         let mut long = bytes.clone();
         long.extend_from_slice(tail);
-        assert!(decode_entry_bundle(&long).is_err());
+        assert!(matches!(
+            decode_entry_bundle(&long),
+            Err(TileError::Truncated { .. })
+        ));
     }
     let too_big = vec![0u8; 65536];
     let err = encode_entry_bundle([&too_big[..]]).unwrap_err();

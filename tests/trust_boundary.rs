@@ -8,33 +8,23 @@
     clippy::indexing_slicing
 )]
 
-mod boundary;
+mod support;
 
-use boundary::{Demo, corpus, keypair, rcpt, show};
 use predicates::prelude::*;
 use rcpt::io::{self, FileKind, InputError, OutputError, Source, Target};
 use rcpt::reason::Reason;
 use rcpt::trust::Trust;
-use rcpt::verify::{CheckVerdict, ConsistencyInput, Outcome, Verifier};
+use rcpt::verify::{CheckVerdict, ConsistencyInput, Outcome};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use support::{Demo, bundle_json, corpus, keypair, rcpt, show, verifier};
 
 /// No test here may wait on a FIFO or read a device forever.
 const PATIENCE: Duration = Duration::from_secs(20);
 
-fn corpus_verifier() -> Verifier {
-    let trust = Trust::from_json(&std::fs::read(corpus().join("trust.json")).unwrap()).unwrap();
-    Verifier::new(trust, None).unwrap()
-}
-
-fn corpus_bundle(name: &str) -> Value {
-    let path = corpus().join("bundles").join(format!("{name}.json"));
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
 fn verify_value(v: &Value) -> rcpt::verify::Report {
-    corpus_verifier().verify_bytes(&serde_json::to_vec(v).unwrap())
+    verifier().verify_bytes(&serde_json::to_vec(v).unwrap())
 }
 
 /// An object written as the array of its values, in the given field order
@@ -288,7 +278,7 @@ const SIGNATURE_FIELDS: [&str; 2] = ["keyid", "sig"];
 
 #[test]
 fn json_arrays_for_objects_are_refused_in_bundles_at_every_depth() {
-    let good = corpus_bundle("verdict-admit");
+    let good = bundle_json("verdict-admit");
     assert_eq!(verify_value(&good).outcome(), Outcome::Verified);
     let mut cases: Vec<(&str, Value, Reason)> = Vec::new();
     cases.push((
@@ -409,7 +399,7 @@ fn log_append_refuses_an_envelope_written_as_an_array() {
 
 #[test]
 fn a_crafted_origin_cannot_poison_the_checkpoint_cache() {
-    let good = corpus_bundle("verdict-admit");
+    let good = bundle_json("verdict-admit");
     let origin = good["log"]["origin"].as_str().unwrap().to_string();
     let text = good["log"]["checkpoint"].as_str().unwrap().to_string();
     // Before: the cache key was origin + "\n" + text, so this pair ran
@@ -418,7 +408,7 @@ fn a_crafted_origin_cannot_poison_the_checkpoint_cache() {
     let mut crafted = good.clone();
     crafted["log"]["origin"] = Value::String(format!("{origin}\n{first_line}"));
     crafted["log"]["checkpoint"] = Value::String(rest.to_string());
-    let verifier = corpus_verifier();
+    let verifier = verifier();
     let bad = verifier.verify_bytes(&serde_json::to_vec(&crafted).unwrap());
     assert_eq!(bad.outcome(), Outcome::Failed);
     assert_eq!(bad.primary_reason(), Some(Reason::BundleMalformed));
@@ -428,7 +418,7 @@ fn a_crafted_origin_cannot_poison_the_checkpoint_cache() {
 
 #[test]
 fn origins_a_checkpoint_cannot_carry_are_refused() {
-    let good = corpus_bundle("verdict-admit");
+    let good = bundle_json("verdict-admit");
     for origin in ["", "a\nb", "a\rb", "tab\there", "nul\u{0}"] {
         let mut v = good.clone();
         v["log"]["origin"] = Value::String(origin.to_string());
@@ -450,7 +440,7 @@ fn issue_to(tmp: &Path, out: &str) -> assert_cmd::assert::Assert {
         keypair(tmp, "gate", "gate.example")
     };
     let p = tmp.join("p.json");
-    std::fs::write(&p, boundary::payload(0).to_string()).unwrap();
+    std::fs::write(&p, support::demo_payload(0).to_string()).unwrap();
     rcpt()
         .current_dir(tmp)
         .args(["receipt", "issue", "--key"])
@@ -578,13 +568,13 @@ fn an_atomic_write_that_fails_leaves_no_temporary_file_and_the_target_unchanged(
 
 #[test]
 fn a_future_version_is_not_evaluated_whatever_its_other_fields() {
-    let mut extra = boundary::payload(0);
+    let mut extra = support::demo_payload(0);
     extra["version"] = json!(2);
     extra["a_field_v1_lacks"] = json!("x");
-    let mut missing = boundary::payload(0);
+    let mut missing = support::demo_payload(0);
     missing["version"] = json!(2);
     missing.as_object_mut().unwrap().remove("policy_id");
-    let mut mistyped = boundary::payload(0);
+    let mut mistyped = support::demo_payload(0);
     mistyped["version"] = json!(3);
     mistyped["issued_at"] = json!("yesterday");
     for p in [extra, missing, mistyped] {
@@ -593,7 +583,7 @@ fn a_future_version_is_not_evaluated_whatever_its_other_fields() {
         // In a bundle: the schema check is not evaluated, not failed.
         let value = rcpt::canonical::json::from_json(p.to_string().as_bytes()).unwrap();
         let cbor = rcpt::canonical::dagcbor::encode(&value);
-        let mut b = corpus_bundle("verdict-admit");
+        let mut b = bundle_json("verdict-admit");
         use base64::Engine as _;
         b["envelope"]["payload"] = json!(base64::engine::general_purpose::STANDARD.encode(&cbor));
         let report = verify_value(&b);
@@ -608,7 +598,7 @@ fn a_future_version_is_not_evaluated_whatever_its_other_fields() {
         }
     }
     // Version 1 with an unknown field is still a schema failure.
-    let mut v1 = boundary::payload(0);
+    let mut v1 = support::demo_payload(0);
     v1["a_field_v1_lacks"] = json!("x");
     let err = rcpt::receipt::payload_from_json(v1.to_string().as_bytes()).unwrap_err();
     assert_eq!(err.reason_code(), Reason::PayloadSchema);
@@ -631,7 +621,7 @@ fn inputs_that_are_fifos_or_devices_are_refused_at_once() {
         assert!(err.is_bad_path());
     }
     // The verifier: a FIFO bundle is not evaluated, never waited on.
-    let report = corpus_verifier().verify_file(&fifo);
+    let report = verifier().verify_file(&fifo);
     assert_eq!(report.primary_reason(), Some(Reason::InputUnreadable));
     // Every command: a bad invocation, at once.
     let trust = corpus().join("trust.json");

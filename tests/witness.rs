@@ -17,7 +17,7 @@ use rcpt::note::{self, Checkpoint, Note};
 use rcpt::policy::{Policy, Verdict};
 use rcpt::witness::{
     AddCheckpointError, AddCheckpointRequest, BadRequest, CasError, Forbidden, Refusal,
-    RequestError, StateStore, TreeHead, Unprocessable, Witness, decide,
+    RequestError, StateStore, TreeHead, Unprocessable, Witness, WitnessError, decide,
 };
 use std::path::Path;
 
@@ -372,7 +372,10 @@ fn witness_cosigns_records_and_then_answers_409() {
         head(&t, 10)
     );
     // Opening with another key is refused.
-    assert!(Witness::open_with_key(w.dir(), SigningKey::from_bytes(&[22; 32])).is_err());
+    assert!(matches!(
+        Witness::open_with_key(w.dir(), SigningKey::from_bytes(&[22; 32])),
+        Err(WitnessError::WrongKey { .. })
+    ));
     // A zero clock is a server error (500), and nothing is recorded.
     let zero = w
         .add_checkpoint(body(10, &[], &checkpoint(&t, 10)).as_bytes(), 0)
@@ -558,11 +561,10 @@ fn compare_and_swap_admits_one_writer_per_old_record() {
         Err(CasError::State(rcpt::witness::StateError::Rollback { .. }))
     ));
     // A record for another origin is refused.
-    assert!(
-        store
-            .compare_and_swap("example.com/x", None, &checkpoint(&t, 2))
-            .is_err()
-    );
+    assert!(matches!(
+        store.compare_and_swap("example.com/x", None, &checkpoint(&t, 2)),
+        Err(CasError::State(rcpt::witness::StateError::BadRecord { .. }))
+    ));
 }
 
 #[test]
@@ -592,42 +594,45 @@ fn init_refusals() {
     let key = SigningKey::from_bytes(&[71; 32]);
     let good = format!("log {}\nquorum none\n", log_verifier());
     // No log line.
-    assert!(
+    assert!(matches!(
         Witness::init(
             &tmp.path().join("a"),
             "w.example",
             &key,
             None,
             b"quorum none\n"
-        )
-        .is_err()
-    );
+        ),
+        Err(WitnessError::NoLogs(_))
+    ));
     // Not a policy.
-    assert!(Witness::init(&tmp.path().join("b"), "w.example", &key, None, b"log x\n").is_err());
+    assert!(matches!(
+        Witness::init(&tmp.path().join("b"), "w.example", &key, None, b"log x\n"),
+        Err(WitnessError::Policy { .. })
+    ));
     // Bad name.
-    assert!(
+    assert!(matches!(
         Witness::init(
             &tmp.path().join("c"),
             "w example",
             &key,
             None,
             good.as_bytes()
-        )
-        .is_err()
-    );
+        ),
+        Err(WitnessError::Key(rcpt::cosig::CosigError::BadName(_)))
+    ));
     // A non-empty directory.
     std::fs::create_dir_all(tmp.path().join("d")).unwrap();
     std::fs::write(tmp.path().join("d/x"), "x").unwrap();
-    assert!(
+    assert!(matches!(
         Witness::init(
             &tmp.path().join("d"),
             "w.example",
             &key,
             None,
             good.as_bytes()
-        )
-        .is_err()
-    );
+        ),
+        Err(WitnessError::NotEmpty(_))
+    ));
     let w = Witness::init(
         &tmp.path().join("e"),
         "w.example",
@@ -641,5 +646,5 @@ fn init_refusals() {
         &WitnessVerifier::new("w.example", key.verifying_key()).unwrap()
     );
     // Without a recorded key file, open() needs the key.
-    assert!(Witness::open(w.dir()).is_err());
+    assert!(matches!(Witness::open(w.dir()), Err(WitnessError::NoKey)));
 }

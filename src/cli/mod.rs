@@ -51,6 +51,7 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of the largest variant costs nothing.
 #[derive(Subcommand)]
 enum Command {
     /// Generate and show Ed25519 keys.

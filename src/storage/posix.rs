@@ -2,13 +2,16 @@
 //! tlog-tiles paths (servable as static files); private state is under
 //! `DIR/.rcpt/`; temporary files under `DIR/.rcpt/tmp/`.
 //!
-//! The two file-system moves everything is built from live here, once:
-//! [`read_capped`] (never more than the limit plus one byte, never a FIFO,
-//! a device or a symlink) and [`write_durable`] (a new temporary file,
-//! fsync, rename over the name; the temporary file removed on failure);
-//! the caller then fsyncs the directories that gained a name
-//! ([`sync_dirs`]). A rename is atomic, so a reader sees the old file or
-//! the whole new one, never half of one.
+//! Reads and single-file writes go through the crate's one capped reader
+//! and one atomic writer ([`crate::io::read_path`] and
+//! [`crate::io::write_atomic_via`], with the temporary file in
+//! `DIR/.rcpt/tmp/`): [`read_capped`] (never more than the limit plus one
+//! byte, never a FIFO, a device or a symlink) and [`write_replace`] (a new
+//! temporary file, fsync, rename over the name, fsync of the directory).
+//! The one other writer is [`write_durable`], for batches of tiles: the
+//! same steps without the directory fsync, which the caller does once for
+//! the whole batch ([`sync_dirs`]). A rename is atomic, so a reader sees
+//! the old file or the whole new one, never half of one.
 //!
 //! Create-only tile writes and the checkpoint's compare-and-swap are a
 //! look before the rename; they are exact because one writer holds the
@@ -18,17 +21,20 @@ use super::{
     Family, PrivateDir, PrivateKey, PublicKey, PublicRead, RandomRead, Staged, StagedWrite, Store,
     StoreError, TileKey, Version, Versioned, WriterLock,
 };
+use crate::io::{InputError, OutputError};
 use rayon::prelude::*;
 use sha2::{Digest as _, Sha256};
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Private state directory, relative to the log directory.
 pub const PRIVATE_DIR: &str = ".rcpt";
+/// Mode of the files the store writes (what umask 022 gave before).
+const FILE_MODE: u32 = 0o644;
 /// Threads that write and fsync tile files at once: fsync waits on the
 /// device, not the CPU, so more threads than cores keep the device busy.
 const WRITE_THREADS: usize = 16;
@@ -60,36 +66,46 @@ pub fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
 /// bytes are read, whatever the file's metadata says). A symlink, a FIFO,
 /// a device or a directory is refused before it is opened, so a read never
 /// waits on a pipe and never leaves the directory.
+///
+/// The read is [`crate::io::read_path`]'s; this adds the symlink refusal
+/// (a log's files are its own, never links out of it) and the store's
+/// error kinds.
 pub fn read_capped(path: &Path, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
+    let not_regular =
+        || std::io::Error::other("not a regular file (a symlink, directory, FIFO or device)");
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() => {}
+        Ok(_) => return Err(io_err(path)(not_regular())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io_err(path)(e)),
-    };
-    if !meta.file_type().is_file() {
-        let kind =
-            std::io::Error::other("not a regular file (a symlink, directory, FIFO or device)");
-        return Err(io_err(path)(kind));
     }
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_err(path)(e)),
-    };
-    // The length is a capacity hint only; the cap is the read itself.
-    let hint = usize::try_from(meta.len()).unwrap_or(max).min(max);
-    let mut bytes = Vec::with_capacity(hint.saturating_add(1));
-    let cap = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
-    file.take(cap)
-        .read_to_end(&mut bytes)
-        .map_err(io_err(path))?;
-    if bytes.len() > max {
-        return Err(StoreError::TooLarge {
+    match crate::io::read_path(path, max) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(InputError::NotFound { .. }) => Ok(None),
+        Err(InputError::TooLarge { .. }) => Err(StoreError::TooLarge {
             what: path.display().to_string(),
             max,
-        });
+        }),
+        Err(InputError::Open { source, .. } | InputError::Read { source, .. }) => {
+            Err(io_err(path)(source))
+        }
+        Err(InputError::NotRegular { .. }) => Err(io_err(path)(not_regular())),
+        Err(e) => Err(io_err(path)(std::io::Error::other(e))),
     }
-    Ok(Some(bytes))
+}
+
+/// Replace (or create) the file `dest` whole and durably with the crate's
+/// atomic writer ([`crate::io::write_atomic_via`]), the temporary file in
+/// `tmp_dir`: written, fsynced, renamed over `dest`, `dest`'s directory
+/// fsynced. `dest`'s directory must exist.
+pub fn write_replace(tmp_dir: &Path, dest: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    if !tmp_dir.is_dir() {
+        std::fs::create_dir_all(tmp_dir).map_err(io_err(tmp_dir))?;
+    }
+    crate::io::write_atomic_via(tmp_dir, dest, bytes, FILE_MODE).map_err(|e| match e {
+        OutputError::Io { path, source, .. } => io_err(&path)(source),
+        other => io_err(dest)(std::io::Error::other(other)),
+    })
 }
 
 /// A fresh temporary file in `tmp_dir`, created exclusively.
@@ -112,6 +128,10 @@ fn create_temp(tmp_dir: &Path) -> Result<(File, PathBuf), StoreError> {
 /// `dest` (creating `dest`'s parent directories). On failure the temporary
 /// file is removed. The caller fsyncs the directories that gained a name
 /// ([`sync_dirs`]) before relying on `dest`.
+///
+/// The batch writer, and the only writer besides [`crate::io`]'s: a batch
+/// of tiles is many such writes from several threads, then one fsync per
+/// directory, instead of one per file ([`write_replace`] for one file).
 pub fn write_durable(tmp_dir: &Path, dest: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let (mut file, tmp) = create_temp(tmp_dir)?;
     let written = (|| {
@@ -430,8 +450,7 @@ impl Store for PosixStore {
             return Err(StoreError::CheckpointMoved);
         }
         let path = self.public_path(&PublicKey::Checkpoint);
-        write_durable(&self.tmp(), &path, bytes)?;
-        sync_dir(&self.root)?;
+        write_replace(&self.tmp(), &path, bytes)?;
         Ok(version_of(bytes))
     }
 
@@ -443,13 +462,15 @@ impl Store for PosixStore {
         let path = self.private_path(key);
         let parent = path.parent().unwrap_or(&self.root).to_path_buf();
         let made = !parent.is_dir();
-        write_durable(&self.tmp(), &path, bytes)?;
+        if made {
+            std::fs::create_dir_all(&parent).map_err(io_err(&parent))?;
+        }
+        write_replace(&self.tmp(), &path, bytes)?;
         if made {
             // A new directory is a name in its parent too.
-            sync_dirs(&self.root, [path.as_path()])
-        } else {
-            sync_dir(&parent)
+            sync_dirs(&self.root, [path.as_path()])?;
         }
+        Ok(())
     }
 
     fn remove_private(&self, keys: &[PrivateKey]) -> Result<(), StoreError> {

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Independent reference implementation of the rcpt formats (DESIGN.md).
+"""Independent reference implementation of the rcpt formats (spec/).
 
 Written from the specifications only, never from the project's Rust sources:
 
 - DAG-CBOR (strict, small data model): RFC 8949 sections 3 and 4.2.1, the
   IPLD DAG-CBOR codec spec (length-first key order, no indefinite lengths,
-  no duplicate keys), DESIGN.md "One value, two encodings".
+  no duplicate keys), spec/identity.md.
 - JSON canonicalisation: RFC 8785 (integers only, as the data model has).
 - DSSE v1 envelope and PAE: secure-systems-lab/dsse protocol.md, envelope.md.
 - Ed25519: RFC 8032 via pyca/cryptography (OpenSSL), not ed25519-dalek.
@@ -13,7 +13,7 @@ Written from the specifications only, never from the project's Rust sources:
   RFC 9162 sections 2.1.3.2 and 2.1.4.2, edge cases as transparency-dev/merkle.
 - Signed notes and checkpoints: C2SP signed-note, C2SP tlog-checkpoint.
 - Tiles: C2SP tlog-tiles (tile/<L>/<N>[.p/<W>], tile/entries/<N>[.p/<W>]).
-- Bundle, trust file and verifier outcomes: DESIGN.md "Bundle", "Verifier".
+- Bundle, trust file and verifier outcomes: spec/verify.md.
 
 Dependencies: Python 3.11 standard library, `cryptography`, `blake3`.
 Every subcommand prints what it compared and exits non-zero on any
@@ -215,8 +215,8 @@ class _CborReader:
 
 
 def cbor_decode(data: bytes, allow_bytes: bool = False, int_limit: int | None = MAX_SAFE):
-    """Strict decode, then re-encode and compare (DESIGN.md: a decoder that
-    meets non-canonical bytes rejects them)."""
+    """Strict decode, then re-encode and compare (spec/identity.md "Decoding": a
+    decoder that meets non-canonical bytes rejects them)."""
     r = _CborReader(bytes(data), allow_bytes, int_limit)
     v = r.value(0)
     if r.i != len(r.d):
@@ -320,7 +320,7 @@ def jcs(v) -> bytes:
 
 
 # ---------------------------------------------------------------------------
-# Digests and identities (DESIGN.md "One value, two encodings")
+# Digests and identities (spec/identity.md)
 # ---------------------------------------------------------------------------
 
 
@@ -350,7 +350,7 @@ def b64e(b: bytes) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Receipt payload v1 schema and invariants (DESIGN.md "Receipt payload")
+# Receipt payload v1 schema and invariants (spec/receipt.md)
 # ---------------------------------------------------------------------------
 
 DIGEST_RE = re.compile(r"\A(blake3|sha256):[0-9a-f]{64}\Z")
@@ -379,7 +379,7 @@ def _exact_keys(m, keys, name):
 
 
 def combine(p: str, e: str) -> dict:
-    """DESIGN.md invariant 5: the replay combining function."""
+    """spec/receipt.md invariant 5: the replay combining function."""
     if p == e == "deterministic":
         return {"class": "deterministic_replay"}
     if p == e == "llm":
@@ -397,7 +397,7 @@ def validate_receipt(v) -> None:
     if not isinstance(v["issuer"], str):
         raise RefError("payload.schema", "issuer is not text")
     if not _is_int(v["issued_at"]) or v["issued_at"] < 0:
-        # DESIGN.md: integer Unix seconds; spec/receipt.md adds 0 ..= 2^53-1
+        # spec/receipt.md: integer Unix seconds in 0 ..= 2^53-1
         raise RefError("payload.schema", "issued_at is not a non-negative integer")
     if v["substrate"] not in SUBSTRATES or not isinstance(v["substrate"], str):
         raise RefError("payload.schema", "unknown substrate")
@@ -448,7 +448,7 @@ def validate_receipt(v) -> None:
         _exact_keys(replay, {"class"}, "replay")
     else:
         raise RefError("payload.schema", f"unknown replay class {cls!r}")
-    # invariants 1..5, in DESIGN.md order
+    # invariants 1..5, in spec/receipt.md order
     if (v["inverse_delta_id"] is not None) != (v["reversibility"] is True):
         raise RefError("invariant.reversibility", "inverse_delta_id non-null iff reversibility true")
     if kind == "deny":
@@ -528,7 +528,7 @@ def envelope_parts(env) -> tuple[str, bytes, list[tuple[str, bytes]]]:
 
 
 def log_entry(env) -> bytes:
-    """DESIGN.md "Log": the DAG-CBOR entry for an envelope."""
+    """spec/envelope.md "Log entry": the DAG-CBOR entry for an envelope."""
     pt, payload, sigs = envelope_parts(env)
     return cbor_encode(
         {
@@ -540,7 +540,7 @@ def log_entry(env) -> bytes:
 
 
 def signature_check(payload_type: str, payload: bytes, sigs, trusted: dict[str, bytes]) -> str:
-    """DESIGN.md "Verifier" signature rule. trusted: keyid -> raw pub.
+    """spec/envelope.md "The trust rule for envelope signatures". trusted: keyid -> raw pub.
     Returns 'pass', 'fail' or 'not-evaluated'."""
     msg = pae(payload_type, payload)
     verified = failed = False
@@ -1078,7 +1078,7 @@ def cmd_check_log(a) -> int:
 
 
 # ---------------------------------------------------------------------------
-# Verifier (DESIGN.md "Bundle", "Verifier")
+# Verifier (spec/verify.md "The bundle", "Checks")
 # ---------------------------------------------------------------------------
 
 
@@ -1108,7 +1108,7 @@ class Outcome:
         return [r for _, s, r in self.checks if s != "pass" and r]
 
 
-# Limits: DESIGN.md says "input over a size limit is malformed"; the values are
+# Limits: input over a size limit is malformed (spec/verify.md); the values are
 # the lead's, from spec/verify.md and spec/envelope.md.
 MAX_BUNDLE_BYTES = 256 * 1024
 MAX_JSON_DEPTH = 32
@@ -1169,7 +1169,7 @@ CBOR_NON_CANONICAL = {"cbor-non-shortest", "cbor-key-order", "cbor-indefinite", 
 
 
 def verify_bundle_bytes(data: bytes, trust: Trust) -> Outcome:
-    """DESIGN.md "Verifier"; check names and reason codes of spec/verify.md.
+    """spec/verify.md: its check names and reason codes.
     Every check whose inputs exist runs; the outcome is failed if any check
     failed, else error if any was not evaluated, else verified."""
     checks: list[tuple[str, str, str]] = []
@@ -1373,7 +1373,7 @@ def cmd_verify_corpus(a) -> int:
 
 
 # ---------------------------------------------------------------------------
-# make-bundles: an independent writer of DESIGN.md bundles, plus mutants
+# make-bundles: an independent writer of spec/verify.md bundles, plus mutants
 # ---------------------------------------------------------------------------
 
 ORIGIN = "example.org/rcpt-ref/log"

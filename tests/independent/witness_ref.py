@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 from cryptography.hazmat.primitives import serialization
 
 EM_DASH = "\u2014"
-MAX_NOTE_SIGS = 100  # rcpt's cap (DESIGN.md): more is a malformed note
+MAX_NOTE_SIGS = 100  # rcpt's cap (spec/checkpoint.md): more is a malformed note
 MAX_PROOF_LINES = 63  # tlog-witness: "MUST NOT send more than 63"
 
 

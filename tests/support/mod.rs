@@ -1,9 +1,19 @@
-//! Shared test support: the `rcpt` binary, the frozen corpus, and a small
-//! world (keys, a log, receipts, bundles) made through the command line.
+//! Shared test support, the one module every test file uses for what more
+//! than one of them needs: the `rcpt` binary, the frozen corpus and its
+//! verifier, key files and `key show` fields, and two small worlds made
+//! through the command line as a user would: [`World`] (an issuer, a log
+//! and a trust file, for gate tests) and [`Demo`] (keys, receipts and a log
+//! holding some of them, for trust-boundary tests).
 //!
 //! Each test file that uses it says `mod support;`; helpers a file does not
 //! use are allowed to be dead there.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use assert_cmd::Command;
 use serde_json::{Value, json};
@@ -14,9 +24,31 @@ pub fn rcpt() -> Command {
     Command::cargo_bin("rcpt").expect("the rcpt binary is built")
 }
 
+/// The path of the `rcpt` binary, for `std::process::Command` (pipes,
+/// children killed mid-run, a shell wrapper).
+pub fn rcpt_bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("rcpt")
+}
+
 /// The frozen corpus directory.
 pub fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/frozen-receipts")
+}
+
+/// The path of the corpus bundle `name` (`bundles/NAME.json`).
+pub fn bundle_path(name: &str) -> PathBuf {
+    corpus().join("bundles").join(format!("{name}.json"))
+}
+
+/// The corpus bundle `name`, parsed as JSON.
+pub fn bundle_json(name: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(bundle_path(name)).unwrap()).unwrap()
+}
+
+/// A verifier holding the corpus trust file (`trust.json`), no gate.
+pub fn verifier() -> rcpt::verify::Verifier {
+    let trust = std::fs::read(corpus().join("trust.json")).unwrap();
+    rcpt::verify::Verifier::new(rcpt::trust::Trust::from_json(&trust).unwrap(), None).unwrap()
 }
 
 /// Run `rcpt ARGS` and return its stdout as text (asserting success).
@@ -43,6 +75,11 @@ pub fn line_value(text: &str, label: &str) -> String {
 /// A digest of `label` for test payloads.
 pub fn d(label: &str) -> String {
     rcpt::digest::Digest::blake3(label.as_bytes()).to_string()
+}
+
+/// `label: value` from a command's stdout (bytes).
+pub fn field(stdout: &[u8], label: &str) -> String {
+    line_value(std::str::from_utf8(stdout).unwrap(), label)
 }
 
 /// A valid v1 payload by `issuer`: admit, applied, git, empty read set.
@@ -170,5 +207,207 @@ impl World {
             .assert()
             .success();
         bundle
+    }
+}
+
+// ---- Keys and a demo log (trust-boundary and CLI edge tests) ---------------
+
+/// A valid v1 payload by `gate.example` for [`Demo`]: escalate, not
+/// applied; `n` varies the change id and the time.
+pub fn demo_payload(n: usize) -> serde_json::Value {
+    serde_json::json!({
+        "version": 1, "issuer": "gate.example", "issued_at": 1_795_000_000 + n,
+        "substrate": "git",
+        "change_id": format!("blake3:{:064x}", n + 1),
+        "inverse_delta_id": null, "reversibility": false,
+        "read_set": [], "precondition": null,
+        "policy_id": format!("blake3:{:064x}", 7),
+        "verdict": {"escalate": {"ticket": "T-1"}},
+        "applied": false,
+        "replay": {"class": "unknown"}
+    })
+}
+
+/// `rcpt key generate` into `dir/prefix`; returns (.key, .pub).
+pub fn keypair(dir: &Path, prefix: &str, name: &str) -> (PathBuf, PathBuf) {
+    rcpt()
+        .args(["key", "generate", "--name", name, "--out"])
+        .arg(dir.join(prefix))
+        .assert()
+        .success();
+    (
+        dir.join(format!("{prefix}.key")),
+        dir.join(format!("{prefix}.pub")),
+    )
+}
+
+/// What `rcpt key show FILE --name NAME` prints for `label`.
+pub fn show(file: &Path, name: &str, label: &str) -> String {
+    let out = rcpt()
+        .args(["key", "show"])
+        .arg(file)
+        .args(["--name", name])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    field(&out, label)
+}
+
+/// A log with receipts, made with the CLI.
+pub struct Demo {
+    pub dir: PathBuf,
+    pub origin: String,
+    pub issuer_key: PathBuf,
+    pub issuer_pub: PathBuf,
+    pub log_key: PathBuf,
+    pub log_pub: PathBuf,
+    pub log: PathBuf,
+    pub envelopes: Vec<PathBuf>,
+}
+
+impl Demo {
+    /// Keys `gate`/`<prefix>log`, `n` receipts issued, a log of `origin` in
+    /// `dir/<prefix>log` holding the first `appended` of them.
+    pub fn new(dir: &Path, prefix: &str, origin: &str, n: usize, appended: usize) -> Demo {
+        let (issuer_key, issuer_pub) = if dir.join("gate.key").exists() {
+            (dir.join("gate.key"), dir.join("gate.pub"))
+        } else {
+            keypair(dir, "gate", "gate.example")
+        };
+        let (log_key, log_pub) = keypair(dir, &format!("{prefix}logkey"), origin);
+        let mut envelopes = Vec::new();
+        for i in 0..n {
+            let p = dir.join(format!("{prefix}p{i}.json"));
+            std::fs::write(&p, demo_payload(i).to_string()).unwrap();
+            let e = dir.join(format!("{prefix}e{i}.json"));
+            rcpt()
+                .args(["receipt", "issue", "--key"])
+                .arg(&issuer_key)
+                .arg("-o")
+                .arg(&e)
+                .arg(&p)
+                .assert()
+                .success();
+            envelopes.push(e);
+        }
+        let log = dir.join(format!("{prefix}log"));
+        rcpt()
+            .args(["log", "init"])
+            .arg(&log)
+            .args(["--origin", origin, "--key"])
+            .arg(&log_key)
+            .assert()
+            .success();
+        let demo = Demo {
+            dir: dir.to_path_buf(),
+            origin: origin.to_string(),
+            issuer_key,
+            issuer_pub,
+            log_key,
+            log_pub,
+            log,
+            envelopes,
+        };
+        demo.append(0..appended);
+        demo
+    }
+
+    /// Append envelopes `range`, each in its own batch (one checkpoint each).
+    pub fn append(&self, range: std::ops::Range<usize>) {
+        for i in range {
+            rcpt()
+                .args(["log", "append"])
+                .arg(&self.log)
+                .arg(&self.envelopes[i])
+                .assert()
+                .success();
+        }
+    }
+
+    /// The log's verifier key.
+    pub fn vkey(&self) -> String {
+        show(&self.log_pub, &self.origin, "verifier key")
+    }
+
+    /// The issuer's verifier key: a key form that carries its name
+    /// (`gate.example`, the payloads' issuer), so it binds that name.
+    pub fn issuer_vkey(&self) -> String {
+        show(&self.issuer_pub, "gate.example", "verifier key")
+    }
+
+    /// The issuer's raw base64 public key.
+    pub fn issuer_b64(&self) -> String {
+        show(&self.issuer_pub, "gate.example", "public key")
+    }
+
+    /// `rcpt log prove --index I --size N -o FILE`.
+    pub fn prove(&self, index: u64, size: u64) -> PathBuf {
+        let out = self.dir.join(format!(
+            "bundle-{}-{index}-{size}.json",
+            self.origin.replace('/', "_")
+        ));
+        rcpt()
+            .args(["log", "prove"])
+            .arg(&self.log)
+            .args([
+                "--index",
+                &index.to_string(),
+                "--size",
+                &size.to_string(),
+                "-o",
+            ])
+            .arg(&out)
+            .assert()
+            .success();
+        out
+    }
+
+    /// The latest checkpoint, written to a file.
+    pub fn checkpoint_file(&self, name: &str) -> PathBuf {
+        let out = rcpt()
+            .args(["log", "checkpoint"])
+            .arg(&self.log)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let path = self.dir.join(name);
+        std::fs::write(&path, out).unwrap();
+        path
+    }
+
+    /// `rcpt log consistency --from M --to N --json`, as bytes.
+    pub fn consistency(&self, from: u64, to: u64) -> Vec<u8> {
+        rcpt()
+            .args(["log", "consistency"])
+            .arg(&self.log)
+            .args([
+                "--from",
+                &from.to_string(),
+                "--to",
+                &to.to_string(),
+                "--json",
+            ])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone()
+    }
+
+    /// A trust file trusting the issuer and this log.
+    pub fn trust_file(&self) -> PathBuf {
+        let trust = serde_json::json!({
+            "issuers": [{"name": "gate.example", "public_key": self.issuer_b64()}],
+            "logs": [{"verifier_key": self.vkey()}],
+        });
+        let path = self
+            .dir
+            .join(format!("{}trust.json", self.origin.replace('/', "_")));
+        std::fs::write(&path, trust.to_string()).unwrap();
+        path
     }
 }
