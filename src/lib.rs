@@ -28,6 +28,8 @@ pub mod log;
 pub mod merkle;
 pub mod note;
 pub mod receipt;
+#[cfg(feature = "s3")]
+pub mod s3;
 pub mod strictjson;
 pub mod tiles;
 pub mod trust;
