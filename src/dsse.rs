@@ -1,5 +1,6 @@
 //! dsse: the DSSE envelope, PAE, Ed25519 signing and the trust rule for
-//! envelope signatures; and the envelope's DAG-CBOR log-entry form.
+//! envelope signatures; and the envelope's DAG-CBOR log-entry form (its
+//! refusals are [`EntryError`], apart from the envelope's [`EnvelopeError`]).
 //!
 //! Boundary: bytes of an envelope (JSON or log entry) in, a typed
 //! [`Envelope`] out; signatures made and checked over PAE with Ed25519
@@ -71,20 +72,26 @@ pub enum EnvelopeError {
     /// An envelope with an empty `signatures` list.
     #[error("envelope has no signatures; sign it before use")]
     NoSignatures,
+}
+
+/// Why a log entry (the envelope's DAG-CBOR form) was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EntryError {
     /// A log entry over [`MAX_ENTRY_BYTES`].
     #[error("log entry is {size} bytes, over the {limit}-byte limit")]
-    EntryTooLarge {
+    TooLarge {
         /// Size found.
         size: usize,
         /// The limit.
         limit: usize,
     },
     /// A log entry that is not strict canonical DAG-CBOR.
-    #[error("log entry is not canonical DAG-CBOR: {0}")]
-    EntryCbor(dagcbor::DecodeError),
+    #[error("log entry is not canonical DAG-CBOR")]
+    Cbor(#[source] dagcbor::DecodeError),
     /// A log-entry field missing or of the wrong type.
     #[error("log entry field {field} is missing or not {expected}")]
-    EntryField {
+    Field {
         /// The field path, e.g. `signatures[0].sig`.
         field: String,
         /// The expected type.
@@ -92,7 +99,18 @@ pub enum EnvelopeError {
     },
     /// A log-entry map key that the entry format does not define.
     #[error("log entry has an unknown field {0:?}")]
-    EntryUnknownField(String),
+    UnknownField(String),
+    /// A log entry with an empty `signatures` list.
+    #[error("log entry has no signatures")]
+    NoSignatures,
+    /// More signatures than [`MAX_ENVELOPE_SIGNATURES`].
+    #[error("log entry has {count} signatures, over the limit of {limit}")]
+    TooManySignatures {
+        /// Count found.
+        count: usize,
+        /// The limit.
+        limit: usize,
+    },
 }
 
 /// DSSE v1 Pre-Authentication Encoding (DSSE `protocol.md`, "Signature
@@ -242,21 +260,30 @@ impl Envelope {
     }
 
     /// Parse a log entry (strict DAG-CBOR).
-    pub fn from_entry(bytes: &[u8]) -> Result<Envelope, EnvelopeError> {
+    pub fn from_entry(bytes: &[u8]) -> Result<Envelope, EntryError> {
         if bytes.len() > MAX_ENTRY_BYTES {
-            return Err(EnvelopeError::EntryTooLarge {
+            return Err(EntryError::TooLarge {
                 size: bytes.len(),
                 limit: MAX_ENTRY_BYTES,
             });
         }
-        let value = dagcbor::decode(bytes).map_err(EnvelopeError::EntryCbor)?;
+        let value = dagcbor::decode(bytes).map_err(EntryError::Cbor)?;
         let mut map = take_map(value, "entry", &["payload", "payload_type", "signatures"])?;
         let payload = take_bytes(&mut map, "payload", "")?;
         let payload_type = take_text(&mut map, "payload_type", "")?;
         let Some(Value::Array(items)) = map.remove("signatures") else {
             return Err(field_error("signatures", "an array"));
         };
-        check_signature_count(items.len())?;
+        match items.len() {
+            0 => return Err(EntryError::NoSignatures),
+            count if count > MAX_ENVELOPE_SIGNATURES => {
+                return Err(EntryError::TooManySignatures {
+                    count,
+                    limit: MAX_ENVELOPE_SIGNATURES,
+                });
+            }
+            _ => {}
+        }
         let signatures = items
             .into_iter()
             .enumerate()
@@ -271,7 +298,7 @@ impl Envelope {
 }
 
 /// One `{"keyid": text, "sig": bytes}` map of a log entry.
-fn entry_signature(item: Value, index: usize) -> Result<Signature, EnvelopeError> {
+fn entry_signature(item: Value, index: usize) -> Result<Signature, EntryError> {
     let path = format!("signatures[{index}].");
     let mut map = take_map(item, &format!("signatures[{index}]"), &["keyid", "sig"])?;
     Ok(Signature {
@@ -286,12 +313,12 @@ fn take_map(
     value: Value,
     field: &str,
     allowed: &[&str],
-) -> Result<BTreeMap<String, Value>, EnvelopeError> {
+) -> Result<BTreeMap<String, Value>, EntryError> {
     let Value::Map(map) = value else {
         return Err(field_error(field, "a map"));
     };
     if let Some(unknown) = map.keys().find(|k| !allowed.contains(&k.as_str())) {
-        return Err(EnvelopeError::EntryUnknownField(unknown.clone()));
+        return Err(EntryError::UnknownField(unknown.clone()));
     }
     Ok(map)
 }
@@ -300,7 +327,7 @@ fn take_bytes(
     map: &mut BTreeMap<String, Value>,
     key: &str,
     path: &str,
-) -> Result<Vec<u8>, EnvelopeError> {
+) -> Result<Vec<u8>, EntryError> {
     match map.remove(key) {
         Some(Value::Bytes(b)) => Ok(b),
         _ => Err(field_error(&format!("{path}{key}"), "a byte string")),
@@ -311,15 +338,15 @@ fn take_text(
     map: &mut BTreeMap<String, Value>,
     key: &str,
     path: &str,
-) -> Result<String, EnvelopeError> {
+) -> Result<String, EntryError> {
     match map.remove(key) {
         Some(Value::Text(t)) => Ok(t),
         _ => Err(field_error(&format!("{path}{key}"), "a text string")),
     }
 }
 
-fn field_error(field: &str, expected: &'static str) -> EnvelopeError {
-    EnvelopeError::EntryField {
+fn field_error(field: &str, expected: &'static str) -> EntryError {
+    EntryError::Field {
         field: field.to_owned(),
         expected,
     }

@@ -30,6 +30,7 @@ pub mod note;
 pub mod receipt;
 #[cfg(feature = "s3")]
 pub mod s3;
+pub mod storage;
 pub mod strictjson;
 pub mod tiles;
 pub mod trust;

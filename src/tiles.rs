@@ -1,5 +1,7 @@
-//! tiles: C2SP tlog-tiles paths and encodings, and a read-only hash reader
-//! over a tiled log directory. No durability policy (that is `log`).
+//! tiles: C2SP tlog-tiles encodings, and the one place stored tiles are
+//! read and decoded: [`read_hash_tile`], [`read_entry_bundle`] and
+//! [`TileReader`], all over a [`PublicRead`] store. No durability policy
+//! (that is `log`), no file system (that is `storage`).
 //!
 //! A tiled log stores its Merkle tree as hash tiles `tile/<L>/<N>[.p/<W>]`
 //! (tile level L holds the tree nodes at level 8·L, 256 to a full tile) and
@@ -11,10 +13,11 @@
 
 use crate::limits::{MAX_ENTRY_BUNDLE_BYTES, MAX_ENTRY_BYTES};
 use crate::merkle::{self, Hash, HashReader, NodeId};
+use crate::storage::posix::PosixStore;
+use crate::storage::{PublicKey, PublicRead, StoreError, TileKey, Width};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 /// Tile height: each tile spans 8 tree levels.
@@ -23,17 +26,35 @@ pub const TILE_HEIGHT: u8 = 8;
 pub const TILE_WIDTH: u64 = 256;
 /// Bytes of one hash in a hash tile.
 pub const HASH_BYTES: usize = 32;
+/// Largest hash tile: 256 hashes.
+pub const MAX_HASH_TILE_BYTES: usize = TILE_WIDTH as usize * HASH_BYTES;
 
 /// Why a tile or entry bundle could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TileError {
-    /// A tile or bundle file could not be read.
-    #[error("reading {path}: {source}; is this the directory of a tiled log at this size?")]
-    Io {
-        /// The file, relative to the log root.
+    /// A tile or bundle could not be read from the store.
+    #[error("reading {path}")]
+    Read {
+        /// The tile path.
         path: String,
-        /// The OS error.
-        source: std::io::Error,
+        /// The storage error.
+        #[source]
+        source: StoreError,
+    },
+    /// A tile or bundle that the tree size needs does not exist.
+    #[error("{path} is missing; is this a tiled log of at least this size?")]
+    Missing {
+        /// The tile path (the partial tile when a partial was wanted).
+        path: String,
+    },
+    /// A hash tile file is larger than a full tile.
+    #[error("tile {path} is over {max} bytes; the tile is corrupt")]
+    TileTooLarge {
+        /// The tile path.
+        path: String,
+        /// [`MAX_HASH_TILE_BYTES`].
+        max: usize,
     },
     /// A hash tile file does not hold exactly the hashes its name implies.
     #[error("tile {path} is {got} bytes, expected {expected}; the tile is corrupt")]
@@ -117,53 +138,24 @@ pub enum TileError {
 /// elements. All but the last element are prefixed with an x", so 1234067 is
 /// `x001/x234/067` and 5 is `005`.
 pub fn encode_tile_index(index: u64) -> String {
-    let mut groups = Vec::new();
-    let mut n = index;
-    loop {
-        groups.push(n % 1000);
-        n /= 1000;
-        if n == 0 {
-            break;
-        }
-    }
-    let last = groups.len() - 1;
-    groups
-        .iter()
-        .rev()
-        .enumerate()
-        .map(|(i, g)| {
-            if i < last {
-                format!("x{g:03}")
-            } else {
-                format!("{g:03}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
-/// The `.p/<W>` suffix of a partial tile, nothing for a full one.
-fn width_suffix(width: Option<u8>) -> String {
-    width.map_or_else(String::new, |w| format!(".p/{w}"))
+    crate::storage::key::encode_index(index)
 }
 
 /// `tile/<L>/<N>[.p/<W>]` with N in the `x001/x234/067` encoding;
-/// `width` is `Some(W)` for a partial tile (1..=255; callers never pass 0).
+/// `width` is `Some(W)` for a partial tile (1..=255; `Some(0)` names the
+/// full tile, which is never what a caller means).
 pub fn hash_tile_path(level: u8, index: u64, width: Option<u8>) -> String {
-    format!(
-        "tile/{level}/{}{}",
-        encode_tile_index(index),
-        width_suffix(width)
-    )
+    let w = width.and_then(Width::partial).unwrap_or(Width::Full);
+    match TileKey::hashes(level, index, w) {
+        Some(key) => key.path(),
+        None => format!("tile/{level}/{}", encode_tile_index(index)),
+    }
 }
 
 /// `tile/entries/<N>[.p/<W>]`.
 pub fn entries_tile_path(index: u64, width: Option<u8>) -> String {
-    format!(
-        "tile/entries/{}{}",
-        encode_tile_index(index),
-        width_suffix(width)
-    )
+    let w = width.and_then(Width::partial).unwrap_or(Width::Full);
+    TileKey::entries(index, w).path()
 }
 
 /// A hash tile's bytes: its hashes concatenated.
@@ -242,7 +234,74 @@ pub fn decode_entry_bundle(bytes: &[u8]) -> Result<Vec<&[u8]>, TileError> {
     Ok(entries)
 }
 
-/// Reads stored hashes from the tiles of a log directory at a given size.
+/// A stored tile of at most `max` bytes (`Ok(None)`: it does not exist).
+fn fetch(store: &dyn PublicRead, key: &TileKey, max: usize) -> Result<Option<Vec<u8>>, TileError> {
+    match store.read(&PublicKey::Tile(*key), max) {
+        Ok(bytes) => Ok(bytes),
+        Err(StoreError::TooLarge { max, .. }) => Err(match key.family() {
+            crate::storage::Family::Entries => TileError::BundleTooLarge {
+                path: key.path(),
+                max,
+            },
+            crate::storage::Family::Hashes(_) => TileError::TileTooLarge {
+                path: key.path(),
+                max,
+            },
+        }),
+        Err(source) => Err(TileError::Read {
+            path: key.path(),
+            source,
+        }),
+    }
+}
+
+/// The limit of a stored tile's size by family.
+fn limit_of(key: &TileKey) -> usize {
+    match key.family() {
+        crate::storage::Family::Entries => MAX_ENTRY_BUNDLE_BYTES,
+        crate::storage::Family::Hashes(_) => MAX_HASH_TILE_BYTES,
+    }
+}
+
+/// `key`'s bytes, or (when a partial tile is gone: a log MAY delete
+/// partial tiles once the full tile exists) the full tile's; returns the
+/// key actually read.
+fn fetch_or_full(store: &dyn PublicRead, key: &TileKey) -> Result<(Vec<u8>, TileKey), TileError> {
+    if let Some(bytes) = fetch(store, key, limit_of(key))? {
+        return Ok((bytes, *key));
+    }
+    let full = TileKey::new(key.family(), key.index(), Width::Full);
+    if let Some(full) = full.filter(|f| f != key)
+        && let Some(bytes) = fetch(store, &full, limit_of(&full))?
+    {
+        return Ok((bytes, full));
+    }
+    Err(TileError::Missing { path: key.path() })
+}
+
+/// The hashes of the stored hash tile `key`: exactly as many as its width.
+pub fn read_hash_tile(store: &dyn PublicRead, key: &TileKey) -> Result<Vec<Hash>, TileError> {
+    let bytes = fetch(store, key, MAX_HASH_TILE_BYTES)?
+        .ok_or_else(|| TileError::Missing { path: key.path() })?;
+    decode_hash_tile(&bytes, key.width().items(), &key.path())
+}
+
+/// The entries of the stored entry bundle `key`: exactly as many as its width.
+pub fn read_entry_bundle(store: &dyn PublicRead, key: &TileKey) -> Result<Vec<Vec<u8>>, TileError> {
+    let bytes = fetch(store, key, MAX_ENTRY_BUNDLE_BYTES)?
+        .ok_or_else(|| TileError::Missing { path: key.path() })?;
+    let entries = decode_entry_bundle(&bytes)?;
+    if entries.len() != key.width().items() {
+        return Err(TileError::BundleCount {
+            path: key.path(),
+            expected: key.width().items(),
+            got: entries.len(),
+        });
+    }
+    Ok(entries.into_iter().map(<[u8]>::to_vec).collect())
+}
+
+/// Reads stored hashes and entries from a log's tiles at a given size.
 ///
 /// For a tree of `size` leaves, tile N at tile level L is full when the tree
 /// has at least `256·(N+1)` complete level-8L nodes; otherwise it is read
@@ -252,7 +311,7 @@ pub fn decode_entry_bundle(bytes: &[u8]) -> Result<Vec<&[u8]>, TileError> {
 /// append-only log they are the same hashes. Nothing beyond `size` is read.
 #[derive(Clone, Debug)]
 pub struct TileReader {
-    root: PathBuf,
+    store: Arc<dyn PublicRead>,
     size: u64,
     cache: Option<Arc<TileCache>>,
 }
@@ -320,49 +379,30 @@ impl TileCache {
     }
 }
 
-/// Which file holds tile N (hashes at some level, or entries) at a size.
-#[derive(Clone, Copy, Debug)]
-struct TileSpan {
-    /// Items of the tile the tree holds: 256 or a partial width.
-    width: usize,
-    /// `None` when full, else the partial width.
-    partial: Option<u8>,
-}
-
-/// The span of tile `n` when `items` items of its level exist.
-fn tile_span(n: u64, items: u64) -> TileSpan {
-    let before = n.saturating_mul(TILE_WIDTH);
-    let held = items.saturating_sub(before).min(TILE_WIDTH);
-    match u8::try_from(held) {
-        Ok(w) if held < TILE_WIDTH => TileSpan {
-            width: usize::from(w),
-            partial: Some(w),
-        },
-        _ => TileSpan {
-            width: TILE_WIDTH as usize,
-            partial: None,
-        },
-    }
+/// The key of tile `n` of `family` when `items` items of its level exist.
+fn tile_at(family: crate::storage::Family, n: u64, items: u64) -> Option<TileKey> {
+    TileKey::new(family, n, Width::of(n, items)?)
 }
 
 impl TileReader {
-    /// A reader of the tree of `size` leaves under `root`.
+    /// A reader of the tree of `size` leaves in the log directory `root`.
     pub fn new(root: &Path, size: u64) -> TileReader {
-        TileReader {
-            root: root.to_path_buf(),
-            size,
-            cache: None,
-        }
+        TileReader::over(Arc::new(PosixStore::new(root)), size, None)
     }
 
     /// A reader that keeps the full tiles it expands in `cache` (shared
     /// with other readers of the same directory).
     pub fn with_cache(root: &Path, size: u64, cache: Arc<TileCache>) -> TileReader {
-        TileReader {
-            root: root.to_path_buf(),
-            size,
-            cache: Some(cache),
-        }
+        TileReader::over(Arc::new(PosixStore::new(root)), size, Some(cache))
+    }
+
+    /// A reader of the tree of `size` leaves stored in `store`.
+    pub fn over(
+        store: Arc<dyn PublicRead>,
+        size: u64,
+        cache: Option<Arc<TileCache>>,
+    ) -> TileReader {
+        TileReader { store, size, cache }
     }
 
     /// The tree size this reader serves.
@@ -370,92 +410,44 @@ impl TileReader {
         self.size
     }
 
-    /// Read at most `limit` bytes of `rel`; `Ok(None)` when it does not exist.
-    fn read_file(&self, rel: &str, limit: usize) -> Result<Option<Vec<u8>>, TileError> {
-        let io = |source| TileError::Io {
-            path: rel.to_string(),
-            source,
-        };
-        let file = match std::fs::File::open(self.root.join(rel)) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io(e)),
-        };
-        // Sized from the file's length (at most the limit) to read in one go.
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(limit).min(limit) + 1);
-        // One byte over the limit tells "too long" from "exactly the limit".
-        let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
-        file.take(cap).read_to_end(&mut bytes).map_err(io)?;
-        Ok(Some(bytes))
-    }
-
-    /// Read the span's file (partial, else full as a fallback); returns the
-    /// bytes, the path read and how many items that file holds.
-    fn read_span(
-        &self,
-        span: TileSpan,
-        path: impl Fn(Option<u8>) -> String,
-        limit: usize,
-    ) -> Result<(Vec<u8>, String, usize), TileError> {
-        if let Some(w) = span.partial {
-            let rel = path(Some(w));
-            if let Some(bytes) = self.read_file(&rel, limit)? {
-                return Ok((bytes, rel, span.width));
-            }
-        }
-        let rel = path(None);
-        match self.read_file(&rel, limit)? {
-            Some(bytes) => Ok((bytes, rel, TILE_WIDTH as usize)),
-            None => {
-                let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
-                Err(TileError::Io {
-                    path: path(span.partial),
-                    source: missing,
-                })
-            }
-        }
-    }
-
     /// The hashes of tile `n` at tile level `level` that this size holds.
     fn hash_tile(&self, level: u8, n: u64) -> Result<Vec<Hash>, TileError> {
         let shift = u32::from(level) * u32::from(TILE_HEIGHT);
         let items = self.size.checked_shr(shift).unwrap_or(0);
-        let span = tile_span(n, items);
-        let limit = TILE_WIDTH as usize * HASH_BYTES;
-        let (bytes, rel, held) = self.read_span(span, |w| hash_tile_path(level, n, w), limit)?;
-        let mut hashes = decode_hash_tile(&bytes, held, &rel)?;
-        hashes.truncate(span.width);
+        let key = tile_at(crate::storage::Family::Hashes(level), n, items).ok_or(
+            TileError::NotInTree {
+                level: level.saturating_mul(TILE_HEIGHT),
+                index: n.saturating_mul(TILE_WIDTH),
+                size: self.size,
+            },
+        )?;
+        let (bytes, read) = fetch_or_full(&*self.store, &key)?;
+        let mut hashes = decode_hash_tile(&bytes, read.width().items(), &read.path())?;
+        hashes.truncate(key.width().items());
         Ok(hashes)
     }
 
     /// Entry `index` of the log, read from its entry bundle.
     pub fn entry(&self, index: u64) -> Result<Vec<u8>, TileError> {
+        let out_of_range = TileError::EntryOutOfRange {
+            index,
+            size: self.size,
+        };
         if index >= self.size {
-            return Err(TileError::EntryOutOfRange {
-                index,
-                size: self.size,
-            });
+            return Err(out_of_range);
         }
         let n = index / TILE_WIDTH;
-        let span = tile_span(n, self.size);
-        let limit = MAX_ENTRY_BUNDLE_BYTES;
-        let (bytes, rel, held) = self.read_span(span, |w| entries_tile_path(n, w), limit)?;
-        if bytes.len() > limit {
-            return Err(TileError::BundleTooLarge {
-                path: rel,
-                max: limit,
-            });
-        }
+        let key = tile_at(crate::storage::Family::Entries, n, self.size).ok_or(out_of_range)?;
+        let (bytes, read) = fetch_or_full(&*self.store, &key)?;
         let entries = decode_entry_bundle(&bytes)?;
-        if entries.len() != held {
+        if entries.len() != read.width().items() {
             return Err(TileError::BundleCount {
-                path: rel,
-                expected: held,
+                path: read.path(),
+                expected: read.width().items(),
                 got: entries.len(),
             });
         }
-        // index % 256 < span.width <= held == entries.len(), so get() finds it.
+        // index % 256 < the width <= entries.len(), so get() finds it.
         let at = (index % TILE_WIDTH) as usize;
         let entry = entries.get(at).ok_or(TileError::EntryOutOfRange {
             index,
@@ -472,7 +464,8 @@ impl TileReader {
         };
         let shift = u32::from(level) * u32::from(TILE_HEIGHT);
         let items = self.size.checked_shr(shift).unwrap_or(0);
-        let key = (level, n, tile_span(n, items).width);
+        let width = Width::of(n, items).map_or(0, Width::items);
+        let key = (level, n, width);
         if let Some(hit) = cache.get(key) {
             return Ok(Some(hit));
         }

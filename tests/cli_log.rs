@@ -320,3 +320,257 @@ fn prove_and_consistency_refuse_unpublished_sizes() {
         .assert()
         .success();
 }
+
+/// A trust file accepting `issuer()` under the name "test" (the issuer
+/// `envelope` writes into its receipts).
+fn trust_file(tmp: &Path, name: &str) -> PathBuf {
+    let path = tmp.join(format!("trust-{name}.json"));
+    let key = STANDARD.encode(issuer().verifying_key().as_bytes());
+    let json = format!(r#"{{"issuers": [{{"name": "{name}", "public_key": "{key}"}}]}}"#);
+    std::fs::write(&path, json).unwrap();
+    path
+}
+
+/// Regression (issue 8, defect 10): a forged envelope was appended. A log
+/// with accepted issuers (given at init, or to append) refuses envelopes
+/// without a valid signature by the issuer they name; a log without says
+/// that signatures were not checked.
+#[test]
+fn accepted_issuers_refuse_forged_and_foreign_envelopes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let key = tmp.path().join("log.key");
+    std::fs::write(
+        &key,
+        rcpt::keys::signing_key_to_pem(&SigningKey::from_bytes(&[5u8; 32])),
+    )
+    .unwrap();
+    let dir = tmp.path().join("log");
+    let init_out = stdout(
+        rcpt()
+            .args(["log", "init"])
+            .arg(&dir)
+            .args(["--origin", ORIGIN, "--key"])
+            .arg(&key)
+            .arg("--trust")
+            .arg(trust_file(tmp.path(), "test")),
+    );
+    assert!(init_out.contains("accepted issuers: test"), "{init_out}");
+    let good = envelope(1);
+    let mut forged: serde_json::Value = serde_json::from_str(&envelope(2)).unwrap();
+    let sig = forged["signatures"][0]["sig"].as_str().unwrap().to_string();
+    let mut raw = STANDARD.decode(sig).unwrap();
+    raw[0] ^= 1;
+    forged["signatures"][0]["sig"] = STANDARD.encode(raw).into();
+    let payload = Envelope::from_json(envelope(3).as_bytes()).unwrap().payload;
+    let foreign = Envelope::sign(
+        RECEIPT_PAYLOAD_TYPE,
+        payload,
+        &SigningKey::from_bytes(&[8u8; 32]),
+    )
+    .to_json();
+    let stdin = format!("{good}\n{forged}\n{foreign}\n");
+    let out = rcpt()
+        .args(["log", "append", "--json"])
+        .arg(&dir)
+        .arg("-")
+        .write_stdin(stdin)
+        .assert()
+        .code(1);
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert_eq!(
+        (rows[0]["index"].as_u64(), rows[0]["signature"].as_str()),
+        (Some(0), Some("verified"))
+    );
+    assert_eq!(rows[1]["error"], "signature.failed");
+    assert_eq!(rows[2]["error"], "signature.not_evaluated");
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(!err.contains("not checked"), "{err}");
+    let cp = stdout(rcpt().args(["log", "checkpoint"]).arg(&dir));
+    assert!(cp.lines().nth(1) == Some("1"), "{cp}");
+
+    // A log without accepted issuers: the forgery goes in, and the output says so.
+    std::fs::create_dir(tmp.path().join("plain")).unwrap();
+    let plain = init(&tmp.path().join("plain"));
+    let out = rcpt()
+        .args(["log", "append", "--json"])
+        .arg(&plain)
+        .arg("-")
+        .write_stdin(format!("{forged}\n"))
+        .assert()
+        .success();
+    let row: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(row["signature"], "not_checked");
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("signatures are not checked"), "{err}");
+    // The same log with --trust naming another issuer: a mismatch.
+    let out = rcpt()
+        .args(["log", "append", "--json", "--trust"])
+        .arg(trust_file(tmp.path(), "someone-else"))
+        .arg(&plain)
+        .arg("-")
+        .write_stdin(format!("{good}\n"))
+        .assert()
+        .code(1);
+    let row: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(row["error"], "signature.issuer_mismatch");
+}
+
+/// Copy a directory tree, leaving out `.rcpt/` (what a mirror or a static
+/// copy of a log holds).
+fn copy_public(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_name() == ".rcpt" {
+            continue;
+        }
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_public(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// Issue 11 (part): `prove`, `consistency`, `check` and `checkpoint` work
+/// on a log's public files alone (a mirror or a copy, no `.rcpt/`), given
+/// the log key; without it they say what to pass.
+#[test]
+fn a_copy_of_the_public_files_is_read_with_the_log_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = init(tmp.path());
+    let files: Vec<PathBuf> = (0..5)
+        .map(|n| {
+            let p = tmp.path().join(format!("c{n}.json"));
+            std::fs::write(&p, envelope(100 + n)).unwrap();
+            p
+        })
+        .collect();
+    for batch in [&files[..3], &files[3..]] {
+        rcpt()
+            .args(["log", "append"])
+            .arg(&dir)
+            .args(batch)
+            .assert()
+            .success();
+    }
+    let copy = tmp.path().join("copy");
+    copy_public(&dir, &copy);
+    let vkey =
+        rcpt::keys::NoteVerifier::new(ORIGIN, SigningKey::from_bytes(&[5u8; 32]).verifying_key())
+            .unwrap()
+            .to_string();
+    // Without the key: one clear message.
+    let out = rcpt().args(["log", "check"]).arg(&copy).assert().code(1);
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        err.contains("--log-key") && err.contains("settings.json"),
+        "{err}"
+    );
+    // With it: the same answers as the log itself.
+    let ok = stdout(rcpt().args(["log", "check", "--log-key", &vkey]).arg(&copy));
+    assert!(ok.starts_with("ok: 5 entries"), "{ok}");
+    for args in [
+        vec!["prove", "--index", "3"],
+        vec!["checkpoint"],
+        vec!["consistency", "--from", "5", "--json"],
+    ] {
+        let original = stdout(rcpt().arg("log").args(&args).arg(&dir));
+        let mirrored = stdout(
+            rcpt()
+                .arg("log")
+                .args(&args)
+                .args(["--log-key", &vkey])
+                .arg(&copy),
+        );
+        assert_eq!(original, mirrored, "{args:?}");
+    }
+    let by_receipt = stdout(
+        rcpt()
+            .args(["log", "prove", "--log-key", &vkey, "--receipt"])
+            .arg(&files[4])
+            .arg(&copy),
+    );
+    let bundle: serde_json::Value = serde_json::from_str(&by_receipt).unwrap();
+    assert_eq!(bundle["log"]["index"], 4, "{by_receipt}");
+    // A copy keeps no earlier checkpoints: only the latest size is provable.
+    rcpt()
+        .args(["log", "consistency", "--from", "3", "--log-key", &vkey])
+        .arg(&copy)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "published no checkpoint of size 3",
+        ));
+    // Another key: the checkpoint does not verify; on the log itself, the
+    // key must be the one its settings hold.
+    let other = rcpt::keys::NoteVerifier::new(ORIGIN, issuer().verifying_key())
+        .unwrap()
+        .to_string();
+    rcpt()
+        .args(["log", "check", "--log-key", &other])
+        .arg(&copy)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("not signed by the log key"));
+    rcpt()
+        .args(["log", "check", "--log-key", &other])
+        .arg(&dir)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("is not the key of this log"));
+    // A copy takes no appends.
+    rcpt()
+        .args(["log", "append", "--key"])
+        .arg(tmp.path().join("log.key"))
+        .arg(&copy)
+        .arg(&files[0])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("not appended to"));
+    assert!(!copy.join(".rcpt").exists());
+}
+
+/// A directory that is not a log says so once, names `rcpt log init`, and
+/// does not repeat an OS error, in every log command.
+#[test]
+fn a_directory_that_is_not_a_log_says_so_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("r.json");
+    std::fs::write(&f, envelope(1)).unwrap();
+    let key = tmp.path().join("k.key");
+    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&issuer())).unwrap();
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let other = tmp.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), b"hello").unwrap();
+    for dir in [tmp.path().join("absent"), empty, other] {
+        let dir = dir.to_str().unwrap();
+        let key = key.to_str().unwrap();
+        let f = f.to_str().unwrap();
+        for args in [
+            vec!["check", dir],
+            vec!["checkpoint", dir],
+            vec!["prove", dir, "--index", "0"],
+            vec!["consistency", dir, "--from", "0"],
+            vec!["append", dir, "--key", key, f],
+        ] {
+            let out = rcpt().arg("log").args(&args).assert().code(1);
+            let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+            assert!(err.contains("is not a log"), "{args:?}: {err}");
+            assert_eq!(err.matches("rcpt log init").count(), 1, "{args:?}: {err}");
+            assert!(
+                !err.contains("os error") && !err.contains("No such file"),
+                "{err}"
+            );
+            assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        }
+    }
+}

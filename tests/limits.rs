@@ -22,7 +22,7 @@ use base64::engine::general_purpose::STANDARD;
 use rcpt::bundle::{BundleError, RawBundle, decode_hashes};
 use rcpt::canonical::{Value, dagcbor};
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
-use rcpt::dsse::{Envelope, EnvelopeError, Signature};
+use rcpt::dsse::{EntryError, Envelope, EnvelopeError, Signature};
 use rcpt::keys::SigningKey;
 use rcpt::limits::*;
 use rcpt::note::{Note, NoteError};
@@ -852,7 +852,7 @@ fn log_append_takes_an_entry_of_65535_bytes_and_refuses_65536() {
     let entry = envelope_with_entry_len(MAX_ENTRY_BYTES + 1).to_entry();
     assert_eq!(
         Envelope::from_entry(&entry).unwrap_err(),
-        EnvelopeError::EntryTooLarge {
+        EntryError::TooLarge {
             size: MAX_ENTRY_BYTES + 1,
             limit: MAX_ENTRY_BYTES
         }

@@ -342,3 +342,170 @@ fn batch_limits_are_enforced_before_work() {
     assert_eq!(w.log().entry(0).unwrap(), max);
     assert_eq!(w.log().size(), 1);
 }
+
+/// The crash table of `spec/log.md`, one row per step: an append stopped
+/// right after each step leaves a log that checks, holds exactly the
+/// published entries, and takes an append of *other* entries at the same
+/// indexes (the repair removed every object the stopped append left past
+/// the checkpoint; tiles are create-only, so a leftover would conflict).
+#[test]
+fn an_append_stopped_after_any_step_is_repaired() {
+    use rcpt::log::Step;
+    let steps = [
+        Step::Integrate,
+        Step::Tiles,
+        Step::Write,
+        Step::Index,
+        Step::Keep,
+        Step::Publish,
+        Step::Retire,
+    ];
+    for step in steps {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path();
+        let mut w = new_log(p);
+        w.append(&entries(0..300)).unwrap();
+        w.append_interrupted(&entries(300..900), step).unwrap();
+        let published = step >= Step::Publish;
+        let size = if published { 900 } else { 300 };
+        let report = check(p, |_, _| {}).unwrap();
+        assert_eq!(report.size, size, "{step:?}");
+        assert_eq!(
+            report.unpublished,
+            u64::from(step == Step::Keep),
+            "{step:?}"
+        );
+        let mut w = LogWriter::open(p, &key(), false).unwrap();
+        assert_eq!(std::fs::read_dir(p.join(".rcpt/tmp")).unwrap().count(), 0);
+        assert!(!p.join(".rcpt/checkpoints/900").exists() || published);
+        // Other entries where the stopped append wrote: no conflict.
+        let got = w.append(&entries(5000..5600)).unwrap();
+        assert_eq!(
+            got[0],
+            Appended {
+                index: size,
+                new: true
+            },
+            "{step:?}"
+        );
+        // The stopped batch: already logged if published, else new.
+        let again = w.append(&entries(300..301)).unwrap();
+        let want = if published { 300 } else { size + 600 };
+        assert_eq!(again[0].index, want, "{step:?}");
+        drop(w);
+        let report = check(p, |_, _| {}).unwrap();
+        assert_eq!(report.unpublished, 0);
+        assert_proofs_of(&Log::open(p).unwrap(), size);
+    }
+}
+
+/// `assert_proofs` for a log whose entries are `0..first` then `5000..`.
+fn assert_proofs_of(log: &Log, first: u64) {
+    let n = log.size();
+    for i in (0..n).step_by(97) {
+        let e = if i < first {
+            entry(i)
+        } else {
+            entry(5000 + i - first)
+        };
+        if i >= first + 600 {
+            continue; // the re-sent entry 300, checked by index above
+        }
+        assert_eq!(log.entry(i).unwrap(), e, "entry {i}");
+        let proof = log.inclusion_proof(i, n).unwrap();
+        verify_inclusion(&leaf_hash(&e), i, n, &proof, &log.root()).unwrap();
+    }
+}
+
+/// Regression (issue 8, defect 9): a flipped byte in a file kept for an
+/// earlier published size went unnoticed by `check` (and `prove --size`
+/// then wrote a bundle that fails). Every kind of kept file is checked
+/// against the tree it belongs to, and the failure names it.
+#[test]
+fn check_verifies_every_kept_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path();
+    let mut w = new_log(p);
+    for range in [0..100, 100..300, 300..600] {
+        w.append(&entries(range)).unwrap();
+    }
+    drop(w);
+    let report = check(p, |_, _| {}).unwrap();
+    // Size 100: two kept partials; size 300: three (level 0, level 1, bundle).
+    assert_eq!(report.kept_tiles, 5);
+    for kept in [
+        "tile/entries/000.p/100",
+        "tile/0/000.p/100",
+        "tile/entries/001.p/44",
+        "tile/0/001.p/44",
+        "tile/1/000.p/1",
+        ".rcpt/checkpoints/300",
+        ".rcpt/checkpoints/100",
+    ] {
+        let path = p.join(kept);
+        let good = std::fs::read(&path).unwrap();
+        let mut bad = good.clone();
+        let at = bad.len() / 2;
+        bad[at] ^= 0x10;
+        std::fs::write(&path, &bad).unwrap();
+        let err = check(p, |_, _| {}).unwrap_err();
+        assert!(err.to_string().contains(kept), "{kept}: {err}");
+        std::fs::remove_file(&path).unwrap();
+        if !kept.starts_with(".rcpt") {
+            let err = check(p, |_, _| {}).unwrap_err();
+            assert!(err.to_string().contains(kept), "{kept} missing: {err}");
+            assert!(err.to_string().contains("missing"), "{kept} missing: {err}");
+        }
+        std::fs::write(&path, &good).unwrap();
+        check(p, |_, _| {}).unwrap();
+    }
+}
+
+/// The checkpoint changes only by compare-and-swap: a writer whose
+/// checkpoint was replaced behind its back (another writer, a restore)
+/// stops, and writes nothing more.
+#[test]
+fn a_writer_stops_when_the_checkpoint_moves_under_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path();
+    let mut w = new_log(p);
+    w.append(&entries(0..10)).unwrap();
+    let at_10 = std::fs::read(p.join("checkpoint")).unwrap();
+    w.append(&entries(10..20)).unwrap();
+    // Someone puts back the checkpoint of size 10.
+    std::fs::write(p.join("checkpoint"), &at_10).unwrap();
+    let err = w.append(&entries(20..30)).unwrap_err();
+    assert!(err.to_string().contains("checkpoint changed"), "{err}");
+    let err = w.append(&entries(30..40)).unwrap_err();
+    assert!(matches!(err, LogError::Stopped { .. }), "{err}");
+    assert_eq!(std::fs::read(p.join("checkpoint")).unwrap(), at_10);
+}
+
+/// A copy of the public files (no `.rcpt/`) is read with the log key and
+/// takes no writer; a directory without a checkpoint is not a log.
+#[test]
+fn a_copy_of_the_public_files_reads_but_takes_no_writer() {
+    use rcpt::storage::posix::PosixStore;
+    use std::sync::Arc;
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("log");
+    let mut w = new_log(&p);
+    w.append(&entries(0..300)).unwrap();
+    let root = w.log().root();
+    drop(w);
+    std::fs::remove_dir_all(p.join(".rcpt")).unwrap();
+    assert!(matches!(Log::open(&p), Err(LogError::NoLogKey { .. })));
+    let vkey =
+        rcpt::keys::NoteVerifier::new("example.com/test-log", key().verifying_key()).unwrap();
+    let log = Log::open_store(Arc::new(PosixStore::new(&p)), Some(&vkey)).unwrap();
+    assert_eq!((log.size(), log.root()), (300, root));
+    assert_eq!(rcpt::log::check_log(&log, |_, _| {}).unwrap().size, 300);
+    assert_eq!(log.find(&leaf_hash(&entry(123))).unwrap(), Some(123));
+    let err = LogWriter::open(&p, &key(), false).unwrap_err();
+    assert!(matches!(err, LogError::NotWritable { .. }), "{err}");
+    assert!(!p.join(".rcpt").exists());
+    let empty = tmp.path().join("empty");
+    let err = LogWriter::open(&empty, &key(), false).unwrap_err();
+    assert!(matches!(err, LogError::NotALog { .. }), "{err}");
+    assert!(!empty.exists());
+}

@@ -1,8 +1,9 @@
 //! `rcpt log`: write and read a transparency log.
 //!
 //! The library (`rcpt::log`) owns the files and their durability; this file
-//! reads inputs, validates envelopes (in parallel), feeds the library
-//! batches of entry bytes, and prints what happened.
+//! reads inputs, admits envelopes through `rcpt::log::admit` (in
+//! parallel), feeds the library batches of entry bytes, and prints what
+//! happened.
 
 use super::{EXIT_FAILED, EXIT_OK, UsageError};
 use anyhow::Context;
@@ -11,13 +12,15 @@ use base64::engine::general_purpose::STANDARD;
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
-use rcpt::dsse::{Envelope, EnvelopeError};
+use rcpt::dsse::Envelope;
+use rcpt::keys::NoteVerifier;
 use rcpt::keys::SigningKey;
 use rcpt::limits::{
-    MAX_APPEND_BATCH_BYTES, MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BYTES, MAX_ENVELOPE_BYTES,
+    MAX_APPEND_BATCH_BYTES, MAX_APPEND_BATCH_ENTRIES, MAX_ENVELOPE_BYTES, MAX_KEY_FILE_BYTES,
     MAX_STDIN_LINE_BYTES,
 };
-use rcpt::log::{Log, LogWriter};
+use rcpt::log::admit::{self, AcceptedIssuers, Admitted};
+use rcpt::log::{InitOptions, Log, LogError, LogWriter};
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -33,6 +36,11 @@ pub enum LogCommand {
         /// The log's private key (PKCS#8 PEM), kept outside DIR.
         #[arg(long)]
         key: PathBuf,
+        /// Trust file whose issuers the log accepts (kept in DIR/.rcpt/):
+        /// append then refuses an envelope without a valid signature by
+        /// the accepted issuer its receipt names.
+        #[arg(long)]
+        trust: Option<PathBuf>,
     },
     /// Append envelopes (.json files, or '-' for JSON Lines on stdin).
     Append {
@@ -40,6 +48,10 @@ pub enum LogCommand {
         /// The log's private key (default: the key file given at init).
         #[arg(long)]
         key: Option<PathBuf>,
+        /// Trust file whose issuers this append accepts (default: the one
+        /// given at init; with neither, signatures are not checked).
+        #[arg(long)]
+        trust: Option<PathBuf>,
         /// One JSON object per line on stdout.
         #[arg(long)]
         json: bool,
@@ -55,7 +67,11 @@ pub enum LogCommand {
         files: Vec<String>,
     },
     /// Print the latest checkpoint.
-    Checkpoint { dir: PathBuf },
+    Checkpoint {
+        dir: PathBuf,
+        #[command(flatten)]
+        key: LogKeyArg,
+    },
     /// Write the proof bundle of one receipt.
     Prove {
         dir: PathBuf,
@@ -69,6 +85,8 @@ pub enum LogCommand {
         size: Option<u64>,
         #[arg(short = 'o', long = "out")]
         out: Option<PathBuf>,
+        #[command(flatten)]
+        key: LogKeyArg,
     },
     /// Print a consistency proof between two tree sizes.
     Consistency {
@@ -79,24 +97,70 @@ pub enum LogCommand {
         to: Option<u64>,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        key: LogKeyArg,
     },
     /// Recompute every tile and the root; verify the checkpoint.
-    Check { dir: PathBuf },
+    Check {
+        dir: PathBuf,
+        #[command(flatten)]
+        key: LogKeyArg,
+    },
+}
+
+/// How a reader finds the log key: the log's settings, or `--log-key`
+/// for a copy of its public files.
+#[derive(clap::Args)]
+pub struct LogKeyArg {
+    /// The log's verifier key (NAME+HASH+KEY), to read a copy of a log's
+    /// public files that has no .rcpt/settings.json; checked against the
+    /// settings when they exist. Always a key string, never a file name.
+    #[arg(long = "log-key", value_name = "VKEY")]
+    log_key: Option<String>,
+}
+
+impl LogKeyArg {
+    /// Open the log at `dir` with this key, if any.
+    fn open(&self, dir: &Path) -> anyhow::Result<Log> {
+        let key = match &self.log_key {
+            Some(text) => Some(NoteVerifier::parse(text.trim()).map_err(|e| {
+                UsageError(format!("--log-key {text:?} is not a verifier key: {e}"))
+            })?),
+            None => None,
+        };
+        let store = std::sync::Arc::new(rcpt::storage::posix::PosixStore::new(dir));
+        Ok(Log::open_store(store, key.as_ref())?)
+    }
 }
 
 pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
     match cmd {
-        LogCommand::Init { dir, origin, key } => init(&dir, &origin, &key),
+        LogCommand::Init {
+            dir,
+            origin,
+            key,
+            trust,
+        } => init(&dir, &origin, &key, trust.as_deref()),
         LogCommand::Append {
             dir,
             key,
+            trust,
             json,
             wait,
             batch,
             files,
-        } => append(&dir, key.as_deref(), json, wait, batch as usize, &files),
-        LogCommand::Checkpoint { dir } => {
-            let log = Log::open(&dir)?;
+        } => {
+            let opts = AppendOptions {
+                key,
+                trust,
+                json,
+                wait,
+                max_batch: batch as usize,
+            };
+            append(&dir, &opts, &files)
+        }
+        LogCommand::Checkpoint { dir, key } => {
+            let log = key.open(&dir)?;
             print!("{}", log.checkpoint());
             Ok(EXIT_OK)
         }
@@ -106,14 +170,22 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             receipt,
             size,
             out,
-        } => prove(&dir, index, receipt.as_deref(), size, out.as_deref()),
+            key,
+        } => prove(
+            &key.open(&dir)?,
+            index,
+            receipt.as_deref(),
+            size,
+            out.as_deref(),
+        ),
         LogCommand::Consistency {
             dir,
             from,
             to,
             json,
-        } => consistency(&dir, from, to, json),
-        LogCommand::Check { dir } => check(&dir),
+            key,
+        } => consistency(&key.open(&dir)?, from, to, json),
+        LogCommand::Check { dir, key } => check(&key.open(&dir)?),
     }
 }
 
@@ -124,16 +196,37 @@ fn read_key(path: &Path) -> anyhow::Result<SigningKey> {
         .with_context(|| format!("reading the private key {}", path.display()))
 }
 
-fn init(dir: &Path, origin: &str, key_path: &Path) -> anyhow::Result<u8> {
+/// Read a trust file and keep its issuers as the accepted ones.
+fn read_accepted(path: &Path) -> anyhow::Result<AcceptedIssuers> {
+    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_KEY_FILE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("reading {}", path.display()))?;
+    AcceptedIssuers::from_json(&bytes).with_context(|| format!("trust file {}", path.display()))
+}
+
+fn init(dir: &Path, origin: &str, key_path: &Path, trust: Option<&Path>) -> anyhow::Result<u8> {
     let key = read_key(key_path)?;
-    let log = Log::create(dir, origin, &key, Some(key_path))?;
-    println!(
-        "initialised log {} at {}",
-        log.origin(),
-        log.dir().display()
-    );
+    let accepted = trust.map(read_accepted).transpose()?;
+    let opts = InitOptions {
+        key_file: Some(key_path),
+        accepted: accepted.as_ref(),
+    };
+    let log = Log::create_with(dir, origin, &key, opts)?;
+    println!("initialised log {} at {}", log.origin(), log.location());
     println!("verifier key: {}", log.verifier());
+    match &accepted {
+        Some(a) => println!("accepted issuers: {}", issuer_names(a)),
+        None => println!("accepted issuers: none (envelope signatures will not be checked)"),
+    }
     Ok(EXIT_OK)
+}
+
+/// The accepted issuers' names, comma-separated.
+fn issuer_names(accepted: &AcceptedIssuers) -> String {
+    let names: Vec<&str> = accepted.issuers().iter().map(|i| i.name.as_str()).collect();
+    names.join(", ")
 }
 
 /// A progress bar on stderr that appears only when stderr is a terminal and
@@ -185,7 +278,7 @@ struct Input {
     bytes: Result<Vec<u8>, Refusal>,
 }
 
-/// Why an envelope was refused: a stable reason code and a detail.
+/// Why an input was refused: a stable reason code and a detail.
 #[derive(Debug)]
 struct Refusal {
     reason: &'static str,
@@ -201,46 +294,10 @@ impl Refusal {
     }
 }
 
-/// A validated envelope: its entry bytes and receipt id.
-struct Valid {
-    entry: Vec<u8>,
-    id: String,
-}
-
-/// The stable reason code of an envelope refusal.
-fn envelope_reason(e: &EnvelopeError) -> &'static str {
-    match e {
-        EnvelopeError::TooLarge { .. } => "envelope_too_large",
-        EnvelopeError::TooManySignatures { .. } => "too_many_signatures",
-        EnvelopeError::NoSignatures => "no_signatures",
-        _ => "malformed_envelope",
+impl From<admit::Refusal> for Refusal {
+    fn from(r: admit::Refusal) -> Refusal {
+        Refusal::new(r.reason(), &r)
     }
-}
-
-/// Validate one envelope for the log (DESIGN.md "Log"): it parses, carries
-/// a receipt payload that is canonical and keeps every invariant, and its
-/// entry fits. Its signature is not checked here (no trust is configured).
-fn validate(bytes: &[u8]) -> Result<Valid, Refusal> {
-    let env = Envelope::from_json(bytes).map_err(|e| Refusal::new(envelope_reason(&e), e))?;
-    if env.payload_type != rcpt::constants::RECEIPT_PAYLOAD_TYPE {
-        let detail = format!(
-            "payloadType is {:?}, not {:?}",
-            env.payload_type,
-            rcpt::constants::RECEIPT_PAYLOAD_TYPE
-        );
-        return Err(Refusal::new("wrong_payload_type", detail));
-    }
-    let payload = rcpt::receipt::payload_from_cbor(&env.payload)
-        .map_err(|e| Refusal::new(e.reason_code(), &e))?;
-    let entry = env.to_entry();
-    if entry.len() > MAX_ENTRY_BYTES {
-        let detail = format!("log entry is {} bytes, over {MAX_ENTRY_BYTES}", entry.len());
-        return Err(Refusal::new("entry_too_large", detail));
-    }
-    Ok(Valid {
-        entry,
-        id: payload.id.to_string(),
-    })
 }
 
 /// Read an envelope file, refusing one over the envelope limit before reading it whole.
@@ -347,27 +404,42 @@ fn next_batch(inputs: &mut Inputs<'_>, max: usize) -> Vec<Input> {
     batch
 }
 
-fn append(
-    dir: &Path,
-    key: Option<&Path>,
+/// How `append` runs.
+struct AppendOptions {
+    key: Option<PathBuf>,
+    trust: Option<PathBuf>,
     json: bool,
     wait: bool,
     max_batch: usize,
-    files: &[String],
-) -> anyhow::Result<u8> {
-    let key_path = match key {
-        Some(k) => k.to_path_buf(),
-        None => Log::open(dir)?
-            .key_file()
-            .map(Path::to_path_buf)
-            .ok_or_else(|| {
-                UsageError(format!(
-                    "{} records no key file; pass --key LOG.key",
-                    dir.display()
-                ))
-            })?,
+}
+
+fn append(dir: &Path, opts: &AppendOptions, files: &[String]) -> anyhow::Result<u8> {
+    let log = Log::open(dir).map_err(|e| match e {
+        LogError::NoLogKey { location } => LogError::NotWritable { location },
+        e => e,
+    })?;
+    let key_path = match &opts.key {
+        Some(k) => k.clone(),
+        None => log.key_file().map(Path::to_path_buf).ok_or_else(|| {
+            UsageError(format!(
+                "{} records no key file; pass --key LOG.key",
+                dir.display()
+            ))
+        })?,
     };
-    let mut writer = LogWriter::open(dir, &read_key(&key_path)?, wait)?;
+    let accepted = match &opts.trust {
+        Some(path) => Some(read_accepted(path)?),
+        None => log.accepted_issuers()?,
+    };
+    drop(log);
+    if accepted.is_none() {
+        eprintln!(
+            "rcpt: note: {} has no accepted issuers (no --trust here or at init): \
+             envelope signatures are not checked",
+            dir.display()
+        );
+    }
+    let mut writer = LogWriter::open(dir, &read_key(&key_path)?, opts.wait)?;
     let has_stdin = files.iter().any(|f| f == "-");
     let mut inputs = Inputs {
         files: files.iter(),
@@ -377,18 +449,16 @@ fn append(
     let (mut done, mut refused) = (0u64, 0u64);
     let mut out = std::io::stdout().lock();
     loop {
-        let batch = next_batch(&mut inputs, max_batch);
+        let batch = next_batch(&mut inputs, opts.max_batch);
         if batch.is_empty() {
             break;
         }
-        let checked: Vec<Result<Valid, Refusal>> = batch
+        let checked: Vec<Result<Admitted, Refusal>> = batch
             .par_iter()
-            .map(|i| {
-                i.bytes
-                    .as_ref()
-                    .map_err(|r| Refusal::new(r.reason, &r.detail))
+            .map(|i| match &i.bytes {
+                Ok(b) => admit::admit(b, accepted.as_ref()).map_err(Refusal::from),
+                Err(r) => Err(Refusal::new(r.reason, &r.detail)),
             })
-            .map(|b| b.and_then(|b| validate(b)))
             .collect();
         let entries: Vec<Vec<u8>> = checked
             .iter()
@@ -400,11 +470,11 @@ fn append(
             match result {
                 Ok(valid) => {
                     let a = appended.next().context("append returned too few results")?;
-                    report_ok(&mut out, json, &input.name, a.index, &valid.id, a.new)?;
+                    report_ok(&mut out, opts.json, &input.name, a, valid)?;
                 }
                 Err(r) => {
                     refused += 1;
-                    report_refused(&mut out, json, &input.name, r)?;
+                    report_refused(&mut out, opts.json, &input.name, r)?;
                 }
             }
         }
@@ -420,12 +490,13 @@ fn report_ok(
     out: &mut impl Write,
     json: bool,
     name: &str,
-    index: u64,
-    id: &str,
-    new: bool,
+    appended: rcpt::log::Appended,
+    valid: &Admitted,
 ) -> anyhow::Result<()> {
+    let (index, id) = (appended.index, &valid.receipt_id);
     if json {
-        let v = serde_json::json!({"file": name, "index": index, "receipt_id": id, "new": new});
+        let v = serde_json::json!({"file": name, "index": index, "receipt_id": id,
+            "new": appended.new, "signature": valid.signatures.as_str()});
         writeln!(out, "{v}")?;
     } else {
         writeln!(out, "{index} {id}")?;
@@ -459,16 +530,15 @@ fn index_of_receipt(log: &Log, path: &Path) -> anyhow::Result<u64> {
 }
 
 fn prove(
-    dir: &Path,
+    log: &Log,
     index: Option<u64>,
     receipt: Option<&Path>,
     size: Option<u64>,
     out: Option<&Path>,
 ) -> anyhow::Result<u8> {
-    let log = Log::open(dir)?;
     let index = match (index, receipt) {
         (Some(i), _) => i,
-        (None, Some(path)) => index_of_receipt(&log, path)?,
+        (None, Some(path)) => index_of_receipt(log, path)?,
         (None, None) => return Err(UsageError("pass --index I or --receipt FILE".into()).into()),
     };
     let size = size.unwrap_or(log.size());
@@ -527,8 +597,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     write().with_context(|| format!("writing {}", path.display()))
 }
 
-fn consistency(dir: &Path, from: u64, to: Option<u64>, json: bool) -> anyhow::Result<u8> {
-    let log = Log::open(dir)?;
+fn consistency(log: &Log, from: u64, to: Option<u64>, json: bool) -> anyhow::Result<u8> {
     let to = to.unwrap_or(log.size());
     if from > to {
         return Err(UsageError(format!("--from {from} is after --to {to}")).into());
@@ -553,9 +622,9 @@ fn consistency(dir: &Path, from: u64, to: Option<u64>, json: bool) -> anyhow::Re
     Ok(EXIT_OK)
 }
 
-fn check(dir: &Path) -> anyhow::Result<u8> {
+fn check(log: &Log) -> anyhow::Result<u8> {
     let mut progress = Progress::new(None, "checking");
-    let result = rcpt::log::check(dir, |done, total| {
+    let result = rcpt::log::check_log(log, |done, total| {
         progress.bar.set_length(total);
         progress.set(done);
     });
@@ -568,5 +637,18 @@ fn check(dir: &Path) -> anyhow::Result<u8> {
         report.checkpoints,
         STANDARD.encode(report.root)
     );
+    if report.kept_tiles > 0 {
+        println!(
+            "ok: {} partial tiles and entry bundles kept for earlier sizes verified",
+            report.kept_tiles
+        );
+    }
+    for size in &report.unpublished_sizes {
+        println!(
+            "note: .rcpt/checkpoints/{size} is past the published size {} (left by an \
+             interrupted append, never published, not part of the log); the next append removes it",
+            report.size
+        );
+    }
     Ok(EXIT_OK)
 }

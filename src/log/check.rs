@@ -1,15 +1,19 @@
-//! check: recompute a log from its entries and compare with what is stored.
+//! check: recompute a log from its entries and compare with every object
+//! it keeps (`spec/log.md`, "Check").
 //!
 //! Streams every entry bundle once, recomputes the leaf hashes, every hash
 //! tile (compared byte for byte with the stored tile) and the root, and
-//! verifies the latest checkpoint and every kept checkpoint against the
-//! tree at its size. Memory: one entry bundle and one open tile per level.
+//! verifies the latest checkpoint. Each kept checkpoint is verified against
+//! the tree when the recomputation reaches its size, and so are the
+//! partial tiles and the partial entry bundle kept for that size (what
+//! `prove --size` reads). Memory: one entry bundle and one open tile per
+//! level.
 
-use super::append::{read_bundle, read_hash_tile, tile_width};
 use super::tilebuild::{BuiltTile, TileBuilder};
-use super::{Log, LogError, fsutil, layout, verify_checkpoint};
+use super::{CheckpointError, Log, LogError, verify_checkpoint};
 use crate::merkle::{self, Frontier, Hash};
-use crate::tiles::TILE_WIDTH;
+use crate::storage::{PrivateKey, PublicKey, TileKey, Width};
+use crate::tiles::{self, MAX_HASH_TILE_BYTES, TILE_WIDTH};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use rayon::prelude::*;
@@ -17,91 +21,66 @@ use std::path::Path;
 
 /// What a passing check covered.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CheckReport {
     /// Entries recomputed (the latest checkpoint size).
     pub size: u64,
-    /// Hash tiles compared.
+    /// Hash tiles of the latest tree compared.
     pub tiles: u64,
     /// Kept checkpoints verified (the latest included).
     pub checkpoints: u64,
+    /// Partial tiles and entry bundles kept for earlier sizes, compared.
+    pub kept_tiles: u64,
     /// Kept checkpoints past the latest size: written by an append that
-    /// crashed before publishing, ignored here, removed by the next writer.
+    /// crashed before publishing, not part of the log, removed by the next
+    /// writer.
     pub unpublished: u64,
+    /// Their sizes.
+    pub unpublished_sizes: Vec<u64>,
     /// The verified root.
     pub root: Hash,
 }
 
-/// Call `f(first, entries)` for each entry bundle covering `from..to`, with
-/// the entries trimmed to that range and `first` the index of the first.
-pub(crate) fn for_each_bundle(
-    dir: &Path,
-    from: u64,
-    to: u64,
-    mut f: impl FnMut(u64, &[Vec<u8>]) -> Result<(), LogError>,
-) -> Result<(), LogError> {
-    if from >= to {
-        return Ok(());
-    }
-    for t in from / TILE_WIDTH..to.div_ceil(TILE_WIDTH) {
-        let entries = read_bundle(dir, t, tile_width(t, to))?;
-        let skip = from.saturating_sub(t * TILE_WIDTH);
-        // skip < 256 and entries holds the tile's width, so get() finds it.
-        let trimmed = entries.get(skip as usize..).unwrap_or_default();
-        f(t * TILE_WIDTH + skip, trimmed)?;
-    }
-    Ok(())
-}
-
-/// The sizes of the kept checkpoints (`DIR/.rcpt/checkpoints/<size>`), sorted.
-pub(crate) fn kept_sizes(dir: &Path) -> Result<Vec<u64>, LogError> {
-    let kept = layout::checkpoints(dir);
-    let mut sizes = Vec::new();
-    for entry in std::fs::read_dir(&kept).map_err(fsutil::io_err(&kept))? {
-        let entry = entry.map_err(fsutil::io_err(&kept))?;
-        let name = entry.file_name();
-        let size = name.to_str().and_then(|n| n.parse::<u64>().ok());
-        match size {
-            Some(s) if s.to_string() == name.to_string_lossy() => sizes.push(s),
-            _ => {
-                return Err(LogError::Checkpoint {
-                    path: entry.path(),
-                    detail: "not a checkpoint name (a tree size in decimal)".to_string(),
-                });
-            }
-        }
-    }
-    sizes.sort_unstable();
-    Ok(sizes)
-}
-
-/// Compare a recomputed tile with the stored file.
-fn compare_tile(dir: &Path, tile: &BuiltTile) -> Result<(), LogError> {
-    let stored = read_hash_tile(dir, tile.level, tile.index, tile.width);
-    match stored {
+/// Compare a recomputed tile with the stored one.
+fn compare_tile(log: &Log, tile: &BuiltTile) -> Result<(), LogError> {
+    match tiles::read_hash_tile(&**log.store(), &tile.key) {
         Ok(hashes) if hashes == tile.hashes => Ok(()),
         Ok(_) => Err(LogError::TileMismatch { path: tile.path() }),
-        Err(LogError::Io { source, .. }) => Err(LogError::Tile {
-            path: tile.path(),
-            detail: source.to_string(),
-        }),
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     }
+}
+
+/// The stored bytes of a tile kept for size `size`, as `expected` or not.
+fn compare_kept(log: &Log, key: &TileKey, expected: &[u8], size: u64) -> Result<(), LogError> {
+    let max = expected.len().max(MAX_HASH_TILE_BYTES);
+    let stored = log.store().read(&PublicKey::Tile(*key), max);
+    let problem = match stored {
+        Ok(Some(bytes)) if bytes == expected => return Ok(()),
+        Ok(None) => "is missing from",
+        Ok(Some(_)) | Err(crate::storage::StoreError::TooLarge { .. }) => "differs from",
+        Err(e) => return Err(e.into()),
+    };
+    Err(LogError::KeptMismatch {
+        path: key.path(),
+        size,
+        problem,
+    })
 }
 
 /// Verify the kept checkpoint of `size` against the recomputed `root`.
-fn check_kept(log: &Log, size: u64, root: &Hash) -> Result<(), LogError> {
-    let path = layout::checkpoint_at(log.dir(), size);
-    let text = fsutil::read_limited(&path, crate::limits::MAX_NOTE_BYTES)?;
-    let cp = verify_checkpoint(&text, log.verifier(), log.origin(), &path)?;
-    if cp.size != size {
-        return Err(LogError::Checkpoint {
-            path,
-            detail: format!("holds size {}, but is named {size}", cp.size),
-        });
-    }
+fn check_kept_checkpoint(log: &Log, size: u64, root: &Hash) -> Result<(), LogError> {
+    let key = PrivateKey::Checkpoint(size);
+    let text = log
+        .store()
+        .read_private(&key, crate::limits::MAX_NOTE_BYTES)?
+        .ok_or_else(|| LogError::NoCheckpoint {
+            size,
+            latest: log.size(),
+        })?;
+    let cp = verify_checkpoint(&text, log.verifier(), Some(size))?;
     if cp.root_hash != *root {
         return Err(LogError::RootMismatch {
-            path,
+            name: key.to_string(),
             claimed: STANDARD.encode(cp.root_hash),
             computed: STANDARD.encode(root),
         });
@@ -109,68 +88,121 @@ fn check_kept(log: &Log, size: u64, root: &Hash) -> Result<(), LogError> {
     Ok(())
 }
 
+/// The kept checkpoints and their tiles, checked as the recomputation
+/// reaches each size.
+struct Kept<'a> {
+    log: &'a Log,
+    sizes: std::iter::Peekable<std::vec::IntoIter<u64>>,
+    checkpoints: u64,
+    tiles: u64,
+}
+
+impl Kept<'_> {
+    /// The next kept size still to reach.
+    fn next(&mut self) -> Option<u64> {
+        self.sizes.peek().copied()
+    }
+
+    /// At a kept size: its checkpoint, its partial hash tiles (the open
+    /// tiles of `builder`), and its partial entry bundle (the first
+    /// entries of `bundle`, entry bundle `t`).
+    fn reached(
+        &mut self,
+        frontier: &Frontier,
+        builder: &TileBuilder,
+        bundle: Option<(u64, &[Vec<u8>])>,
+    ) -> Result<(), LogError> {
+        let size = frontier.size();
+        while self.sizes.next_if_eq(&size).is_some() {
+            check_kept_checkpoint(self.log, size, &frontier.root())?;
+            self.checkpoints += 1;
+            if size == self.log.size() {
+                continue; // the latest tree's tiles are compared in full
+            }
+            for tile in builder.partial_tiles() {
+                compare_kept(self.log, &tile.key, &tile.bytes(), size)?;
+                self.tiles += 1;
+            }
+            let width = u8::try_from(size % TILE_WIDTH)
+                .ok()
+                .and_then(Width::partial);
+            if let (Some(width), Some((t, entries))) = (width, bundle) {
+                let head = entries.get(..width.items()).unwrap_or_default();
+                let bytes = tiles::encode_entry_bundle(head.iter().map(Vec::as_slice))?;
+                compare_kept(self.log, &TileKey::entries(t, width), &bytes, size)?;
+                self.tiles += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Recompute the whole log at `dir` and verify it; `progress(done, total)`
 /// is called after each entry bundle. The first mismatch is the error.
-pub fn check(dir: &Path, mut progress: impl FnMut(u64, u64)) -> Result<CheckReport, LogError> {
-    let log = Log::open(dir)?;
+pub fn check(dir: &Path, progress: impl FnMut(u64, u64)) -> Result<CheckReport, LogError> {
+    check_log(&Log::open(dir)?, progress)
+}
+
+/// [`check`] of an open log (a directory, a copy of its public files, or
+/// any store).
+pub fn check_log(log: &Log, mut progress: impl FnMut(u64, u64)) -> Result<CheckReport, LogError> {
     let size = log.size();
     // Kept checkpoints past the latest were never published (a crash
-    // between steps 7 and 8 of the protocol); the next writer removes them.
+    // between Keep and Publish); the next writer removes them.
     let (kept, unpublished): (Vec<u64>, Vec<u64>) =
-        kept_sizes(dir)?.into_iter().partition(|&s| s <= size);
-    let mut kept = kept.into_iter().peekable();
-    let mut frontier = Frontier::new();
-    let mut builder = TileBuilder::new(0, |_, _, _| Ok::<_, LogError>(Vec::new()))?;
-    let (mut tiles, mut checkpoints) = (0u64, 0u64);
-    let at = |frontier: &Frontier, kept: &mut std::iter::Peekable<_>| -> Result<u64, LogError> {
-        let mut n = 0;
-        while let Some(s) = kept.next_if(|&s: &u64| s == frontier.size()) {
-            check_kept(&log, s, &frontier.root())?;
-            n += 1;
-        }
-        Ok(n)
+        log.kept_sizes()?.into_iter().partition(|&s| s <= size);
+    let mut kept = Kept {
+        log,
+        sizes: kept.into_iter().peekable(),
+        checkpoints: 0,
+        tiles: 0,
     };
-    checkpoints += at(&frontier, &mut kept)?;
-    for_each_bundle(dir, 0, size, |first, entries| {
+    let mut frontier = Frontier::new();
+    let mut builder = TileBuilder::new(0, |_| Ok::<_, LogError>(Vec::new()))?;
+    let mut tiles = 0u64;
+    kept.reached(&frontier, &builder, None)?;
+    log.for_each_bundle(0, size, |first, entries| {
         let leaves: Vec<Hash> = entries.par_iter().map(|e| merkle::leaf_hash(e)).collect();
         for leaf in leaves {
             frontier
                 .push(leaf, |id, h| builder.node(id, h))
-                .map_err(|_| LogError::Full { size })?;
-            if kept.peek() == Some(&frontier.size()) {
-                checkpoints += at(&frontier, &mut kept)?;
+                .map_err(LogError::Full)?;
+            if kept.next() == Some(frontier.size()) {
+                kept.reached(&frontier, &builder, Some((first / TILE_WIDTH, entries)))?;
             }
         }
         for tile in builder.take_full() {
-            compare_tile(dir, &tile)?;
+            compare_tile(log, &tile)?;
             tiles += 1;
         }
         progress(first + entries.len() as u64, size);
         Ok(())
     })?;
     for tile in builder.take_partial() {
-        compare_tile(dir, &tile)?;
+        compare_tile(log, &tile)?;
         tiles += 1;
     }
     let root = frontier.root();
     if root != log.root() {
         return Err(LogError::RootMismatch {
-            path: layout::checkpoint(dir),
+            name: "checkpoint".to_string(),
             claimed: STANDARD.encode(log.root()),
             computed: STANDARD.encode(root),
         });
     }
     if let Some(missing) = kept.next() {
         return Err(LogError::Checkpoint {
-            path: layout::checkpoint_at(dir, missing),
-            detail: "was not reached while recomputing the tree".to_string(),
+            name: PrivateKey::Checkpoint(missing).to_string(),
+            source: CheckpointError::Unreached,
         });
     }
     Ok(CheckReport {
         size,
         tiles,
-        checkpoints,
+        checkpoints: kept.checkpoints,
+        kept_tiles: kept.tiles,
         unpublished: unpublished.len() as u64,
+        unpublished_sizes: unpublished,
         root,
     })
 }

@@ -19,12 +19,9 @@
 //! records whose key's top `bits` bits are below `j` (`dir[D]` = count).
 
 use super::LogError;
-use super::fsutil::{self, io_err};
 use crate::merkle::Hash;
-use std::fs::File;
-use std::io::{BufWriter, Seek, SeekFrom, Write};
-use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use crate::storage::{PrivateDir, PrivateKey, RandomRead, Staged, StagedWrite, Store};
+use std::sync::Arc;
 
 /// First bytes of every run file.
 const MAGIC: &[u8; 8] = b"rcptdd01";
@@ -34,6 +31,8 @@ const HEADER_BYTES: u64 = 24;
 const RECORD_BYTES: u64 = 16;
 /// Records read at once when streaming a run (64 KiB).
 const CHUNK_RECORDS: u64 = 4096;
+/// Bytes buffered before a positional write of a run being written.
+const WRITE_BUFFER_BYTES: usize = 1 << 16;
 /// Runs this small are read whole for a look-up (1 MiB).
 const DENSE_RECORDS: u64 = 65_536;
 /// Largest bucket a look-up reads at once; with SHA-256 keys a bucket
@@ -49,6 +48,11 @@ fn key_of(leaf: &Hash) -> u64 {
     u64::from_be_bytes(k)
 }
 
+/// A big-endian u64 from 8 bytes (shorter input reads as 0).
+fn be(b: &[u8]) -> u64 {
+    u64::from_be_bytes(b.try_into().unwrap_or([0; 8]))
+}
+
 /// Directory bits for a run of `count` records: about 128 records a bucket.
 fn bits_for(count: u64) -> u32 {
     let buckets = (count / 128).max(1);
@@ -60,15 +64,20 @@ fn bucket(key: u64, bits: u32) -> u64 {
     key.checked_shr(64 - bits).unwrap_or(0)
 }
 
-/// One immutable run file covering leaves `[first, end)`.
+/// One immutable run covering leaves `[first, end)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Run {
     first: u64,
     end: u64,
-    path: PathBuf,
 }
 
 impl Run {
+    fn key(&self) -> PrivateKey {
+        PrivateKey::DedupRun {
+            first: self.first,
+            end: self.end,
+        }
+    }
     fn count(&self) -> u64 {
         self.end - self.first
     }
@@ -82,52 +91,51 @@ impl Run {
     fn file_len(&self) -> u64 {
         self.records_at() + RECORD_BYTES * self.count()
     }
+    /// An index error naming this run.
+    fn damaged(&self, detail: String) -> LogError {
+        LogError::Index {
+            run: self.key().to_string(),
+            detail,
+        }
+    }
 }
 
-/// Parse a run file name `<first>-<end>` (canonical decimals, first < end).
-fn parse_name(name: &str) -> Option<(u64, u64)> {
-    let (a, b) = name.split_once('-')?;
-    let (first, end) = (a.parse::<u64>().ok()?, b.parse::<u64>().ok()?);
-    let canonical = first.to_string() == a && end.to_string() == b;
-    (canonical && first < end).then_some((first, end))
-}
-
-/// A run file whose header and length match its name, else `None`.
-fn valid_run(path: PathBuf, first: u64, end: u64) -> Option<Run> {
-    let run = Run { first, end, path };
-    let file = File::open(&run.path).ok()?;
-    if file.metadata().ok()?.len() != run.file_len() {
-        return None;
+/// True when the stored run's header and length match its name.
+fn valid_run(store: &dyn Store, run: &Run) -> bool {
+    let Ok(Some(file)) = store.open_private(&run.key()) else {
+        return false;
+    };
+    if file.len() != run.file_len() {
+        return false;
     }
     let mut head = [0u8; HEADER_BYTES as usize];
-    file.read_exact_at(&mut head, 0).ok()?;
+    if file.read_exact_at(&mut head, 0).is_err() {
+        return false;
+    }
     let mut want = Vec::with_capacity(head.len());
     want.extend_from_slice(MAGIC);
-    want.extend_from_slice(&first.to_be_bytes());
-    want.extend_from_slice(&end.to_be_bytes());
-    (head[..] == want[..]).then_some(run)
+    want.extend_from_slice(&run.first.to_be_bytes());
+    want.extend_from_slice(&run.end.to_be_bytes());
+    head[..] == want[..]
 }
 
-/// Every run file in `dir` (absent directory: none), then the contiguous
-/// cover of `[0, ..)` within `size`: from each position, the run starting
-/// there that reaches farthest. Returns (cover, every other file).
-fn list_runs(dir: &Path, size: u64) -> Result<(Vec<Run>, Vec<PathBuf>), LogError> {
+/// Every run in the store, then the contiguous cover of `[0, ..)` within
+/// `size`: from each position, the run starting there that reaches
+/// farthest. Returns (cover, every other object in the directory).
+fn list_runs(store: &dyn Store, size: u64) -> Result<(Vec<Run>, Vec<PrivateKey>), LogError> {
     let mut all = Vec::new();
     let mut other = Vec::new();
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((all, other)),
-        Err(e) => return Err(io_err(dir)(e)),
-    };
-    for entry in entries {
-        let path = entry.map_err(io_err(dir))?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        match parse_name(name) {
-            Some((first, end)) if end <= size => match valid_run(path.clone(), first, end) {
-                Some(run) => all.push(run),
-                None => other.push(path),
-            },
-            _ => other.push(path),
+    for key in store.list_private(PrivateDir::Dedup)? {
+        match key {
+            PrivateKey::DedupRun { first, end } if end <= size => {
+                let run = Run { first, end };
+                if valid_run(store, &run) {
+                    all.push(run);
+                } else {
+                    other.push(run.key());
+                }
+            }
+            k => other.push(k),
         }
     }
     // Farthest-reaching first among runs of one start.
@@ -139,7 +147,7 @@ fn list_runs(dir: &Path, size: u64) -> Result<(Vec<Run>, Vec<PathBuf>), LogError
             pos = run.end;
             cover.push(run);
         } else {
-            other.push(run.path);
+            other.push(run.key());
         }
     }
     Ok((cover, other))
@@ -147,7 +155,7 @@ fn list_runs(dir: &Path, size: u64) -> Result<(Vec<Run>, Vec<PathBuf>), LogError
 
 /// Reads records `[lo, hi)` of a run in chunks of [`CHUNK_RECORDS`].
 struct Records<'a> {
-    file: &'a File,
+    file: &'a dyn RandomRead,
     run: &'a Run,
     next: u64,
     hi: u64,
@@ -156,7 +164,7 @@ struct Records<'a> {
 }
 
 impl<'a> Records<'a> {
-    fn new(file: &'a File, run: &'a Run, lo: u64, hi: u64) -> Records<'a> {
+    fn new(file: &'a dyn RandomRead, run: &'a Run, lo: u64, hi: u64) -> Records<'a> {
         Records {
             file,
             run,
@@ -177,16 +185,13 @@ impl<'a> Records<'a> {
             // n <= CHUNK_RECORDS, so the buffer stays at 64 KiB.
             self.buf.resize((n * RECORD_BYTES) as usize, 0);
             let offset = self.run.records_at() + self.next * RECORD_BYTES;
-            self.file
-                .read_exact_at(&mut self.buf, offset)
-                .map_err(io_err(&self.run.path))?;
+            self.file.read_exact_at(&mut self.buf, offset)?;
             self.next += n;
             self.at = 0;
         }
         let rec = self.buf.get(self.at..self.at + 16).unwrap_or(&[0; 16]);
         self.at += 16;
         let (k, i) = rec.split_at(8);
-        let be = |b: &[u8]| u64::from_be_bytes(b.try_into().unwrap_or([0; 8]));
         Ok(Some((be(k), be(i))))
     }
 }
@@ -219,15 +224,19 @@ fn join(
 
 /// Look `probes` (sorted by key) up in one run.
 fn lookup_run(
+    store: &dyn Store,
     run: &Run,
     probes: &[(u64, usize)],
     out: &mut Vec<(usize, u64)>,
 ) -> Result<(), LogError> {
-    let file = File::open(&run.path).map_err(io_err(&run.path))?;
+    let file = store
+        .open_private(&run.key())?
+        .ok_or_else(|| run.damaged("gone while reading".to_string()))?;
+    let file = &*file;
     let count = run.count();
     if count <= DENSE_RECORDS || probes.len() as u64 * 128 >= count {
         // Many probes: one sequential pass over the run is cheapest.
-        return join(probes, &mut Records::new(&file, run, 0, count), out);
+        return join(probes, &mut Records::new(file, run, 0, count), out);
     }
     let bits = run.bits();
     let mut start = 0;
@@ -242,145 +251,147 @@ fn lookup_run(
             .count();
         let group = probes.get(start..start + len).unwrap_or_default();
         let mut dir = [0u8; 16];
-        file.read_exact_at(&mut dir, HEADER_BYTES + 8 * b)
-            .map_err(io_err(&run.path))?;
+        file.read_exact_at(&mut dir, HEADER_BYTES + 8 * b)?;
         let (lo, hi) = dir.split_at(8);
-        let be = |b: &[u8]| u64::from_be_bytes(b.try_into().unwrap_or([0; 8]));
         let (lo, hi) = (be(lo), be(hi));
         if lo > hi || hi > count || hi - lo > MAX_BUCKET_RECORDS {
-            return Err(LogError::Index {
-                path: run.path.clone(),
-                detail: format!("bucket {b} spans records {lo}..{hi}; remove the file to rebuild"),
-            });
+            return Err(run.damaged(format!("bucket {b} spans records {lo}..{hi}")));
         }
-        join(group, &mut Records::new(&file, run, lo, hi), out)?;
+        join(group, &mut Records::new(file, run, lo, hi), out)?;
         start += len.max(1);
     }
     Ok(())
 }
 
-/// Writes a run file in one streaming pass: records in key order, the
+/// A buffer that writes itself at a running offset of a staged object.
+struct Region {
+    buf: Vec<u8>,
+    offset: u64,
+}
+
+impl Region {
+    fn new(offset: u64) -> Region {
+        Region {
+            buf: Vec::with_capacity(WRITE_BUFFER_BYTES),
+            offset,
+        }
+    }
+    fn put(&mut self, out: &mut dyn StagedWrite, bytes: &[u8]) -> Result<(), LogError> {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= WRITE_BUFFER_BYTES {
+            self.flush(out)?;
+        }
+        Ok(())
+    }
+    fn flush(&mut self, out: &mut dyn StagedWrite) -> Result<(), LogError> {
+        out.write_at(&self.buf, self.offset)?;
+        self.offset += self.buf.len() as u64;
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+/// Writes a run in one streaming pass: records in key order, the
 /// directory filled in as they go. Memory: two write buffers.
 struct RunWriter {
-    records: BufWriter<File>,
-    dir: BufWriter<File>,
+    out: Box<dyn StagedWrite>,
+    dir: Region,
+    records: Region,
+    run: Run,
     bits: u32,
-    count: u64,
     written: u64,
     next_bucket: u64,
-    file: File,
 }
 
 impl RunWriter {
-    fn create(tmp: &Path, first: u64, end: u64) -> Result<RunWriter, LogError> {
-        let count = end - first;
-        let run = Run {
-            first,
-            end,
-            path: tmp.to_path_buf(),
-        };
-        let file = File::create(tmp).map_err(io_err(tmp))?;
-        let mut head = file.try_clone().map_err(io_err(tmp))?;
-        head.write_all(MAGIC)
-            .and_then(|()| head.write_all(&first.to_be_bytes()))
-            .and_then(|()| head.write_all(&end.to_be_bytes()))
-            .map_err(io_err(tmp))?;
-        let mut rec = File::options().write(true).open(tmp).map_err(io_err(tmp))?;
-        rec.seek(SeekFrom::Start(run.records_at()))
-            .map_err(io_err(tmp))?;
+    fn create(store: &dyn Store, run: Run) -> Result<RunWriter, LogError> {
+        let mut out = store.stage_private()?;
+        let mut head = Vec::with_capacity(HEADER_BYTES as usize);
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&run.first.to_be_bytes());
+        head.extend_from_slice(&run.end.to_be_bytes());
+        out.write_at(&head, 0)?;
         Ok(RunWriter {
-            records: BufWriter::with_capacity(1 << 16, rec),
-            dir: BufWriter::with_capacity(1 << 16, head),
+            out,
+            dir: Region::new(HEADER_BYTES),
+            records: Region::new(run.records_at()),
             bits: run.bits(),
-            count,
+            run,
             written: 0,
             next_bucket: 0,
-            file,
         })
     }
 
     /// Append one record; keys must come in ascending order.
-    fn push(&mut self, key: u64, index: u64) -> std::io::Result<()> {
+    fn push(&mut self, key: u64, index: u64) -> Result<(), LogError> {
         let b = bucket(key, self.bits);
         while self.next_bucket <= b {
-            self.dir.write_all(&self.written.to_be_bytes())?;
+            self.dir.put(&mut *self.out, &self.written.to_be_bytes())?;
             self.next_bucket += 1;
         }
-        self.records.write_all(&key.to_be_bytes())?;
-        self.records.write_all(&index.to_be_bytes())?;
+        self.records.put(&mut *self.out, &key.to_be_bytes())?;
+        self.records.put(&mut *self.out, &index.to_be_bytes())?;
         self.written += 1;
         Ok(())
     }
 
-    /// Close the directory, flush, and fsync the file.
-    fn finish(mut self, path: &Path) -> Result<(), LogError> {
-        let io = io_err(path);
-        if self.written != self.count {
-            return Err(LogError::Index {
-                path: path.to_path_buf(),
-                detail: format!("wrote {} records, expected {}", self.written, self.count),
-            });
+    /// Close the directory, flush, and make the run durable (unnamed).
+    fn finish(mut self) -> Result<Staged, LogError> {
+        let count = self.run.count();
+        if self.written != count {
+            return Err(self
+                .run
+                .damaged(format!("wrote {} records, expected {count}", self.written)));
         }
         let last = 1u64 << self.bits;
-        let flush = (|| {
-            while self.next_bucket <= last {
-                self.dir.write_all(&self.count.to_be_bytes())?;
-                self.next_bucket += 1;
-            }
-            self.dir.flush()?;
-            self.records.flush()?;
-            self.file.sync_all()
-        })();
-        flush.map_err(io)
+        while self.next_bucket <= last {
+            self.dir.put(&mut *self.out, &count.to_be_bytes())?;
+            self.next_bucket += 1;
+        }
+        self.dir.flush(&mut *self.out)?;
+        self.records.flush(&mut *self.out)?;
+        Ok(self.out.finish()?)
     }
 }
 
-/// A run being written: merged from the absorbed tail runs and a batch of
-/// new leaves, durable in `.rcpt/tmp/` until [`Index::install`] renames it.
+/// A run written durably but not yet named: merged from the absorbed tail
+/// runs and a batch of new leaves ([`Index::prepare`]).
 #[derive(Debug)]
 pub struct Prepared {
-    tmp: PathBuf,
+    staged: Staged,
     run: Run,
     absorbed: usize,
 }
 
-/// The dedup index of one log directory.
+/// A run installed under its name, whose absorbed runs are still there
+/// until [`Index::retire`] (after the checkpoint covering it is published).
+#[derive(Debug)]
+pub struct Installed {
+    run: Run,
+    absorbed: usize,
+}
+
+/// The dedup index of one log.
 #[derive(Debug)]
 pub struct Index {
-    dir: PathBuf,
+    store: Arc<dyn Store>,
     runs: Vec<Run>,
 }
 
 impl Index {
-    /// The runs under `dir` that tile `[0, n)` for the largest `n <= size`.
-    pub fn open(dir: &Path, size: u64) -> Result<Index, LogError> {
-        let (runs, _) = list_runs(dir, size)?;
-        Ok(Index {
-            dir: dir.to_path_buf(),
-            runs,
-        })
+    /// The runs that tile `[0, n)` for the largest `n <= size`.
+    pub fn open(store: Arc<dyn Store>, size: u64) -> Result<Index, LogError> {
+        let (runs, _) = list_runs(&*store, size)?;
+        Ok(Index { store, runs })
     }
 
-    /// [`Index::open`] for the writer: also removes every file outside the
-    /// cover (runs past `size` from a crashed append, runs already merged,
-    /// damaged files), so they are rebuilt from the entries.
-    pub fn open_writer(dir: &Path, size: u64) -> Result<Index, LogError> {
-        if dir.is_file() {
-            std::fs::remove_file(dir).map_err(io_err(dir))?;
-        }
-        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
-        let (runs, other) = list_runs(dir, size)?;
-        for path in other {
-            if path.is_dir() {
-                std::fs::remove_dir_all(&path).map_err(io_err(&path))?;
-            } else {
-                std::fs::remove_file(&path).map_err(io_err(&path))?;
-            }
-        }
-        Ok(Index {
-            dir: dir.to_path_buf(),
-            runs,
-        })
+    /// [`Index::open`] for the writer: also removes every object outside
+    /// the cover (runs past `size` from a crashed append, runs already
+    /// merged, damaged files), so they are rebuilt from the entries.
+    pub fn open_writer(store: Arc<dyn Store>, size: u64) -> Result<Index, LogError> {
+        let (runs, other) = list_runs(&*store, size)?;
+        store.remove_private(&other)?;
+        Ok(Index { store, runs })
     }
 
     /// The tree size the runs cover from 0.
@@ -399,7 +410,7 @@ impl Index {
         probes.sort_unstable();
         let mut out = Vec::new();
         for run in &self.runs {
-            lookup_run(run, &probes, &mut out)?;
+            lookup_run(&*self.store, run, &probes, &mut out)?;
         }
         out.sort_unstable();
         Ok(out)
@@ -408,16 +419,11 @@ impl Index {
     /// Write, durably but not yet under its name, the run of `leaves`
     /// (indexes `first..`) merged with every tail run no larger than the
     /// result would grow to (a binary counter: about log2(n / batch) runs).
-    pub fn prepare(
-        &self,
-        tmp_dir: &Path,
-        first: u64,
-        leaves: &[Hash],
-    ) -> Result<Prepared, LogError> {
+    pub fn prepare(&self, first: u64, leaves: &[Hash]) -> Result<Prepared, LogError> {
         let end = first + leaves.len() as u64;
         if self.indexed_size() != first {
             return Err(LogError::Index {
-                path: self.dir.clone(),
+                run: PrivateDir::Dedup.path().to_string(),
                 detail: format!("covers {} leaves, not {first}", self.indexed_size()),
             });
         }
@@ -434,60 +440,47 @@ impl Index {
             .runs
             .get(self.runs.len() - absorbed..)
             .unwrap_or_default();
-        let tmp = fsutil::tmp_name(tmp_dir);
-        let mut w = RunWriter::create(&tmp, start, end)?;
-        merge_into(&mut w, tails, first, leaves).map_err(|e| match e {
-            MergeError::Io(e) => io_err(&tmp)(e),
-            MergeError::Log(e) => e,
-        })?;
-        w.finish(&tmp)?;
-        let path = self.dir.join(format!("{start}-{end}"));
+        let run = Run { first: start, end };
+        let mut w = RunWriter::create(&*self.store, run.clone())?;
+        merge_into(&*self.store, &mut w, tails, first, leaves)?;
         Ok(Prepared {
-            tmp,
-            run: Run {
-                first: start,
-                end,
-                path,
-            },
+            staged: w.finish()?,
+            run,
             absorbed,
         })
     }
 
-    /// Rename a prepared run into place and fsync the index directory.
-    /// Until the checkpoint covering it is published, the writer's open
-    /// removes it again (its end is past the checkpoint size).
-    pub fn install(&self, prepared: &Prepared) -> Result<(), LogError> {
-        let dest = &prepared.run.path;
-        std::fs::rename(&prepared.tmp, dest).map_err(io_err(dest))?;
-        fsutil::sync_dir(&self.dir)
+    /// Give a prepared run its name (durably). Until the checkpoint
+    /// covering it is published, the writer's open removes it again (its
+    /// end is past the checkpoint size).
+    pub fn install(&self, prepared: Prepared) -> Result<Installed, LogError> {
+        self.store
+            .install_private(prepared.staged, &prepared.run.key())?;
+        Ok(Installed {
+            run: prepared.run,
+            absorbed: prepared.absorbed,
+        })
     }
 
-    /// After the checkpoint covering `prepared` is published: drop the
-    /// absorbed runs from the cover and delete their files.
-    pub fn retire(&mut self, prepared: Prepared) -> Result<(), LogError> {
-        let keep = self.runs.len().saturating_sub(prepared.absorbed);
-        for old in self.runs.drain(keep..) {
-            std::fs::remove_file(&old.path).map_err(io_err(&old.path))?;
-        }
-        self.runs.push(prepared.run);
-        Ok(())
+    /// After the checkpoint covering `installed` is published: drop the
+    /// absorbed runs from the cover and delete them.
+    pub fn retire(&mut self, installed: Installed) -> Result<(), LogError> {
+        let keep = self.runs.len().saturating_sub(installed.absorbed);
+        let old: Vec<PrivateKey> = self.runs.drain(keep..).map(|r| r.key()).collect();
+        self.runs.push(installed.run);
+        Ok(self.store.remove_private(&old)?)
     }
-}
-
-/// Why a merge stopped.
-enum MergeError {
-    Io(std::io::Error),
-    Log(LogError),
 }
 
 /// Stream the records of `tails` (contiguous runs) and the new `leaves`
 /// (indexes `first..`, sorted here) into `w` in key order.
 fn merge_into(
+    store: &dyn Store,
     w: &mut RunWriter,
     tails: &[Run],
     first: u64,
     leaves: &[Hash],
-) -> Result<(), MergeError> {
+) -> Result<(), LogError> {
     let mut fresh: Vec<(u64, u64)> = leaves
         .iter()
         .enumerate()
@@ -496,16 +489,19 @@ fn merge_into(
     fresh.sort_unstable();
     let mut files = Vec::new();
     for run in tails {
-        files.push(File::open(&run.path).map_err(|e| MergeError::Log(io_err(&run.path)(e)))?);
+        let file = store
+            .open_private(&run.key())?
+            .ok_or_else(|| run.damaged("gone while merging".to_string()))?;
+        files.push(file);
     }
     let mut streams: Vec<Records<'_>> = tails
         .iter()
         .zip(&files)
-        .map(|(run, f)| Records::new(f, run, 0, run.count()))
+        .map(|(run, f)| Records::new(&**f, run, 0, run.count()))
         .collect();
     let mut heads: Vec<Option<(u64, u64)>> = Vec::with_capacity(streams.len() + 1);
     for s in &mut streams {
-        heads.push(s.next_record().map_err(MergeError::Log)?);
+        heads.push(s.next_record()?);
     }
     let mut fresh_iter = fresh.into_iter();
     heads.push(fresh_iter.next());
@@ -519,9 +515,9 @@ fn merge_into(
         else {
             return Ok(());
         };
-        w.push(rec.0, rec.1).map_err(MergeError::Io)?;
+        w.push(rec.0, rec.1)?;
         let next = match streams.get_mut(src) {
-            Some(s) => s.next_record().map_err(MergeError::Log)?,
+            Some(s) => s.next_record()?,
             None => fresh_iter.next(),
         };
         if let Some(h) = heads.get_mut(src) {
@@ -535,34 +531,37 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use crate::merkle::leaf_hash;
+    use crate::storage::posix::PosixStore;
 
     fn leaves(range: std::ops::Range<u64>) -> Vec<Hash> {
         range.map(|i| leaf_hash(&i.to_le_bytes())).collect()
     }
 
     /// Add `first..end` the way an append does: prepare, install, retire.
-    fn add(index: &mut Index, tmp: &Path, first: u64, end: u64) {
-        let p = index.prepare(tmp, first, &leaves(first..end)).unwrap();
-        index.install(&p).unwrap();
-        index.retire(p).unwrap();
+    fn add(index: &mut Index, first: u64, end: u64) {
+        let p = index.prepare(first, &leaves(first..end)).unwrap();
+        let i = index.install(p).unwrap();
+        index.retire(i).unwrap();
+    }
+
+    fn store(tmp: &tempfile::TempDir) -> Arc<dyn Store> {
+        Arc::new(PosixStore::new(tmp.path()))
     }
 
     #[test]
     fn runs_merge_like_a_binary_counter_and_find_every_leaf() {
         let tmp = tempfile::tempdir().unwrap();
-        let (dir, t) = (tmp.path().join("dedup"), tmp.path().join("tmp"));
-        std::fs::create_dir_all(&t).unwrap();
-        let mut index = Index::open_writer(&dir, u64::MAX).unwrap();
+        let mut index = Index::open_writer(store(&tmp), u64::MAX).unwrap();
         // A large first run (sparse look-ups), then small batches.
-        add(&mut index, &t, 0, 150_000);
+        add(&mut index, 0, 150_000);
         for k in 0..7u64 {
-            add(&mut index, &t, 150_000 + k * 1000, 151_000 + k * 1000);
+            add(&mut index, 150_000 + k * 1000, 151_000 + k * 1000);
         }
         let counts: Vec<u64> = index.runs.iter().map(Run::count).collect();
         assert_eq!(counts, vec![150_000, 4000, 2000, 1000]);
         assert_eq!(index.indexed_size(), 157_000);
         // Reopened from the files alone: the same cover.
-        let again = Index::open(&dir, 157_000).unwrap();
+        let again = Index::open(store(&tmp), 157_000).unwrap();
         assert_eq!(again.runs, index.runs);
         // A few probes (sparse path) and many (dense path).
         let few: Vec<Hash> = [3u64, 149_999, 150_500, 156_999]
@@ -581,23 +580,22 @@ mod tests {
     #[test]
     fn runs_past_the_size_and_merged_leftovers_are_dropped() {
         let tmp = tempfile::tempdir().unwrap();
-        let (dir, t) = (tmp.path().join("dedup"), tmp.path().join("tmp"));
-        std::fs::create_dir_all(&t).unwrap();
-        let mut index = Index::open_writer(&dir, u64::MAX).unwrap();
-        add(&mut index, &t, 0, 10);
+        let dir = tmp.path().join(".rcpt/dedup");
+        let mut index = Index::open_writer(store(&tmp), u64::MAX).unwrap();
+        add(&mut index, 0, 10);
         // A crash after install, before publish: the run ends past size 10.
-        let p = index.prepare(&t, 10, &leaves(10..20)).unwrap();
-        index.install(&p).unwrap();
+        let p = index.prepare(10, &leaves(10..20)).unwrap();
+        index.install(p).unwrap();
         assert!(dir.join("0-20").exists() && dir.join("0-10").exists());
-        let index = Index::open_writer(&dir, 10).unwrap();
+        let index = Index::open_writer(store(&tmp), 10).unwrap();
         assert_eq!(index.indexed_size(), 10);
         assert!(!dir.join("0-20").exists());
         // A crash after publish, before retire: the merged run wins.
-        let p = index.prepare(&t, 10, &leaves(10..20)).unwrap();
-        index.install(&p).unwrap();
+        let p = index.prepare(10, &leaves(10..20)).unwrap();
+        index.install(p).unwrap();
         std::fs::write(dir.join("junk"), b"x").unwrap();
         std::fs::write(dir.join("20-30"), b"short").unwrap();
-        let index = Index::open_writer(&dir, 30).unwrap();
+        let index = Index::open_writer(store(&tmp), 30).unwrap();
         assert_eq!(index.indexed_size(), 20);
         let mut names: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()

@@ -1,212 +1,48 @@
-//! log: the durable writer and reader of a tiled transparency log directory.
+//! log: a tiled transparency log: its reader ([`Log`], here), its one
+//! writer ([`LogWriter`], `writer.rs`), what it admits (`admit.rs`) and its
+//! full check (`check.rs`).
 //!
-//! Boundary: this module owns the files of a log directory and the order in
-//! which they become durable (`spec/log.md`); it treats entries as opaque
-//! bytes (the CLI validates envelopes before handing their entry bytes
-//! here), takes hashing and proofs from [`merkle`](crate::merkle), paths and
-//! encodings from [`tiles`](crate::tiles), and signed notes from
-//! [`note`](crate::note). It never prints and never exits.
+//! Boundary: this module decides what a log's objects hold and in which
+//! order they become durable (`spec/log.md`); where the bytes live is a
+//! [`Store`](crate::storage::Store)'s business (`spec/storage.md`), and
+//! every read and write goes through one. Entries are opaque bytes here
+//! ([`admit`] decides which envelopes become entries); hashing and proofs
+//! come from [`merkle`](crate::merkle), tile encodings and tile reads from
+//! [`tiles`](crate::tiles), signed notes from [`note`](crate::note). It
+//! never prints and never exits.
 //!
-//! Layout (DESIGN.md "Log", C2SP tlog-tiles): `DIR/checkpoint`,
-//! `DIR/tile/<L>/<N>[.p/<W>]`, `DIR/tile/entries/<N>[.p/<W>]`, and private
-//! state under `DIR/.rcpt/` (settings, writer lock, dedup index, every
-//! published checkpoint, temporary files).
+//! Modules depend downward only: `writer` and `check` use this reader,
+//! `index` (the dedup runs) and `tilebuild` (subtrees into tiles); none
+//! of those uses `writer` or `check`.
 
-mod append;
+pub mod admit;
 mod check;
-mod fsutil;
+mod error;
 mod index;
-pub mod layout;
-mod lock;
+mod settings;
 pub mod tilebuild;
+mod writer;
 
-pub use check::{CheckReport, check};
+pub use check::{CheckReport, check, check_log};
+pub use error::{CheckpointError, LogError, SettingsError};
+pub use settings::{SETTINGS_FORMAT, Settings};
+pub use writer::{LogWriter, Step};
 
 use crate::keys::{NoteVerifier, SigningKey};
 use crate::merkle::{self, Hash};
 use crate::note::{self, Checkpoint};
-use crate::tiles::{TileCache, TileReader};
+use crate::storage::posix::PosixStore;
+use crate::storage::{PrivateDir, PrivateKey, Store, TileKey, Version, Width};
+use crate::tiles::{TILE_WIDTH, TileCache, TileReader};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use fsutil::io_err;
 use index::Index;
-use layout::Settings;
 use rayon::prelude::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-/// Why a log operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum LogError {
-    /// A file-system operation failed.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file or directory.
-        path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// The device holding the log is full.
-    #[error(
-        "no space left on the device holding {path}; free some space and run the \
-         append again (the log is unchanged: its checkpoint names only durable files)"
-    )]
-    NoSpace {
-        /// The file being written.
-        path: PathBuf,
-    },
-    /// The log directory is on a read-only file system.
-    #[error(
-        "{path} is on a read-only file system; appending needs write access to the log \
-         directory (remount it read-write, or copy the log)"
-    )]
-    ReadOnly {
-        /// The file or directory that could not be written.
-        path: PathBuf,
-    },
-    /// A file is larger than the limit for its kind.
-    #[error("{path} is {len} bytes, over the limit of {max}; it is not a file this log wrote")]
-    FileTooLarge {
-        /// The file.
-        path: PathBuf,
-        /// Its size.
-        len: u64,
-        /// The limit.
-        max: usize,
-    },
-    /// `init` was given a directory that already holds files.
-    #[error("{0} is not empty; init needs an empty or absent directory")]
-    NotEmpty(PathBuf),
-    /// `init` was given a key file inside the log directory.
-    #[error(
-        "key file {key} is inside the log directory {dir}, which is served publicly; \
-         keep the private key outside it"
-    )]
-    KeyInsideLog {
-        /// The key file.
-        key: PathBuf,
-        /// The log directory.
-        dir: PathBuf,
-    },
-    /// The settings file is unreadable or malformed.
-    #[error("log settings {path}: {detail}; is this a log made by `rcpt log init`?")]
-    Settings {
-        /// The settings file.
-        path: PathBuf,
-        /// What was wrong.
-        detail: String,
-    },
-    /// Another writer holds the lock.
-    #[error(
-        "another rcpt process is writing to {dir} (lock {lock} is held); \
-         retry when it finishes, or pass --wait"
-    )]
-    Locked {
-        /// The log directory.
-        dir: PathBuf,
-        /// The lock file.
-        lock: PathBuf,
-    },
-    /// The signing key given is not the log's key.
-    #[error("the signing key is not the key of log {origin} (settings hold {expected})")]
-    WrongKey {
-        /// The log's origin.
-        origin: String,
-        /// The verifier key in the settings.
-        expected: String,
-    },
-    /// A checkpoint file is malformed, badly signed, or for another log.
-    #[error("checkpoint {path}: {detail}")]
-    Checkpoint {
-        /// The checkpoint file.
-        path: PathBuf,
-        /// What was wrong.
-        detail: String,
-    },
-    /// No checkpoint was published at this size.
-    #[error("the log published no checkpoint of size {size} (latest is {latest})")]
-    NoCheckpoint {
-        /// The size asked for.
-        size: u64,
-        /// The latest size.
-        latest: u64,
-    },
-    /// A size or index beyond the log.
-    #[error("{what} {value} is beyond the log (latest checkpoint size {size})")]
-    OutOfRange {
-        /// What was asked for ("index", "size").
-        what: &'static str,
-        /// The value asked for.
-        value: u64,
-        /// The latest size.
-        size: u64,
-    },
-    /// A tile or entry bundle is missing or malformed.
-    #[error("tile {path}: {detail}")]
-    Tile {
-        /// The tile path, relative to the log directory.
-        path: String,
-        /// What was wrong.
-        detail: String,
-    },
-    /// A stored tile differs from the one recomputed from the entries.
-    #[error("tile {path} differs from the tile recomputed from the entries")]
-    TileMismatch {
-        /// The tile path, relative to the log directory.
-        path: String,
-    },
-    /// A checkpoint's root is not the root recomputed from the entries.
-    #[error("checkpoint {path} has root {claimed}, but the entries give {computed}")]
-    RootMismatch {
-        /// The checkpoint file.
-        path: PathBuf,
-        /// Base64 of the signed root.
-        claimed: String,
-        /// Base64 of the recomputed root.
-        computed: String,
-    },
-    /// A proof could not be made.
-    #[error("proof: {0}")]
-    Proof(String),
-    /// The dedup index failed.
-    #[error("dedup index {path}: {detail}")]
-    Index {
-        /// The index file.
-        path: PathBuf,
-        /// What failed.
-        detail: String,
-    },
-    /// An entry of a batch is empty or over `MAX_ENTRY_BYTES`.
-    #[error("entry {position} of the batch is {len} bytes; entries must be 1..={max} bytes")]
-    EntrySize {
-        /// Position in the batch.
-        position: usize,
-        /// Its length.
-        len: usize,
-        /// The limit.
-        max: usize,
-    },
-    /// A batch over `MAX_APPEND_BATCH_ENTRIES` or `MAX_APPEND_BATCH_BYTES`.
-    #[error("batch of {count} entries and {bytes} bytes is over the limits; split it")]
-    BatchTooLarge {
-        /// Entries in the batch.
-        count: usize,
-        /// Bytes in the batch.
-        bytes: usize,
-    },
-    /// The tree would exceed `MAX_TREE_SIZE`.
-    #[error("the log is full ({size} entries)")]
-    Full {
-        /// Current size.
-        size: u64,
-    },
-    /// A file-writing thread panicked.
-    #[error("a file-writing thread stopped unexpectedly; run the append again")]
-    WriterThread,
-    /// Signing the new checkpoint failed.
-    #[error("signing the checkpoint: {0}")]
-    Sign(String),
-}
+/// Largest checkpoint note read.
+const MAX_CHECKPOINT_BYTES: usize = crate::limits::MAX_NOTE_BYTES;
 
 /// Where one appended entry landed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -217,55 +53,73 @@ pub struct Appended {
     pub new: bool,
 }
 
-/// A read-only view of a log directory at its latest checkpoint.
+/// A log as published: its latest checkpoint, verified, and every proof
+/// and entry the public objects give. Readers take no lock: every object
+/// the checkpoint names is durable and never changes.
 #[derive(Debug)]
 pub struct Log {
-    dir: PathBuf,
-    settings: Settings,
+    store: Arc<dyn Store>,
+    origin: String,
     verifier: NoteVerifier,
+    key_file: Option<std::path::PathBuf>,
     size: u64,
     root: Hash,
     checkpoint: String,
-    /// The writer's open index; readers list the runs in [`Log::find`].
-    index: Option<Index>,
-    /// Full hash tiles already expanded for proofs (bounded; full tiles never change).
+    version: Version,
+    /// Hash tiles already expanded for proofs (bounded; they never change).
     tiles: Arc<TileCache>,
 }
 
+/// A kept or published checkpoint's name in messages.
+fn checkpoint_name(kept: Option<u64>) -> String {
+    kept.map_or_else(
+        || "checkpoint".to_string(),
+        |s| PrivateKey::Checkpoint(s).to_string(),
+    )
+}
+
 /// Parse a signed checkpoint note, verify it with the log key, and check
-/// its origin (C2SP tlog-checkpoint; DESIGN.md "Log").
+/// its origin (C2SP tlog-checkpoint; `spec/log.md` "Checkpoint"). `kept`
+/// names a kept checkpoint in errors.
 pub(crate) fn verify_checkpoint(
     text: &[u8],
     verifier: &NoteVerifier,
-    origin: &str,
-    path: &Path,
+    kept: Option<u64>,
 ) -> Result<Checkpoint, LogError> {
-    let bad = |detail: String| LogError::Checkpoint {
-        path: path.to_path_buf(),
-        detail,
+    let bad = |source| LogError::Checkpoint {
+        name: checkpoint_name(kept),
+        source,
     };
-    let parsed = note::Note::parse(text).map_err(|e| bad(e.to_string()))?;
+    let parsed = note::Note::parse(text).map_err(|e| bad(CheckpointError::Malformed(e)))?;
     match note::check(&parsed, std::slice::from_ref(verifier)) {
         note::NoteCheck::Verified { .. } => {}
         note::NoteCheck::Failed { name, .. } => {
-            return Err(bad(format!("signature of {name} does not verify")));
+            return Err(bad(CheckpointError::BadSignature { name }));
         }
         note::NoteCheck::NotEvaluated => {
-            return Err(bad(format!("not signed by the log key {verifier}")));
+            return Err(bad(CheckpointError::Unsigned {
+                key: verifier.to_string(),
+            }));
         }
     }
-    let cp = Checkpoint::parse(&parsed.text).map_err(|e| bad(e.to_string()))?;
-    if cp.origin != origin {
-        return Err(bad(format!(
-            "origin {:?} is not the log's {origin:?}",
-            cp.origin
-        )));
+    let cp = Checkpoint::parse(&parsed.text).map_err(|e| bad(CheckpointError::Malformed(e)))?;
+    if cp.origin != verifier.name {
+        return Err(bad(CheckpointError::Origin {
+            found: cp.origin,
+            expected: verifier.name.clone(),
+        }));
+    }
+    if let Some(size) = kept.filter(|&s| s != cp.size) {
+        return Err(bad(CheckpointError::Size {
+            found: cp.size,
+            expected: size,
+        }));
     }
     Ok(cp)
 }
 
 /// Sign the checkpoint of `size` leaves with root `root` as the log key.
-fn sign_checkpoint(
+pub(crate) fn sign_checkpoint(
     origin: &str,
     size: u64,
     root: Hash,
@@ -277,13 +131,22 @@ fn sign_checkpoint(
         root_hash: root,
         extensions: Vec::new(),
     };
-    note::sign(&body.to_text(), origin, key).map_err(|e| LogError::Sign(e.to_string()))
+    note::sign(&body.to_text(), origin, key).map_err(LogError::Sign)
+}
+
+/// What `init` writes besides the empty tree.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InitOptions<'a> {
+    /// The private key file, kept (as an absolute path) so appends find it.
+    pub key_file: Option<&'a Path>,
+    /// The issuers whose receipts the log accepts (`.rcpt/trust.json`).
+    pub accepted: Option<&'a admit::AcceptedIssuers>,
 }
 
 impl Log {
     /// Create a new empty log in `dir` (empty or absent), with its first checkpoint (size 0).
     pub fn init(dir: &Path, origin: &str, key: &SigningKey) -> Result<Log, LogError> {
-        Log::create(dir, origin, key, None)
+        Log::create_with(dir, origin, key, InitOptions::default())
     }
 
     /// [`Log::init`], recording the absolute path of the key file (which
@@ -294,94 +157,143 @@ impl Log {
         key: &SigningKey,
         key_file: Option<&Path>,
     ) -> Result<Log, LogError> {
-        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
-        let dir = std::fs::canonicalize(dir).map_err(io_err(dir))?;
-        let key_file = match key_file {
+        let opts = InitOptions {
+            key_file,
+            accepted: None,
+        };
+        Log::create_with(dir, origin, key, opts)
+    }
+
+    /// [`Log::init`] in a directory, with a key file (outside `dir`) and
+    /// accepted issuers.
+    pub fn create_with(
+        dir: &Path,
+        origin: &str,
+        key: &SigningKey,
+        opts: InitOptions<'_>,
+    ) -> Result<Log, LogError> {
+        use crate::storage::posix::io_err as io;
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let dir = std::fs::canonicalize(dir).map_err(io(dir))?;
+        let key_file = match opts.key_file {
             Some(k) => {
-                let k = std::fs::canonicalize(k).map_err(io_err(k))?;
+                let k = std::fs::canonicalize(k).map_err(io(k))?;
+                // The key's place is checked first: a key inside is the worse mistake.
                 if k.starts_with(&dir) {
-                    return Err(LogError::KeyInsideLog { key: k, dir });
+                    return Err(LogError::KeyInsideLog {
+                        key: k.display().to_string(),
+                        dir: dir.display().to_string(),
+                    });
                 }
                 Some(k)
             }
             None => None,
         };
-        // The key's place is checked first: a key inside is the worse mistake.
-        if std::fs::read_dir(&dir)
-            .map_err(io_err(&dir))?
-            .next()
-            .is_some()
-        {
-            return Err(LogError::NotEmpty(dir));
+        let store = Arc::new(PosixStore::new(&dir));
+        Log::init_store(store, origin, key, key_file, opts.accepted)
+    }
+
+    /// Create a new empty log in an empty `store`: settings, accepted
+    /// issuers and the kept checkpoint of size 0 first, then the public
+    /// checkpoint, whose presence marks a complete init.
+    pub fn init_store(
+        store: Arc<dyn Store>,
+        origin: &str,
+        key: &SigningKey,
+        key_file: Option<std::path::PathBuf>,
+        accepted: Option<&admit::AcceptedIssuers>,
+    ) -> Result<Log, LogError> {
+        let location = store.describe();
+        if !store.is_empty()? {
+            return Err(LogError::NotEmpty(location));
         }
-        let verifier =
-            NoteVerifier::new(origin, key.verifying_key()).map_err(|e| LogError::Settings {
-                path: layout::settings(&dir),
-                detail: format!("origin {origin:?} is not a valid key name: {e}"),
-            })?;
+        let verifier = NoteVerifier::new(origin, key.verifying_key()).map_err(|source| {
+            LogError::Settings {
+                location: location.clone(),
+                source: SettingsError::Origin {
+                    origin: origin.to_string(),
+                    source,
+                },
+            }
+        })?;
         let settings = Settings {
-            format: layout::SETTINGS_FORMAT,
+            format: SETTINGS_FORMAT,
             origin: origin.to_string(),
             public_key: STANDARD.encode(key.verifying_key().as_bytes()),
             verifier_key: verifier.to_string(),
             key_file,
         };
         let checkpoint = sign_checkpoint(origin, 0, merkle::empty_root(), key)?;
-        let tmp = layout::tmp(&dir);
-        for d in [layout::checkpoints(&dir), tmp.clone()] {
-            std::fs::create_dir_all(&d).map_err(io_err(&d))?;
+        store.write_private(&PrivateKey::Settings, &settings.to_json(&location)?)?;
+        if let Some(accepted) = accepted {
+            store.write_private(&PrivateKey::Trust, &accepted.to_json())?;
         }
-        let settings_path = layout::settings(&dir);
-        fsutil::write_durable(&tmp, &settings_path, &settings.to_json()?)?;
-        let kept = layout::checkpoint_at(&dir, 0);
-        fsutil::write_durable(&tmp, &kept, checkpoint.as_bytes())?;
-        fsutil::sync_dirs(&dir, [settings_path.as_path(), kept.as_path()])?;
-        // The public checkpoint goes last: its presence marks a complete init.
-        publish(&dir, &checkpoint)?;
-        Log::open(&dir)
+        store.write_private(&PrivateKey::Checkpoint(0), checkpoint.as_bytes())?;
+        store.replace_checkpoint(None, checkpoint.as_bytes())?;
+        Log::open_store(store, None)
     }
 
-    /// Open an existing log read-only at its latest checkpoint.
+    /// Open the log in the directory `dir` at its latest checkpoint.
     pub fn open(dir: &Path) -> Result<Log, LogError> {
-        let settings = Settings::read(dir)?;
-        let bad = |detail: String| LogError::Settings {
-            path: layout::settings(dir),
-            detail,
+        Log::open_store(Arc::new(PosixStore::new(dir)), None)
+    }
+
+    /// Open the log in `store` at its latest checkpoint, verified with the
+    /// key in its settings, or with `log_key` when it has none (a copy of
+    /// the public files: `spec/log.md` "Reading a copy"). Both given: they
+    /// must agree.
+    pub fn open_store(
+        store: Arc<dyn Store>,
+        log_key: Option<&NoteVerifier>,
+    ) -> Result<Log, LogError> {
+        let location = store.describe();
+        let settings = Settings::read(&*store)?;
+        let Some(read) = store.read_checkpoint(MAX_CHECKPOINT_BYTES)? else {
+            return Err(LogError::NotALog { location });
         };
-        let raw = STANDARD
-            .decode(&settings.public_key)
-            .map_err(|e| bad(format!("public_key: {e}")))?;
-        let vk = crate::keys::verifying_key_from_bytes(&raw)
-            .map_err(|e| bad(format!("public_key: {e}")))?;
-        let verifier =
-            NoteVerifier::new(&settings.origin, vk).map_err(|e| bad(format!("origin: {e}")))?;
-        let path = layout::checkpoint(dir);
-        let text = fsutil::read_limited(&path, crate::limits::MAX_NOTE_BYTES)?;
-        let cp = verify_checkpoint(&text, &verifier, &settings.origin, &path)?;
-        let checkpoint = String::from_utf8(text).map_err(|e| LogError::Checkpoint {
-            path: path.clone(),
-            detail: e.to_string(),
-        })?;
+        let verifier = match (&settings, log_key) {
+            (Some(s), given) => {
+                let v = s.verifier(&location)?;
+                if let Some(g) = given.filter(|g| **g != v) {
+                    return Err(LogError::OtherLogKey {
+                        given: g.to_string(),
+                        expected: v.to_string(),
+                    });
+                }
+                v
+            }
+            (None, Some(given)) => given.clone(),
+            (None, None) => return Err(LogError::NoLogKey { location }),
+        };
+        let cp = verify_checkpoint(&read.bytes, &verifier, None)?;
+        // A verified note is UTF-8 text (the parser refuses anything else).
+        let checkpoint = String::from_utf8_lossy(&read.bytes).into_owned();
         Ok(Log {
-            dir: dir.to_path_buf(),
-            settings,
+            store,
+            origin: verifier.name.clone(),
             verifier,
+            key_file: settings.and_then(|s| s.key_file),
             size: cp.size,
             root: cp.root_hash,
             checkpoint,
-            index: None,
+            version: read.version,
             tiles: Arc::new(TileCache::new()),
         })
     }
 
-    /// The log directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// Where the log is (its directory), for messages.
+    pub fn location(&self) -> String {
+        self.store.describe()
+    }
+
+    /// The store the log lives in.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
     }
 
     /// Origin line (and log key name).
     pub fn origin(&self) -> &str {
-        &self.settings.origin
+        &self.origin
     }
 
     /// The log's checkpoint verifier key.
@@ -391,7 +303,7 @@ impl Log {
 
     /// The key file recorded at init, if any.
     pub fn key_file(&self) -> Option<&Path> {
-        self.settings.key_file.as_deref()
+        self.key_file.as_deref()
     }
 
     /// Tree size of the latest checkpoint.
@@ -409,38 +321,60 @@ impl Log {
         &self.checkpoint
     }
 
-    /// Signed checkpoint note published at `size` (kept under `.rcpt/checkpoints/`).
+    /// The issuers this log accepts (`.rcpt/trust.json`, given at init),
+    /// or `None` when it has none (signatures are then not checked).
+    pub fn accepted_issuers(&self) -> Result<Option<admit::AcceptedIssuers>, LogError> {
+        let max = crate::limits::MAX_KEY_FILE_BYTES;
+        let Some(bytes) = self.store.read_private(&PrivateKey::Trust, max)? else {
+            return Ok(None);
+        };
+        admit::AcceptedIssuers::from_json(&bytes)
+            .map(Some)
+            .map_err(|source| LogError::Trust {
+                location: self.location(),
+                source: Box::new(source),
+            })
+    }
+
+    /// Signed checkpoint note published at `size`: the latest, or one kept
+    /// under `.rcpt/checkpoints/`.
     pub fn checkpoint_at(&self, size: u64) -> Result<String, LogError> {
         if size == self.size {
             return Ok(self.checkpoint.clone());
         }
-        self.in_range("size", size, self.size)?;
-        let path = layout::checkpoint_at(&self.dir, size);
-        let text = match fsutil::read_limited(&path, crate::limits::MAX_NOTE_BYTES) {
-            Err(LogError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                return Err(LogError::NoCheckpoint {
-                    size,
-                    latest: self.size,
-                });
-            }
-            other => other?,
-        };
-        let cp = verify_checkpoint(&text, &self.verifier, self.origin(), &path)?;
-        if cp.size != size {
-            return Err(LogError::Checkpoint {
-                path,
-                detail: format!("holds size {}, not {size}", cp.size),
+        self.in_range("size", size)?;
+        let key = PrivateKey::Checkpoint(size);
+        let Some(text) = self.store.read_private(&key, MAX_CHECKPOINT_BYTES)? else {
+            return Err(LogError::NoCheckpoint {
+                size,
+                latest: self.size,
             });
-        }
-        String::from_utf8(text).map_err(|e| LogError::Checkpoint {
-            path,
-            detail: e.to_string(),
-        })
+        };
+        verify_checkpoint(&text, &self.verifier, Some(size))?;
+        Ok(String::from_utf8_lossy(&text).into_owned())
     }
 
-    /// Refuse `value` unless it is at most `max`.
-    fn in_range(&self, what: &'static str, value: u64, max: u64) -> Result<(), LogError> {
-        if value > max {
+    /// The sizes of the kept checkpoints (`.rcpt/checkpoints/<size>`), sorted.
+    pub fn kept_sizes(&self) -> Result<Vec<u64>, LogError> {
+        let mut sizes = Vec::new();
+        for key in self.store.list_private(PrivateDir::Checkpoints)? {
+            match key {
+                PrivateKey::Checkpoint(s) => sizes.push(s),
+                other => {
+                    return Err(LogError::Checkpoint {
+                        name: other.to_string(),
+                        source: CheckpointError::Name,
+                    });
+                }
+            }
+        }
+        sizes.sort_unstable();
+        Ok(sizes)
+    }
+
+    /// Refuse `value` unless it is at most the latest size.
+    fn in_range(&self, what: &'static str, value: u64) -> Result<(), LogError> {
+        if value > self.size {
             return Err(LogError::OutOfRange {
                 what,
                 value,
@@ -452,7 +386,8 @@ impl Log {
 
     /// A tile reader of the tree at `size` (at most the latest size).
     fn reader(&self, size: u64) -> TileReader {
-        TileReader::with_cache(&self.dir, size, Arc::clone(&self.tiles))
+        let store: Arc<dyn crate::storage::PublicRead> = self.store.clone();
+        TileReader::over(store, size, Some(Arc::clone(&self.tiles)))
     }
 
     /// Entry bytes at `index`.
@@ -464,12 +399,7 @@ impl Log {
                 size: self.size,
             });
         }
-        self.reader(self.size)
-            .entry(index)
-            .map_err(|e| LogError::Tile {
-                path: crate::tiles::entries_tile_path(index / crate::tiles::TILE_WIDTH, None),
-                detail: e.to_string(),
-            })
+        Ok(self.reader(self.size).entry(index)?)
     }
 
     /// True when entry `index` (below the checkpoint size) has leaf hash `leaf`.
@@ -483,21 +413,15 @@ impl Log {
     /// First index of the entry with this leaf hash, if logged.
     ///
     /// The dedup index is a hint: a hit counts only when confirmed against
-    /// the entry. Entries the index does not cover (a writer holds it, or it
-    /// is behind) are scanned.
+    /// the entry. Entries the index does not cover (a copy without
+    /// `.rcpt/`, or an index behind) are scanned.
     pub fn find(&self, leaf: &Hash) -> Result<Option<u64>, LogError> {
-        let transient;
-        let index = match &self.index {
-            Some(i) => i,
-            None => {
-                transient = Index::open(&layout::index(&self.dir), self.size)?;
-                &transient
-            }
-        };
-        match self.find_hinted(index, leaf) {
+        let hinted = Index::open(Arc::clone(&self.store), self.size)
+            .and_then(|index| self.find_hinted(&index, leaf));
+        match hinted {
             Ok(found) => Ok(found),
             // A writer may merge runs away while we read them: scan instead.
-            Err(LogError::Io { .. } | LogError::Index { .. }) => self.scan(leaf, 0),
+            Err(LogError::Store(_) | LogError::Index { .. }) => self.scan(leaf, 0),
             Err(e) => Err(e),
         }
     }
@@ -515,7 +439,7 @@ impl Log {
     /// Look for `leaf` among entries `from..size`, one entry bundle at a time.
     fn scan(&self, leaf: &Hash, from: u64) -> Result<Option<u64>, LogError> {
         let mut found = None;
-        check::for_each_bundle(&self.dir, from, self.size, |first, entries| {
+        self.for_each_bundle(from, self.size, |first, entries| {
             if found.is_none()
                 && let Some(k) = entries.iter().position(|e| merkle::leaf_hash(e) == *leaf)
             {
@@ -526,11 +450,36 @@ impl Log {
         Ok(found)
     }
 
+    /// Call `f(first, entries)` for each entry bundle covering `from..to`
+    /// (`to` at most the latest size), with the entries trimmed to that
+    /// range and `first` the index of the first. Reads each bundle of the
+    /// tree of `to` leaves once, in order.
+    pub fn for_each_bundle(
+        &self,
+        from: u64,
+        to: u64,
+        mut f: impl FnMut(u64, &[Vec<u8>]) -> Result<(), LogError>,
+    ) -> Result<(), LogError> {
+        self.in_range("size", to)?;
+        if from >= to {
+            return Ok(());
+        }
+        for t in from / TILE_WIDTH..to.div_ceil(TILE_WIDTH) {
+            let Some(width) = Width::of(t, to) else { break };
+            let entries =
+                crate::tiles::read_entry_bundle(&*self.store, &TileKey::entries(t, width))?;
+            let skip = from.saturating_sub(t * TILE_WIDTH);
+            // skip < 256 and entries holds the tile's width, so get() finds it.
+            let trimmed = entries.get(skip as usize..).unwrap_or_default();
+            f(t * TILE_WIDTH + skip, trimmed)?;
+        }
+        Ok(())
+    }
+
     /// Inclusion proof of `index` in the tree of `size` leaves.
     pub fn inclusion_proof(&self, index: u64, size: u64) -> Result<Vec<Hash>, LogError> {
-        self.in_range("size", size, self.size)?;
-        merkle::prove_inclusion(index, size, &self.reader(size))
-            .map_err(|e| LogError::Proof(e.to_string()))
+        self.in_range("size", size)?;
+        merkle::prove_inclusion(index, size, &self.reader(size)).map_err(proof_error)
     }
 
     /// Inclusion proofs of many `indexes` in the tree of `size` leaves,
@@ -544,73 +493,16 @@ impl Log {
 
     /// Consistency proof from `m` to `n`.
     pub fn consistency_proof(&self, m: u64, n: u64) -> Result<Vec<Hash>, LogError> {
-        self.in_range("size", n, self.size)?;
-        merkle::prove_consistency(m, n, &self.reader(n)).map_err(|e| LogError::Proof(e.to_string()))
+        self.in_range("size", n)?;
+        merkle::prove_consistency(m, n, &self.reader(n)).map_err(proof_error)
     }
 }
 
-/// Publish `checkpoint` as `DIR/checkpoint`: temp file, fsync, rename,
-/// fsync the directory (`spec/log.md`, step 8).
-fn publish(dir: &Path, checkpoint: &str) -> Result<(), LogError> {
-    let path = layout::checkpoint(dir);
-    fsutil::write_durable(&layout::tmp(dir), &path, checkpoint.as_bytes())?;
-    fsutil::sync_dir(dir)
-}
-
-/// Remove kept checkpoints past `size`: an append that crashed between
-/// keeping and publishing its checkpoint left them (`spec/log.md`, step 7).
-fn remove_unpublished(dir: &Path, size: u64) -> Result<(), LogError> {
-    for s in check::kept_sizes(dir)?.into_iter().filter(|&s| s > size) {
-        let path = layout::checkpoint_at(dir, s);
-        std::fs::remove_file(&path).map_err(io_err(&path))?;
-    }
-    fsutil::sync_dir(&layout::checkpoints(dir))
-}
-
-/// The single writer of a log (holds `DIR/.rcpt/lock`).
-#[derive(Debug)]
-pub struct LogWriter {
-    log: Log,
-    key: SigningKey,
-    frontier: merkle::Frontier,
-    _lock: lock::WriterLock,
-}
-
-impl LogWriter {
-    /// Take the lock (waiting for another writer when `wait`), repair any
-    /// work past the checkpoint, and open for appends.
-    pub fn open(dir: &Path, key: &SigningKey, wait: bool) -> Result<LogWriter, LogError> {
-        let lock = lock::WriterLock::acquire(dir, wait)?;
-        let mut log = Log::open(dir)?;
-        if log.verifier.key != key.verifying_key() {
-            return Err(LogError::WrongKey {
-                origin: log.settings.origin.clone(),
-                expected: log.settings.verifier_key.clone(),
-            });
-        }
-        // Repair: temporary files of an interrupted append are dropped;
-        // tiles past the checkpoint are rewritten by the next append.
-        fsutil::clear_dir(&layout::tmp(dir))?;
-        remove_unpublished(dir, log.size)?;
-        let frontier = merkle::Frontier::from_reader(log.size, &log.reader(log.size))
-            .map_err(|e| LogError::Proof(format!("rebuilding the tree edge: {e}")))?;
-        let old_index = layout::old_index(dir);
-        if old_index.is_file() {
-            std::fs::remove_file(&old_index).map_err(io_err(&old_index))?;
-        }
-        log.index = Some(Index::open_writer(&layout::index(dir), log.size)?);
-        let mut writer = LogWriter {
-            log,
-            key: key.clone(),
-            frontier,
-            _lock: lock,
-        };
-        writer.catch_up_index()?;
-        Ok(writer)
-    }
-
-    /// The log as it stands after the last append.
-    pub fn log(&self) -> &Log {
-        &self.log
+/// A tile read failure keeps its own error (and its cause); the rest are
+/// proof errors.
+fn proof_error(e: merkle::ProveError<crate::tiles::TileError>) -> LogError {
+    match e {
+        merkle::ProveError::Read(t) => LogError::Tile(t),
+        other => LogError::Proof(other),
     }
 }

@@ -9,30 +9,40 @@
 //! `i % 256`.
 
 use crate::merkle::{Hash, NodeId};
+use crate::storage::{TileKey, Width};
 use crate::tiles::{TILE_HEIGHT, TILE_WIDTH};
 
 /// One hash tile ready to store or compare.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BuiltTile {
-    /// Tile level L (tree level 8L).
-    pub level: u8,
-    /// Tile index N.
-    pub index: u64,
-    /// `None` for a full tile, `Some(W)` for a partial tile of W hashes.
-    pub width: Option<u8>,
+    /// Its name: level, index, full or partial width.
+    pub key: TileKey,
     /// The hashes, left to right.
     pub hashes: Vec<Hash>,
 }
 
 impl BuiltTile {
+    /// A tile at `level` (at most 31: a tree level fits in a byte), or
+    /// `None` for an empty one.
+    fn new(level: u8, index: u64, hashes: Vec<Hash>) -> Option<BuiltTile> {
+        let width = match u8::try_from(hashes.len()) {
+            Ok(w) => Width::partial(w)?,
+            Err(_) => Width::Full,
+        };
+        Some(BuiltTile {
+            key: TileKey::hashes(level, index, width)?,
+            hashes,
+        })
+    }
+
     /// `tile/<L>/<N>[.p/<W>]`.
     pub fn path(&self) -> String {
-        crate::tiles::hash_tile_path(self.level, self.index, self.width)
+        self.key.path()
     }
 
     /// Concatenated hashes: the tile file's bytes.
     pub fn bytes(&self) -> Vec<u8> {
-        self.hashes.concat()
+        crate::tiles::encode_hash_tile(&self.hashes)
     }
 }
 
@@ -53,11 +63,11 @@ pub struct TileBuilder {
 
 impl TileBuilder {
     /// A builder for a tree of `size` leaves whose open tiles hold
-    /// `partial(L)` (the existing hashes of the partial tile of level L,
-    /// asked for each level where the tree has nodes).
+    /// `partial(key)` (the stored hashes of the partial tile `key` of each
+    /// level where the tree has nodes).
     pub fn new<E>(
         size: u64,
-        mut partial: impl FnMut(u8, u64, u8) -> Result<Vec<Hash>, E>,
+        mut partial: impl FnMut(&TileKey) -> Result<Vec<Hash>, E>,
     ) -> Result<TileBuilder, E> {
         let mut levels = Vec::new();
         let mut level: u8 = 0;
@@ -67,11 +77,10 @@ impl TileBuilder {
             }
             let index = count / TILE_WIDTH;
             // count % 256 < 256, so the cast is exact.
-            let width = (count % TILE_WIDTH) as u8;
-            let hashes = if width > 0 {
-                partial(level, index, width)?
-            } else {
-                Vec::new()
+            let width = Width::partial((count % TILE_WIDTH) as u8);
+            let hashes = match width.and_then(|w| TileKey::hashes(level, index, w)) {
+                Some(key) => partial(&key)?,
+                None => Vec::new(),
             };
             levels.push(Level {
                 index,
@@ -101,12 +110,9 @@ impl TileBuilder {
         open.hashes.push(*hash);
         open.dirty = true;
         if open.hashes.len() as u64 == TILE_WIDTH {
-            self.full.push(BuiltTile {
-                level,
-                index: open.index,
-                width: None,
-                hashes: std::mem::take(&mut open.hashes),
-            });
+            let hashes = std::mem::take(&mut open.hashes);
+            // level = tree level / 8 <= 31, so the tile has a name.
+            self.full.extend(BuiltTile::new(level, open.index, hashes));
             open.index += 1;
             open.dirty = false;
         }
@@ -121,17 +127,24 @@ impl TileBuilder {
     pub fn take_partial(&mut self) -> Vec<BuiltTile> {
         let mut out = Vec::new();
         for (level, open) in self.levels.iter_mut().enumerate() {
-            if open.dirty && !open.hashes.is_empty() {
-                out.push(BuiltTile {
-                    // Tree levels fit in u8 (at most 64 / 8 tile levels).
-                    level: level as u8,
-                    index: open.index,
-                    width: Some(open.hashes.len() as u8),
-                    hashes: open.hashes.clone(),
-                });
+            if open.dirty {
+                // At most 32 levels (tree levels fit in a byte), so the cast is exact.
+                out.extend(BuiltTile::new(level as u8, open.index, open.hashes.clone()));
                 open.dirty = false;
             }
         }
         out
+    }
+
+    /// Every open (partial) tile as it stands, changed or not: the partial
+    /// tiles of the tree at its current size.
+    pub fn partial_tiles(&self) -> Vec<BuiltTile> {
+        self.levels
+            .iter()
+            .enumerate()
+            .filter_map(|(level, open)| {
+                BuiltTile::new(level as u8, open.index, open.hashes.clone())
+            })
+            .collect()
     }
 }

@@ -1,0 +1,507 @@
+//! writer: the one writer of a log, and the durability protocol of
+//! `spec/log.md` ("The append protocol"), one named function per step.
+//!
+//! Opening a writer: [`lock`](LogWriter::open_store), read the **truth**
+//! (the published checkpoint, verified), **repair** what an interrupted
+//! writer left past it, rebuild the tree edge, bring the dedup index up to
+//! the truth. Each append then runs the [`Step`]s in order; a crash after
+//! any of them leaves the store in a state the next repair undoes or
+//! completes, and the checkpoint names only durable objects.
+
+use super::index::{Index, Prepared};
+use super::tilebuild::TileBuilder;
+use super::{Appended, Log, LogError, Settings, proof_error, sign_checkpoint};
+use crate::keys::SigningKey;
+use crate::limits::{MAX_APPEND_BATCH_BYTES, MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BYTES};
+use crate::merkle::{self, Frontier, Hash};
+use crate::storage::key::MAX_TILE_LEVEL;
+use crate::storage::posix::PosixStore;
+use crate::storage::{Family, PrivateKey, Store, StoreError, TileKey, Width, WriterLock};
+use crate::tiles::{self, TILE_WIDTH};
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// One step of an append (`spec/log.md`, "The append protocol"), named
+/// for what it makes true; each says what a crash right after it leaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Step {
+    /// Step 2: Leaf hashes, dedup, the new leaves pushed onto a copy of the
+    /// tree edge. A crash after it leaves nothing new.
+    Integrate,
+    /// Step 3: Every entry bundle and hash tile touched by the new leaves built
+    /// whole, in memory. A crash after it leaves nothing new.
+    Tiles,
+    /// Step 4: Every tile durable under its name (file fsynced and renamed,
+    /// then each directory that gained a name fsynced), create-only; at
+    /// the same time the new dedup run durable, unnamed. A crash after it
+    /// leaves tiles past the checkpoint and a staged run: repair removes
+    /// both.
+    Write,
+    /// Step 5: The dedup run named. A crash after it leaves a run ending past
+    /// the checkpoint beside the runs it absorbed: repair removes it.
+    Index,
+    /// Step 6: The new checkpoint signed and kept as `.rcpt/checkpoints/<size>`.
+    /// A crash after it leaves a kept checkpoint past the published one:
+    /// `check` reports it, repair removes it.
+    Keep,
+    /// Step 7: The checkpoint replaced by compare-and-swap: the batch is
+    /// published, and everything it names is durable. A crash after it
+    /// leaves the runs the new one absorbed: repair removes them.
+    Publish,
+    /// Step 8: The absorbed runs removed. A crash after it (before the caller
+    /// reports) leaves a published batch nobody was told of: appending the
+    /// same entries again returns their indexes.
+    Retire,
+}
+
+/// Whether the writer may append.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// The store is as the truth says.
+    Ready,
+    /// An append failed part-way: repair before the next one.
+    NeedsRepair,
+    /// Another writer published, or the lock was lost: never write again.
+    Stopped(&'static str),
+}
+
+/// The new leaves of a batch after dedup (step 2).
+struct Batch<'a> {
+    /// Each entry's index (new or first), in batch order.
+    results: Vec<Appended>,
+    /// The new entries and their leaf hashes, in index order from the size.
+    fresh: Vec<&'a [u8]>,
+    leaves: Vec<Hash>,
+}
+
+/// The objects of a batch (step 3).
+struct Built {
+    frontier: Frontier,
+    tiles: Vec<(TileKey, Vec<u8>)>,
+}
+
+/// The single writer of a log: holds its lock, its dedup index, and the
+/// tree edge of the published checkpoint.
+#[derive(Debug)]
+pub struct LogWriter {
+    log: Log,
+    key: SigningKey,
+    frontier: Frontier,
+    index: Index,
+    lock: Box<dyn WriterLock>,
+    state: State,
+}
+
+/// Refuse a batch over the limits, or an empty or oversized entry, before any work.
+fn check_batch(entries: &[Vec<u8>]) -> Result<(), LogError> {
+    let bytes: usize = entries.iter().map(Vec::len).sum();
+    if entries.len() > MAX_APPEND_BATCH_ENTRIES || bytes > MAX_APPEND_BATCH_BYTES {
+        return Err(LogError::BatchTooLarge {
+            count: entries.len(),
+            bytes,
+        });
+    }
+    if let Some((position, e)) = entries
+        .iter()
+        .enumerate()
+        .find(|(_, e)| e.is_empty() || e.len() > MAX_ENTRY_BYTES)
+    {
+        return Err(LogError::EntrySize {
+            position,
+            len: e.len(),
+            max: MAX_ENTRY_BYTES,
+        });
+    }
+    Ok(())
+}
+
+/// The tiles an interrupted writer may have left past a tree of `size`
+/// leaves: every stored tile with more items than the tree holds at its
+/// level, among those an append from `size` can touch (one batch is at
+/// most `MAX_APPEND_BATCH_ENTRIES`, and repair runs at every open, so
+/// leftovers never reach further).
+fn tiles_past(store: &dyn Store, size: u64) -> Result<Vec<TileKey>, LogError> {
+    let reach = size.saturating_add(MAX_APPEND_BATCH_ENTRIES as u64);
+    let mut families = vec![Family::Entries];
+    for level in 0..=MAX_TILE_LEVEL {
+        match reach.checked_shr(8 * u32::from(level)) {
+            Some(n) if n > 0 => families.push(Family::Hashes(level)),
+            _ => break,
+        }
+    }
+    let mut past = Vec::new();
+    for family in families {
+        let shift = 8 * u32::from(family.level());
+        let items = size.checked_shr(shift).unwrap_or(0);
+        let top = reach.checked_shr(shift).unwrap_or(0);
+        for key in store.list_tiles(family, items / TILE_WIDTH, top / TILE_WIDTH)? {
+            let held = key.index().saturating_mul(TILE_WIDTH);
+            if held.saturating_add(key.width().items() as u64) > items {
+                past.push(key);
+            }
+        }
+    }
+    Ok(past)
+}
+
+/// Repair: undo what an interrupted writer left past the truth of `log`
+/// (the crash table of `spec/log.md`): the store's temporary files, kept
+/// checkpoints past the published size, tiles past it, the index of early
+/// versions. Idempotent; only a writer holding the lock calls it.
+fn repair(log: &Log) -> Result<(), LogError> {
+    let store = log.store();
+    store.clear_staging()?;
+    let unpublished: Vec<PrivateKey> = log
+        .kept_sizes()?
+        .into_iter()
+        .filter(|&s| s > log.size())
+        .map(PrivateKey::Checkpoint)
+        .collect();
+    store.remove_private(&unpublished)?;
+    store.remove_tiles(&tiles_past(&**store, log.size())?)?;
+    store.remove_private(&[PrivateKey::LegacyIndex])?;
+    Ok(())
+}
+
+impl LogWriter {
+    /// Open the log in the directory `dir` for appends
+    /// ([`LogWriter::open_store`]).
+    pub fn open(dir: &Path, key: &SigningKey, wait: bool) -> Result<LogWriter, LogError> {
+        LogWriter::open_store(Arc::new(PosixStore::new(dir)), key, wait)
+    }
+
+    /// Take the lock (waiting for another writer when `wait`), read the
+    /// truth, repair what an interrupted writer left past it, and rebuild
+    /// the tree edge and the dedup index.
+    pub fn open_store(
+        store: Arc<dyn Store>,
+        key: &SigningKey,
+        wait: bool,
+    ) -> Result<LogWriter, LogError> {
+        // A copy of the public files has no settings and takes no writer.
+        if Settings::read(&*store)?.is_none() {
+            let location = store.describe();
+            let max = crate::limits::MAX_NOTE_BYTES;
+            return Err(match store.read_checkpoint(max)? {
+                Some(_) => LogError::NotWritable { location },
+                None => LogError::NotALog { location },
+            });
+        }
+        // Lock: one writer at a time.
+        let lock = store.lock(wait).map_err(|e| match e {
+            StoreError::Locked { store, lock } => LogError::Locked { dir: store, lock },
+            other => other.into(),
+        })?;
+        // Truth: the published checkpoint, verified.
+        let log = Log::open_store(store, None)?;
+        if log.verifier().key != key.verifying_key() {
+            return Err(LogError::WrongKey {
+                origin: log.origin().to_string(),
+                expected: log.verifier().to_string(),
+            });
+        }
+        // Repair, then the tree edge and the index, from the truth.
+        repair(&log)?;
+        let frontier =
+            Frontier::from_reader(log.size(), &log.reader(log.size())).map_err(proof_error)?;
+        let index = Index::open_writer(Arc::clone(log.store()), log.size())?;
+        let mut writer = LogWriter {
+            log,
+            key: key.clone(),
+            frontier,
+            index,
+            lock,
+            state: State::Ready,
+        };
+        writer.catch_up_index()?;
+        Ok(writer)
+    }
+
+    /// The log as it stands after the last append.
+    pub fn log(&self) -> &Log {
+        &self.log
+    }
+
+    /// Append a batch of entries durably, publish the new checkpoint, then return.
+    ///
+    /// Each entry gets its index: a new one, or the first index of the same
+    /// entry bytes already logged (or earlier in this batch). A batch of
+    /// only duplicates publishes nothing. After a failure the next call
+    /// repairs first; after [`LogError::Stopped`] (another writer
+    /// published, or the lock was lost) every call fails.
+    pub fn append(&mut self, entries: &[Vec<u8>]) -> Result<Vec<Appended>, LogError> {
+        self.append_until(entries, None)
+    }
+
+    /// Run an append up to and including `step`, then drop the writer as a
+    /// crash there would: for tests of the crash table (`spec/log.md`).
+    #[doc(hidden)]
+    pub fn append_interrupted(mut self, entries: &[Vec<u8>], step: Step) -> Result<(), LogError> {
+        match self.append_until(entries, Some(step)) {
+            Ok(_) | Err(LogError::Interrupted(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn append_until(
+        &mut self,
+        entries: &[Vec<u8>],
+        stop: Option<Step>,
+    ) -> Result<Vec<Appended>, LogError> {
+        self.ready()?;
+        check_batch(entries)?;
+        let halt = |step: Step| match stop {
+            Some(s) if s == step => Err(LogError::Interrupted(step)),
+            _ => Ok(()),
+        };
+        let batch = self.integrate(entries)?;
+        halt(Step::Integrate)?;
+        if batch.fresh.is_empty() {
+            return Ok(batch.results);
+        }
+        let published = self.publish_batch(&batch, &halt);
+        if let Err(e) = &published {
+            self.state = match e {
+                LogError::Store(StoreError::CheckpointMoved) => {
+                    State::Stopped("another writer published")
+                }
+                LogError::Stopped { reason } => State::Stopped(reason),
+                _ => State::NeedsRepair,
+            };
+        }
+        published.map(|()| batch.results)
+    }
+
+    /// Steps 3 to 8 for the new leaves of `batch`.
+    fn publish_batch(
+        &mut self,
+        batch: &Batch<'_>,
+        halt: &dyn Fn(Step) -> Result<(), LogError>,
+    ) -> Result<(), LogError> {
+        let built = self.build_tiles(batch)?;
+        halt(Step::Tiles)?;
+        let prepared = self.write(&built, &batch.leaves)?;
+        halt(Step::Write)?;
+        let installed = self.index.install(prepared)?;
+        halt(Step::Index)?;
+        let checkpoint = self.keep(&built.frontier)?;
+        halt(Step::Keep)?;
+        self.publish(built.frontier, checkpoint)?;
+        halt(Step::Publish)?;
+        self.index.retire(installed)?;
+        halt(Step::Retire)
+    }
+
+    /// Before an append: refuse a stopped writer; after a failed append,
+    /// repair (if the truth is still the one this writer holds).
+    fn ready(&mut self) -> Result<(), LogError> {
+        match self.state {
+            State::Ready => Ok(()),
+            State::Stopped(reason) => Err(LogError::Stopped { reason }),
+            State::NeedsRepair => {
+                self.lock.check()?;
+                let store = Arc::clone(self.log.store());
+                let now = store.read_checkpoint(crate::limits::MAX_NOTE_BYTES)?;
+                if now.map(|v| v.version).as_ref() != Some(&self.log.version) {
+                    self.state = State::Stopped("another writer published");
+                    return Err(LogError::Stopped {
+                        reason: "another writer published",
+                    });
+                }
+                repair(&self.log)?;
+                self.index = Index::open_writer(store, self.log.size())?;
+                self.catch_up_index()?;
+                self.state = State::Ready;
+                Ok(())
+            }
+        }
+    }
+
+    /// Step 2: leaf hashes (in parallel), dedup (within the batch, then
+    /// the index hints confirmed against the entries), new indexes.
+    fn integrate<'a>(&self, entries: &'a [Vec<u8>]) -> Result<Batch<'a>, LogError> {
+        let leaves: Vec<Hash> = entries.par_iter().map(|e| merkle::leaf_hash(e)).collect();
+        let hints = self.index.get_many(&leaves)?;
+        let old = self.log.size();
+        let mut seen: HashMap<Hash, u64> = HashMap::new();
+        let mut batch = Batch {
+            results: Vec::with_capacity(entries.len()),
+            fresh: Vec::new(),
+            leaves: Vec::new(),
+        };
+        let mut h = 0;
+        for (pos, (entry, leaf)) in entries.iter().zip(&leaves).enumerate() {
+            // The hints of this position (sorted by position, then index).
+            let from = h;
+            while hints.get(h).is_some_and(|c| c.0 == pos) {
+                h += 1;
+            }
+            let first = match seen.get(leaf) {
+                Some(&index) => Some(index),
+                None => self.confirmed(hints.get(from..h).unwrap_or_default(), leaf)?,
+            };
+            if let Some(index) = first {
+                batch.results.push(Appended { index, new: false });
+                continue;
+            }
+            let index = old + batch.fresh.len() as u64;
+            seen.insert(*leaf, index);
+            batch.fresh.push(entry);
+            batch.leaves.push(*leaf);
+            batch.results.push(Appended { index, new: true });
+        }
+        Ok(batch)
+    }
+
+    /// The first hint `(position, index)` the log confirms for `leaf`.
+    fn confirmed(&self, hints: &[(usize, u64)], leaf: &Hash) -> Result<Option<u64>, LogError> {
+        for &(_, index) in hints {
+            if self.log.confirm(index, leaf)? {
+                return Ok(Some(index));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Step 3: push the new leaves onto a copy of the tree edge, collect
+    /// the hash tiles they complete or extend, and build every entry
+    /// bundle they touch (the first of each starts from the stored partial
+    /// tile of the old size).
+    fn build_tiles(&self, batch: &Batch<'_>) -> Result<Built, LogError> {
+        let store = &**self.log.store();
+        let old = self.log.size();
+        let mut frontier = self.frontier.clone();
+        let mut builder = TileBuilder::new(old, |key| tiles::read_hash_tile(store, key))?;
+        for leaf in &batch.leaves {
+            frontier
+                .push(*leaf, |id, h| builder.node(id, h))
+                .map_err(LogError::Full)?;
+        }
+        let mut built = self.entry_bundles(&batch.fresh)?;
+        let hash_tiles = builder
+            .take_full()
+            .into_iter()
+            .chain(builder.take_partial());
+        built.extend(hash_tiles.map(|t| (t.key, t.bytes())));
+        Ok(Built {
+            frontier,
+            tiles: built,
+        })
+    }
+
+    /// The entry bundles touched by appending `new` (entries `old..`).
+    fn entry_bundles(&self, new: &[&[u8]]) -> Result<Vec<(TileKey, Vec<u8>)>, LogError> {
+        let old = self.log.size();
+        let end = old + new.len() as u64;
+        let first = old / TILE_WIDTH;
+        let prefix = match Width::of(first, old) {
+            Some(w @ Width::Partial(_)) => {
+                tiles::read_entry_bundle(&**self.log.store(), &TileKey::entries(first, w))?
+            }
+            _ => Vec::new(),
+        };
+        let mut out = Vec::new();
+        for t in first..end.div_ceil(TILE_WIDTH) {
+            let Some(width) = Width::of(t, end) else {
+                break;
+            };
+            let lo = (t * TILE_WIDTH).max(old) - old;
+            let hi = ((t + 1) * TILE_WIDTH).min(end) - old;
+            // lo <= hi <= new.len() by construction; get() keeps it panic-free.
+            let fresh = new.get(lo as usize..hi as usize).unwrap_or_default();
+            let old_part = if t == first { prefix.as_slice() } else { &[] };
+            let all = old_part
+                .iter()
+                .map(Vec::as_slice)
+                .chain(fresh.iter().copied());
+            out.push((TileKey::entries(t, width), tiles::encode_entry_bundle(all)?));
+        }
+        Ok(out)
+    }
+
+    /// Step 4: every tile durable under its name (create-only) and, on
+    /// another thread at the same time, the new dedup run durable.
+    fn write(&self, built: &Built, leaves: &[Hash]) -> Result<Prepared, LogError> {
+        let old = self.log.size();
+        let store = &**self.log.store();
+        let (written, prepared) = std::thread::scope(|s| {
+            let run = s.spawn(|| self.index.prepare(old, leaves));
+            let written = store.create_tiles(&built.tiles);
+            let prepared = run
+                .join()
+                .unwrap_or(Err(LogError::Store(StoreError::Thread)));
+            (written, prepared)
+        });
+        written?;
+        prepared
+    }
+
+    /// Step 6: sign the new checkpoint and keep it.
+    fn keep(&self, frontier: &Frontier) -> Result<String, LogError> {
+        let checkpoint = sign_checkpoint(
+            self.log.origin(),
+            frontier.size(),
+            frontier.root(),
+            &self.key,
+        )?;
+        let kept = PrivateKey::Checkpoint(frontier.size());
+        self.log
+            .store()
+            .write_private(&kept, checkpoint.as_bytes())?;
+        Ok(checkpoint)
+    }
+
+    /// Step 7: publish by compare-and-swap on the version this writer
+    /// holds (the lock still held), then take the new tree as the truth.
+    fn publish(&mut self, frontier: Frontier, checkpoint: String) -> Result<(), LogError> {
+        if self.lock.check().is_err() {
+            return Err(LogError::Stopped {
+                reason: "the writer lock was lost",
+            });
+        }
+        let version = self
+            .log
+            .store()
+            .replace_checkpoint(Some(&self.log.version), checkpoint.as_bytes())?;
+        self.log.size = frontier.size();
+        self.log.root = frontier.root();
+        self.log.checkpoint = checkpoint;
+        self.log.version = version;
+        self.frontier = frontier;
+        Ok(())
+    }
+
+    /// Bring a lost or stale dedup index up to the truth, from the entries
+    /// (the index is never ahead of the truth it is checked against).
+    fn catch_up_index(&mut self) -> Result<(), LogError> {
+        let size = self.log.size();
+        let from = self.index.indexed_size();
+        if from >= size {
+            return Ok(());
+        }
+        let mut pending: Vec<Hash> = Vec::new();
+        let mut pending_first = from;
+        let (log, index) = (&self.log, &mut self.index);
+        log.for_each_bundle(from, size, |first, entries| {
+            pending.par_extend(entries.par_iter().map(|e| merkle::leaf_hash(e)));
+            if pending.len() >= MAX_APPEND_BATCH_ENTRIES {
+                add_run(index, pending_first, &std::mem::take(&mut pending))?;
+                pending_first = first + entries.len() as u64;
+            }
+            Ok(())
+        })?;
+        if pending.is_empty() {
+            return Ok(());
+        }
+        add_run(index, pending_first, &pending)
+    }
+}
+
+/// Add the run of `leaves` (indexes `first..`, all published) to the index.
+fn add_run(index: &mut Index, first: u64, leaves: &[Hash]) -> Result<(), LogError> {
+    let prepared = index.prepare(first, leaves)?;
+    let installed = index.install(prepared)?;
+    index.retire(installed)
+}

@@ -1,0 +1,326 @@
+//! storage: where a log's bytes live, behind one interface.
+//!
+//! Boundary: every read and write of a log's tiles, entry bundles,
+//! checkpoint and private state goes through [`Store`] (or, for a source
+//! that only serves public objects, [`PublicRead`]). The log decides what
+//! to write and in which order (`spec/log.md`); a store decides only how
+//! bytes become durable where it keeps them. Nothing here knows what a
+//! hash or a checkpoint means. The contract every implementation keeps is
+//! `spec/storage.md`, and [`contract`] tests it through the trait, so a
+//! second backend runs the same tests.
+//!
+//! Implementations: [`posix::PosixStore`], a directory (the first, and the
+//! model: temporary file, fsync, rename, fsync the directory);
+//! [`PublicOnly`], any [`PublicRead`] (a mirror's HTTP source, a copy of the
+//! public files) as a read-only store with no private state. An object
+//! store is one more: its immutable writes are `If-None-Match: *` PUTs,
+//! its checkpoint replacement an `If-Match` PUT on the ETag, its private
+//! objects live under `PREFIX/.rcpt/`.
+
+pub mod contract;
+pub mod key;
+pub mod posix;
+
+pub use key::{Family, PrivateDir, PrivateKey, PublicKey, TileKey, Width};
+
+/// Why a storage operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// An I/O operation on `what` (a file, directory or object) failed.
+    #[error("{what}")]
+    Io {
+        /// The file, directory or object.
+        what: String,
+        /// The OS or transport error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The device holding the log is full.
+    #[error(
+        "no space left on the device holding {what}; free some space and run the \
+         append again (the log is unchanged: its checkpoint names only durable files)"
+    )]
+    NoSpace {
+        /// The file being written.
+        what: String,
+    },
+    /// The store is on a read-only file system.
+    #[error(
+        "{what} is on a read-only file system; appending needs write access to the log \
+         directory (remount it read-write, or copy the log)"
+    )]
+    ReadOnlyFs {
+        /// The file or directory that could not be written.
+        what: String,
+    },
+    /// An object is larger than the caller's limit for its kind.
+    #[error("{what} is over {max} bytes; it is not a file this log wrote")]
+    TooLarge {
+        /// The object.
+        what: String,
+        /// The limit.
+        max: usize,
+    },
+    /// An immutable object already holds other bytes (a create-only
+    /// write met a different object: another writer, or a damaged log).
+    #[error(
+        "{key} already holds different bytes; an immutable object is never replaced \
+         (is another writer using this log?)"
+    )]
+    Conflict {
+        /// The object.
+        key: TileKey,
+    },
+    /// The checkpoint is not the version the writer read: another writer
+    /// published in between, so this one must stop.
+    #[error(
+        "the checkpoint changed since this writer read it (another writer published); \
+         stopping without publishing"
+    )]
+    CheckpointMoved,
+    /// Another writer holds the lock.
+    #[error(
+        "another rcpt process is writing to {store} (lock {lock} is held); \
+         retry when it finishes, or pass --wait"
+    )]
+    Locked {
+        /// The store (log directory).
+        store: String,
+        /// The lock (file or object).
+        lock: String,
+    },
+    /// The store serves public objects only.
+    #[error("{store} is read-only here (public files only); writing needs the log itself")]
+    ReadOnly {
+        /// The store.
+        store: String,
+    },
+    /// A private name that is not one path element.
+    #[error("{0:?} is not a private object name")]
+    BadName(String),
+    /// A writing thread stopped unexpectedly.
+    #[error("a file-writing thread stopped unexpectedly; run the append again")]
+    Thread,
+}
+
+impl StoreError {
+    /// True when the error says the object does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// An opaque token for one version of the checkpoint (an object store's
+/// ETag; for a directory, a digest of the bytes). Compare-and-swap
+/// replaces the checkpoint only if it is still this version.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Version(pub String);
+
+/// The published checkpoint as read, with its version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Versioned {
+    /// The checkpoint bytes.
+    pub bytes: Vec<u8>,
+    /// Their version, for [`Store::replace_checkpoint`].
+    pub version: Version,
+}
+
+/// What a read-only source of a log must provide: its public objects.
+/// An HTTP mirror source, a copy of the public files, a directory.
+pub trait PublicRead: Send + Sync + std::fmt::Debug {
+    /// Where the objects are, for messages (a directory, a URL).
+    fn describe(&self) -> String;
+
+    /// The object `key`, at most `max` bytes: `Ok(None)` when it does not
+    /// exist, [`StoreError::TooLarge`] when it is longer (read no further
+    /// than `max + 1` bytes).
+    fn read(&self, key: &PublicKey, max: usize) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// The checkpoint (at most `max` bytes) with its version.
+    fn read_checkpoint(&self, max: usize) -> Result<Option<Versioned>, StoreError>;
+}
+
+/// Random-access reads of one private object (a dedup run).
+pub trait RandomRead: Send + Sync {
+    /// Its length in bytes.
+    fn len(&self) -> u64;
+    /// True when it holds no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Fill `buf` from `offset`; fails if the object ends first.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), StoreError>;
+}
+
+/// A private object being written: positional writes, then [`finish`],
+/// which makes it durable under no name yet.
+///
+/// [`finish`]: StagedWrite::finish
+pub trait StagedWrite: Send {
+    /// Write `bytes` at `offset`.
+    fn write_at(&mut self, bytes: &[u8], offset: u64) -> Result<(), StoreError>;
+    /// Make the whole object durable; [`Store::install_private`] names it.
+    fn finish(self: Box<Self>) -> Result<Staged, StoreError>;
+}
+
+/// A durable private object waiting for its name.
+#[derive(Debug)]
+pub struct Staged {
+    /// The store's temporary name for it.
+    pub temp: String,
+}
+
+/// The writer's exclusive hold on a log (a file lock, a lease object).
+/// Dropping it releases the hold.
+pub trait WriterLock: Send + Sync + std::fmt::Debug {
+    /// Fail if the hold was lost (a lease expired): a writer checks this
+    /// before it publishes. A file lock is never lost while held.
+    fn check(&self) -> Result<(), StoreError>;
+}
+
+/// Where a log lives: its public objects, its private state, and the one
+/// writer's lock. The contract is `spec/storage.md`; in short:
+///
+/// - reads are capped ([`PublicRead::read`]);
+/// - [`Store::create_tiles`] is create-only: an object that exists with
+///   the same bytes is a retried write and succeeds, one with different
+///   bytes is [`StoreError::Conflict`]; on return every object is durable;
+/// - the checkpoint changes only by [`Store::replace_checkpoint`], a
+///   compare-and-swap on the [`Version`] read;
+/// - private objects are replaced whole and durably.
+pub trait Store: PublicRead {
+    /// True when the store holds nothing yet (a new log may be made here).
+    fn is_empty(&self) -> Result<bool, StoreError>;
+
+    /// Write immutable objects, each create-only (same bytes: success;
+    /// other bytes: [`StoreError::Conflict`]). On return every object is
+    /// durable under its name (a directory: each file fsynced and renamed,
+    /// then each directory that gained a name fsynced).
+    fn create_tiles(&self, objects: &[(TileKey, Vec<u8>)]) -> Result<(), StoreError>;
+
+    /// Every stored tile of `family` with an index in `from..=to`, full and
+    /// partial, in no particular order (for the writer's repair).
+    fn list_tiles(&self, family: Family, from: u64, to: u64) -> Result<Vec<TileKey>, StoreError>;
+
+    /// Remove tiles (absent ones are fine). Only the writer's repair calls
+    /// this, for tiles past the published checkpoint. A removal need not be
+    /// durable on return: one lost in a crash is repeated by the next repair.
+    fn remove_tiles(&self, keys: &[TileKey]) -> Result<(), StoreError>;
+
+    /// Replace the checkpoint with `bytes` if it is still version
+    /// `expected` (`None`: only if there is none), durably; else
+    /// [`StoreError::CheckpointMoved`]. Returns the new version.
+    fn replace_checkpoint(
+        &self,
+        expected: Option<&Version>,
+        bytes: &[u8],
+    ) -> Result<Version, StoreError>;
+
+    /// The private object `key`, at most `max` bytes (`Ok(None)`: absent).
+    fn read_private(&self, key: &PrivateKey, max: usize) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Replace the private object `key` with `bytes`, whole and durably.
+    fn write_private(&self, key: &PrivateKey, bytes: &[u8]) -> Result<(), StoreError>;
+
+    /// Remove private objects (absent ones are fine). Need not be durable
+    /// on return: every removal the log makes is repeated by the next
+    /// writer's repair if a crash loses it.
+    fn remove_private(&self, keys: &[PrivateKey]) -> Result<(), StoreError>;
+
+    /// The objects in a private directory, sorted by name.
+    fn list_private(&self, dir: PrivateDir) -> Result<Vec<PrivateKey>, StoreError>;
+
+    /// Random-access reads of a private object (`Ok(None)`: absent).
+    fn open_private(&self, key: &PrivateKey) -> Result<Option<Box<dyn RandomRead>>, StoreError>;
+
+    /// Begin writing a private object that [`Store::install_private`]
+    /// will name once it is durable.
+    fn stage_private(&self) -> Result<Box<dyn StagedWrite>, StoreError>;
+
+    /// Give a staged object its name, durably (replacing any object of
+    /// that name).
+    fn install_private(&self, staged: Staged, key: &PrivateKey) -> Result<(), StoreError>;
+
+    /// Take the writer's lock: wait for it when `wait`, else fail at once
+    /// with [`StoreError::Locked`].
+    fn lock(&self, wait: bool) -> Result<Box<dyn WriterLock>, StoreError>;
+
+    /// Drop what an interrupted writer left in the store's own staging
+    /// area (temporary files). Called by a writer holding the lock.
+    fn clear_staging(&self) -> Result<(), StoreError>;
+}
+
+/// A [`PublicRead`] as a [`Store`] with no private state that refuses
+/// every write: a log read from its public files alone (`spec/log.md`,
+/// "Reading a copy").
+#[derive(Debug)]
+pub struct PublicOnly<R>(pub R);
+
+impl<R: PublicRead> PublicOnly<R> {
+    fn refuse<T>(&self) -> Result<T, StoreError> {
+        Err(StoreError::ReadOnly {
+            store: self.0.describe(),
+        })
+    }
+}
+
+impl<R: PublicRead> PublicRead for PublicOnly<R> {
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+    fn read(&self, key: &PublicKey, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
+        self.0.read(key, max)
+    }
+    fn read_checkpoint(&self, max: usize) -> Result<Option<Versioned>, StoreError> {
+        self.0.read_checkpoint(max)
+    }
+}
+
+impl<R: PublicRead> Store for PublicOnly<R> {
+    fn is_empty(&self) -> Result<bool, StoreError> {
+        Ok(self
+            .0
+            .read_checkpoint(crate::limits::MAX_NOTE_BYTES)?
+            .is_none())
+    }
+    fn create_tiles(&self, _: &[(TileKey, Vec<u8>)]) -> Result<(), StoreError> {
+        self.refuse()
+    }
+    fn list_tiles(&self, _: Family, _: u64, _: u64) -> Result<Vec<TileKey>, StoreError> {
+        self.refuse()
+    }
+    fn remove_tiles(&self, _: &[TileKey]) -> Result<(), StoreError> {
+        self.refuse()
+    }
+    fn replace_checkpoint(&self, _: Option<&Version>, _: &[u8]) -> Result<Version, StoreError> {
+        self.refuse()
+    }
+    fn read_private(&self, _: &PrivateKey, _: usize) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(None)
+    }
+    fn write_private(&self, _: &PrivateKey, _: &[u8]) -> Result<(), StoreError> {
+        self.refuse()
+    }
+    fn remove_private(&self, _: &[PrivateKey]) -> Result<(), StoreError> {
+        self.refuse()
+    }
+    fn list_private(&self, _: PrivateDir) -> Result<Vec<PrivateKey>, StoreError> {
+        Ok(Vec::new())
+    }
+    fn open_private(&self, _: &PrivateKey) -> Result<Option<Box<dyn RandomRead>>, StoreError> {
+        Ok(None)
+    }
+    fn stage_private(&self) -> Result<Box<dyn StagedWrite>, StoreError> {
+        self.refuse()
+    }
+    fn install_private(&self, _: Staged, _: &PrivateKey) -> Result<(), StoreError> {
+        self.refuse()
+    }
+    fn lock(&self, _: bool) -> Result<Box<dyn WriterLock>, StoreError> {
+        self.refuse()
+    }
+    fn clear_staging(&self) -> Result<(), StoreError> {
+        self.refuse()
+    }
+}

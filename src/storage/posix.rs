@@ -1,0 +1,602 @@
+//! posix: a log in a directory. The public objects are files at their
+//! tlog-tiles paths (servable as static files); private state is under
+//! `DIR/.rcpt/`; temporary files under `DIR/.rcpt/tmp/`.
+//!
+//! The two file-system moves everything is built from live here, once:
+//! [`read_capped`] (never more than the limit plus one byte, never a FIFO,
+//! a device or a symlink) and [`write_durable`] (a new temporary file,
+//! fsync, rename over the name; the temporary file removed on failure);
+//! the caller then fsyncs the directories that gained a name
+//! ([`sync_dirs`]). A rename is atomic, so a reader sees the old file or
+//! the whole new one, never half of one.
+//!
+//! Create-only tile writes and the checkpoint's compare-and-swap are a
+//! look before the rename; they are exact because one writer holds the
+//! lock (`DIR/.rcpt/lock`, an `flock` released when its holder dies).
+
+use super::{
+    Family, PrivateDir, PrivateKey, PublicKey, PublicRead, RandomRead, Staged, StagedWrite, Store,
+    StoreError, TileKey, Version, Versioned, WriterLock,
+};
+use rayon::prelude::*;
+use sha2::{Digest as _, Sha256};
+use std::collections::BTreeSet;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Private state directory, relative to the log directory.
+pub const PRIVATE_DIR: &str = ".rcpt";
+/// Threads that write and fsync tile files at once: fsync waits on the
+/// device, not the CPU, so more threads than cores keep the device busy.
+const WRITE_THREADS: usize = 16;
+
+/// Counter that makes temporary file names unique within this process.
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A log directory.
+#[derive(Clone, Debug)]
+pub struct PosixStore {
+    root: PathBuf,
+}
+
+/// Map an I/O error on `path` to a [`StoreError`] (full and read-only
+/// file systems get their own variants).
+pub fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| {
+        let what = path.display().to_string();
+        match source.kind() {
+            std::io::ErrorKind::StorageFull => StoreError::NoSpace { what },
+            std::io::ErrorKind::ReadOnlyFilesystem => StoreError::ReadOnlyFs { what },
+            _ => StoreError::Io { what, source },
+        }
+    }
+}
+
+/// Read a whole regular file of at most `max` bytes: `Ok(None)` when it
+/// does not exist, [`StoreError::TooLarge`] when longer (at most `max + 1`
+/// bytes are read, whatever the file's metadata says). A symlink, a FIFO,
+/// a device or a directory is refused before it is opened, so a read never
+/// waits on a pipe and never leaves the directory.
+pub fn read_capped(path: &Path, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err(path)(e)),
+    };
+    if !meta.file_type().is_file() {
+        let kind =
+            std::io::Error::other("not a regular file (a symlink, directory, FIFO or device)");
+        return Err(io_err(path)(kind));
+    }
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err(path)(e)),
+    };
+    // The length is a capacity hint only; the cap is the read itself.
+    let hint = usize::try_from(meta.len()).unwrap_or(max).min(max);
+    let mut bytes = Vec::with_capacity(hint.saturating_add(1));
+    let cap = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
+    file.take(cap)
+        .read_to_end(&mut bytes)
+        .map_err(io_err(path))?;
+    if bytes.len() > max {
+        return Err(StoreError::TooLarge {
+            what: path.display().to_string(),
+            max,
+        });
+    }
+    Ok(Some(bytes))
+}
+
+/// A fresh temporary file in `tmp_dir`, created exclusively.
+fn create_temp(tmp_dir: &Path) -> Result<(File, PathBuf), StoreError> {
+    loop {
+        let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let path = tmp_dir.join(format!("{}-{n}", std::process::id()));
+        match OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(f) => return Ok((f, path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !tmp_dir.is_dir() => {
+                std::fs::create_dir_all(tmp_dir).map_err(io_err(tmp_dir))?;
+            }
+            Err(e) => return Err(io_err(&path)(e)),
+        }
+    }
+}
+
+/// Write `bytes` to a new file in `tmp_dir`, fsync it, and rename it to
+/// `dest` (creating `dest`'s parent directories). On failure the temporary
+/// file is removed. The caller fsyncs the directories that gained a name
+/// ([`sync_dirs`]) before relying on `dest`.
+pub fn write_durable(tmp_dir: &Path, dest: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let (mut file, tmp) = create_temp(tmp_dir)?;
+    let written = (|| {
+        file.write_all(bytes).map_err(io_err(&tmp))?;
+        file.sync_all().map_err(io_err(&tmp))?;
+        drop(file);
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent).map_err(io_err(parent))?;
+        }
+        std::fs::rename(&tmp, dest).map_err(io_err(dest))
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// fsync one directory, so that the names created or renamed in it last.
+pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err(dir))
+}
+
+/// fsync the parent directory of every path in `files`, and each of their
+/// ancestors up to and including `root` (a directory made by an earlier,
+/// interrupted writer may not be durable in its parent yet). Each
+/// directory is synced once, from several threads.
+pub fn sync_dirs<'a>(
+    root: &Path,
+    files: impl IntoIterator<Item = &'a Path>,
+) -> Result<(), StoreError> {
+    let mut dirs = BTreeSet::new();
+    for file in files {
+        let mut cur = file.parent();
+        while let Some(dir) = cur {
+            if !dir.starts_with(root) || !dirs.insert(dir.to_path_buf()) {
+                break;
+            }
+            cur = dir.parent();
+        }
+    }
+    dirs.par_iter().try_for_each(|d| sync_dir(d))
+}
+
+/// Run `f` on every item from [`WRITE_THREADS`] threads; the first error wins.
+fn parallel<T: Sync>(
+    items: &[T],
+    f: impl Fn(&T) -> Result<(), StoreError> + Sync,
+) -> Result<(), StoreError> {
+    let next = AtomicU64::new(0);
+    let threads = WRITE_THREADS.min(items.len()).max(1);
+    let results: Vec<Result<(), StoreError>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    loop {
+                        let k = next.fetch_add(1, Ordering::Relaxed) as usize;
+                        let Some(item) = items.get(k) else {
+                            return Ok(());
+                        };
+                        f(item)?;
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or(Err(StoreError::Thread)))
+            .collect()
+    });
+    results.into_iter().collect()
+}
+
+/// The path of the tiles of index group `group` (index / 1000): every
+/// element of `encode_index(group)` with its `x`.
+fn group_dir(group: u64) -> String {
+    if group == 0 {
+        return String::new();
+    }
+    super::key::encode_index(group)
+        .split('/')
+        .map(|e| {
+            if e.starts_with('x') {
+                e.to_string()
+            } else {
+                format!("x{e}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// File names in `dir` (none when it does not exist); names that are not
+/// UTF-8 are skipped (no key can name them).
+fn names(dir: &Path) -> Result<Vec<String>, StoreError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_err(dir)(e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(io_err(dir))?;
+        if let Ok(name) = entry.file_name().into_string() {
+            out.push(name);
+        }
+    }
+    Ok(out)
+}
+
+/// The version of checkpoint bytes: hex SHA-256.
+fn version_of(bytes: &[u8]) -> Version {
+    let digest = Sha256::digest(bytes);
+    Version(digest.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The largest checkpoint a compare-and-swap reads to learn its version.
+const CHECKPOINT_READ_MAX: usize = crate::limits::MAX_NOTE_BYTES;
+
+impl PosixStore {
+    /// The store of the log directory `root` (nothing is touched yet).
+    pub fn new(root: &Path) -> PosixStore {
+        PosixStore {
+            root: root.to_path_buf(),
+        }
+    }
+
+    /// The log directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `DIR/.rcpt/`.
+    pub fn private_dir(&self) -> PathBuf {
+        self.root.join(PRIVATE_DIR)
+    }
+
+    /// `DIR/.rcpt/tmp/`.
+    fn tmp(&self) -> PathBuf {
+        self.private_dir().join("tmp")
+    }
+
+    /// The file of a public object.
+    pub fn public_path(&self, key: &PublicKey) -> PathBuf {
+        self.root.join(key.path())
+    }
+
+    /// The file of a private object.
+    pub fn private_path(&self, key: &PrivateKey) -> PathBuf {
+        self.private_dir().join(key.path())
+    }
+
+    /// `DIR/.rcpt/lock`.
+    pub fn lock_path(&self) -> PathBuf {
+        self.private_dir().join("lock")
+    }
+
+    /// Write one tile create-only (see [`Store::create_tiles`]).
+    fn create_tile(&self, key: &TileKey, bytes: &[u8]) -> Result<(), StoreError> {
+        let dest = self.public_path(&PublicKey::Tile(*key));
+        match read_capped(&dest, bytes.len()) {
+            Ok(None) => write_durable(&self.tmp(), &dest, bytes),
+            Ok(Some(old)) if old == bytes => Ok(()),
+            Ok(Some(_)) | Err(StoreError::TooLarge { .. }) => {
+                Err(StoreError::Conflict { key: *key })
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl PublicRead for PosixStore {
+    fn describe(&self) -> String {
+        self.root.display().to_string()
+    }
+
+    fn read(&self, key: &PublicKey, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
+        read_capped(&self.public_path(key), max)
+    }
+
+    fn read_checkpoint(&self, max: usize) -> Result<Option<Versioned>, StoreError> {
+        let bytes = self.read(&PublicKey::Checkpoint, max)?;
+        Ok(bytes.map(|bytes| Versioned {
+            version: version_of(&bytes),
+            bytes,
+        }))
+    }
+}
+
+/// A private file open for random-access reads.
+struct PosixRead {
+    file: File,
+    len: u64,
+    path: PathBuf,
+}
+
+impl RandomRead for PosixRead {
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), StoreError> {
+        self.file
+            .read_exact_at(buf, offset)
+            .map_err(io_err(&self.path))
+    }
+}
+
+/// A private file being written in `.rcpt/tmp/`.
+struct PosixStaged {
+    file: File,
+    path: PathBuf,
+}
+
+impl StagedWrite for PosixStaged {
+    fn write_at(&mut self, bytes: &[u8], offset: u64) -> Result<(), StoreError> {
+        self.file
+            .write_all_at(bytes, offset)
+            .map_err(io_err(&self.path))
+    }
+    fn finish(self: Box<Self>) -> Result<Staged, StoreError> {
+        self.file.sync_all().map_err(io_err(&self.path))?;
+        let temp = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(Staged { temp })
+    }
+}
+
+/// The held `flock` of `DIR/.rcpt/lock`; released when dropped or when
+/// the process dies.
+#[derive(Debug)]
+struct FileLock {
+    _file: File,
+}
+
+impl WriterLock for FileLock {
+    fn check(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+impl Store for PosixStore {
+    fn is_empty(&self) -> Result<bool, StoreError> {
+        match std::fs::read_dir(&self.root) {
+            Ok(mut entries) => Ok(entries.next().is_none()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+            Err(e) => Err(io_err(&self.root)(e)),
+        }
+    }
+
+    fn create_tiles(&self, objects: &[(TileKey, Vec<u8>)]) -> Result<(), StoreError> {
+        parallel(objects, |(key, bytes)| self.create_tile(key, bytes))?;
+        let paths: Vec<PathBuf> = objects
+            .iter()
+            .map(|(k, _)| self.public_path(&PublicKey::Tile(*k)))
+            .collect();
+        sync_dirs(&self.root, paths.iter().map(PathBuf::as_path))
+    }
+
+    fn list_tiles(&self, family: Family, from: u64, to: u64) -> Result<Vec<TileKey>, StoreError> {
+        let prefix = match family {
+            Family::Hashes(l) => format!("tile/{l}"),
+            Family::Entries => "tile/entries".to_string(),
+        };
+        let mut out = Vec::new();
+        for group in from / 1000..=to / 1000 {
+            let rel = [prefix.clone(), group_dir(group)]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join("/");
+            for name in names(&self.root.join(&rel))? {
+                let mut paths = vec![format!("{rel}/{name}")];
+                if let Some(stem) = name.strip_suffix(".p") {
+                    let widths = names(&self.root.join(&rel).join(&name))?;
+                    paths = widths
+                        .iter()
+                        .map(|w| format!("{rel}/{stem}.p/{w}"))
+                        .collect();
+                }
+                for p in paths {
+                    if let Some(PublicKey::Tile(t)) = PublicKey::from_path(&p)
+                        && t.family() == family
+                        && (from..=to).contains(&t.index())
+                    {
+                        out.push(t);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn remove_tiles(&self, keys: &[TileKey]) -> Result<(), StoreError> {
+        for key in keys {
+            let path = self.public_path(&PublicKey::Tile(*key));
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err(&path)(e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn replace_checkpoint(
+        &self,
+        expected: Option<&Version>,
+        bytes: &[u8],
+    ) -> Result<Version, StoreError> {
+        let current = self.read_checkpoint(CHECKPOINT_READ_MAX)?;
+        if current.as_ref().map(|c| &c.version) != expected {
+            return Err(StoreError::CheckpointMoved);
+        }
+        let path = self.public_path(&PublicKey::Checkpoint);
+        write_durable(&self.tmp(), &path, bytes)?;
+        sync_dir(&self.root)?;
+        Ok(version_of(bytes))
+    }
+
+    fn read_private(&self, key: &PrivateKey, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
+        read_capped(&self.private_path(key), max)
+    }
+
+    fn write_private(&self, key: &PrivateKey, bytes: &[u8]) -> Result<(), StoreError> {
+        let path = self.private_path(key);
+        let parent = path.parent().unwrap_or(&self.root).to_path_buf();
+        let made = !parent.is_dir();
+        write_durable(&self.tmp(), &path, bytes)?;
+        if made {
+            // A new directory is a name in its parent too.
+            sync_dirs(&self.root, [path.as_path()])
+        } else {
+            sync_dir(&parent)
+        }
+    }
+
+    fn remove_private(&self, keys: &[PrivateKey]) -> Result<(), StoreError> {
+        for key in keys {
+            let path = self.private_path(key);
+            let removed = match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.is_dir() => std::fs::remove_dir_all(&path),
+                Ok(_) => std::fs::remove_file(&path),
+                Err(e) => Err(e),
+            };
+            match removed {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err(&path)(e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn list_private(&self, dir: PrivateDir) -> Result<Vec<PrivateKey>, StoreError> {
+        let mut names = names(&self.private_dir().join(dir.path()))?;
+        names.sort();
+        Ok(names
+            .iter()
+            .filter_map(|n| PrivateKey::in_dir(dir, n))
+            .collect())
+    }
+
+    fn open_private(&self, key: &PrivateKey) -> Result<Option<Box<dyn RandomRead>>, StoreError> {
+        let path = self.private_path(key);
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err(&path)(e)),
+        };
+        let meta = file.metadata().map_err(io_err(&path))?;
+        if !meta.is_file() {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(PosixRead {
+            file,
+            len: meta.len(),
+            path,
+        })))
+    }
+
+    fn stage_private(&self) -> Result<Box<dyn StagedWrite>, StoreError> {
+        let (file, path) = create_temp(&self.tmp())?;
+        Ok(Box::new(PosixStaged { file, path }))
+    }
+
+    fn install_private(&self, staged: Staged, key: &PrivateKey) -> Result<(), StoreError> {
+        if staged.temp.is_empty() || staged.temp.contains('/') || staged.temp.starts_with('.') {
+            return Err(StoreError::BadName(staged.temp));
+        }
+        let tmp = self.tmp().join(&staged.temp);
+        let dest = self.private_path(key);
+        let parent = dest.parent().unwrap_or(&self.root).to_path_buf();
+        std::fs::create_dir_all(&parent).map_err(io_err(&parent))?;
+        std::fs::rename(&tmp, &dest).map_err(io_err(&dest))?;
+        sync_dir(&parent)
+    }
+
+    fn lock(&self, wait: bool) -> Result<Box<dyn WriterLock>, StoreError> {
+        let path = self.lock_path();
+        let dir = self.private_dir();
+        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        if wait {
+            file.lock().map_err(io_err(&path))?;
+        } else {
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(StoreError::Locked {
+                        store: self.describe(),
+                        lock: path.display().to_string(),
+                    });
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(io_err(&path)(e)),
+            }
+        }
+        Ok(Box::new(FileLock { _file: file }))
+    }
+
+    fn clear_staging(&self) -> Result<(), StoreError> {
+        let tmp = self.tmp();
+        std::fs::create_dir_all(&tmp).map_err(io_err(&tmp))?;
+        for name in names(&tmp)? {
+            let path = tmp.join(name);
+            std::fs::remove_file(&path).map_err(io_err(&path))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn the_contract_holds_for_a_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PosixStore::new(&tmp.path().join("log"));
+        super::super::contract::run(&store).unwrap();
+    }
+
+    #[test]
+    fn reads_refuse_fifos_and_symlinks_and_stop_at_the_cap() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("f");
+        std::fs::write(&p, [7u8; 10]).unwrap();
+        assert_eq!(read_capped(&p, 10).unwrap().unwrap().len(), 10);
+        assert!(matches!(
+            read_capped(&p, 9),
+            Err(StoreError::TooLarge { max: 9, .. })
+        ));
+        let link = tmp.path().join("l");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        assert!(matches!(read_capped(&link, 10), Err(StoreError::Io { .. })));
+        let fifo = tmp.path().join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            assert!(matches!(read_capped(&fifo, 10), Err(StoreError::Io { .. })));
+        }
+        assert!(
+            read_capped(&tmp.path().join("absent"), 10)
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_temporary_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = tmp.path().join("tmp");
+        std::fs::create_dir(&t).unwrap();
+        // The destination's parent is a file: the rename cannot happen.
+        std::fs::write(tmp.path().join("file"), b"x").unwrap();
+        let dest = tmp.path().join("file/child");
+        assert!(write_durable(&t, &dest, b"bytes").is_err());
+        assert_eq!(std::fs::read_dir(&t).unwrap().count(), 0);
+    }
+}
