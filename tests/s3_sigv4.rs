@@ -5,7 +5,12 @@
 //! sign and signature byte for byte. The harness walks the directory, so no
 //! case can be skipped by forgetting to list it.
 #![cfg(feature = "s3")]
-#![allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use std::path::{Path, PathBuf};
 
@@ -85,9 +90,22 @@ fn parse_timestamp(ts: &str) -> u64 {
     let num = |r: std::ops::Range<usize>| ts[r].parse::<u64>().unwrap();
     let (year, month, day) = (num(0..4), num(5..7), num(8..10));
     let (hour, minute, second) = (num(11..13), num(14..16), num(17..19));
-    let leap = |y: u64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let leap = |y: u64| (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400);
     let mut days: u64 = (1970..year).map(|y| if leap(y) { 366 } else { 365 }).sum();
-    let month_days = [31, if leap(year) { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let month_days = [
+        31,
+        if leap(year) { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
     days += month_days[..(month - 1) as usize].iter().sum::<u64>() + day - 1;
     days * 86_400 + hour * 3600 + minute * 60 + second
 }
@@ -98,7 +116,8 @@ fn read(dir: &Path, name: &str) -> Option<String> {
 
 fn check_case(dir: &Path) {
     let name = dir.file_name().unwrap().to_string_lossy().to_string();
-    let context: serde_json::Value = serde_json::from_str(&read(dir, "context.json").unwrap()).unwrap();
+    let context: serde_json::Value =
+        serde_json::from_str(&read(dir, "context.json").unwrap()).unwrap();
     let creds = &context["credentials"];
     let credentials = Credentials {
         access_key_id: creds["access_key_id"].as_str().unwrap().to_string(),
@@ -137,18 +156,26 @@ fn check_case(dir: &Path) {
         },
     );
     let want_creq = read(dir, "header-canonical-request.txt").unwrap();
-    assert_eq!(signed.canonical_request, want_creq, "{name}: canonical request");
+    assert_eq!(
+        signed.canonical_request, want_creq,
+        "{name}: canonical request"
+    );
     if let Some(want_sts) = read(dir, "header-string-to-sign.txt") {
         assert_eq!(signed.string_to_sign, want_sts, "{name}: string to sign");
     }
     let want_sig = read(dir, "header-signature.txt").unwrap();
     assert_eq!(signed.signature, want_sig.trim(), "{name}: signature");
     assert!(
-        signed.authorization.ends_with(&format!("Signature={}", want_sig.trim())),
+        signed
+            .authorization
+            .ends_with(&format!("Signature={}", want_sig.trim())),
         "{name}: authorization header"
     );
     let date = scope.time.amz_date();
-    assert!(signed.added_headers.contains(&(sigv4::AMZ_DATE, date)), "{name}");
+    assert!(
+        signed.added_headers.contains(&(sigv4::AMZ_DATE, date)),
+        "{name}"
+    );
 }
 
 fn sigv4_hex(bytes: &[u8]) -> String {
@@ -170,7 +197,12 @@ fn every_published_case_signs_byte_for_byte() {
     assert_eq!(dirs.len(), 34, "a vector directory went missing");
     let s3_docs = dirs
         .iter()
-        .filter(|d| d.file_name().unwrap().to_string_lossy().starts_with("s3-doc-"))
+        .filter(|d| {
+            d.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("s3-doc-")
+        })
         .count();
     assert_eq!(s3_docs, 4);
 }
@@ -189,7 +221,10 @@ fn changing_any_signed_input_changes_the_signature() {
     };
     let headers = vec![
         ("host".to_string(), "127.0.0.1:40480".to_string()),
-        ("if-match".to_string(), "0cc175b9c0f1b6a831c399e269772661".to_string()),
+        (
+            "if-match".to_string(),
+            "0cc175b9c0f1b6a831c399e269772661".to_string(),
+        ),
     ];
     let base = sigv4::Request {
         method: "PUT",
@@ -201,19 +236,47 @@ fn changing_any_signed_input_changes_the_signature() {
     let reference = sigv4::sign(&credentials, &scope, &base).signature;
     let other_headers = vec![
         ("host".to_string(), "127.0.0.1:40480".to_string()),
-        ("if-match".to_string(), "1cc175b9c0f1b6a831c399e269772661".to_string()),
+        (
+            "if-match".to_string(),
+            "1cc175b9c0f1b6a831c399e269772661".to_string(),
+        ),
     ];
     let variants = [
-        sigv4::Request { method: "GET", ..base },
-        sigv4::Request { path: "/bucket/log/checkpoinT", ..base },
-        sigv4::Request { headers: &other_headers, ..base },
-        sigv4::Request { payload_sha256: "UNSIGNED-PAYLOAD", ..base },
+        sigv4::Request {
+            method: "GET",
+            ..base
+        },
+        sigv4::Request {
+            path: "/bucket/log/checkpoinT",
+            ..base
+        },
+        sigv4::Request {
+            headers: &other_headers,
+            ..base
+        },
+        sigv4::Request {
+            payload_sha256: "UNSIGNED-PAYLOAD",
+            ..base
+        },
     ];
     for variant in &variants {
-        assert_ne!(sigv4::sign(&credentials, &scope, variant).signature, reference, "{variant:?}");
+        assert_ne!(
+            sigv4::sign(&credentials, &scope, variant).signature,
+            reference,
+            "{variant:?}"
+        );
     }
-    let later = Scope { time: AmzTime::from_unix(1_440_938_161), ..scope.clone() };
-    assert_ne!(sigv4::sign(&credentials, &later, &base).signature, reference);
-    let west = Scope { region: "us-west-2", ..scope };
+    let later = Scope {
+        time: AmzTime::from_unix(1_440_938_161),
+        ..scope.clone()
+    };
+    assert_ne!(
+        sigv4::sign(&credentials, &later, &base).signature,
+        reference
+    );
+    let west = Scope {
+        region: "us-west-2",
+        ..scope
+    };
     assert_ne!(sigv4::sign(&credentials, &west, &base).signature, reference);
 }

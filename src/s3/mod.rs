@@ -1,9 +1,20 @@
 //! s3: the log on S3-compatible object storage (spec/storage.md).
 //!
-//! Boundary: [`sigv4`] signs requests (pure, no I/O); [`client`] sends the
-//! five requests the log needs (GET, HEAD, PUT with `If-None-Match: *`, PUT
-//! with `If-Match`, DELETE, and LIST) with timeouts, bounded retries and
-//! capped bodies; [`lease`] keeps one sequencer at a time. Nothing here
-//! knows the tlog-tiles layout.
+//! Boundary: [`config`] names a log (`s3://BUCKET/PREFIX`) and reads the
+//! endpoint and credentials; [`sigv4`] signs requests (pure, no I/O);
+//! [`client`] sends the few requests the log needs (GET, HEAD, PUT with
+//! `If-None-Match: *`, PUT with `If-Match`, DELETE, LIST) with deadlines,
+//! bounded retries and capped bodies, and [`blocking`] runs them for
+//! synchronous callers; [`lease`] keeps one sequencer at a time. Nothing
+//! here knows the tlog-tiles layout.
 
+pub mod blocking;
+pub mod client;
+pub mod config;
+pub mod lease;
 pub mod sigv4;
+
+pub use blocking::BlockingClient;
+pub use client::{Client, Created, Etag, Meta, Object, S3Error};
+pub use config::{ConfigError, Endpoint, Location, Settings};
+pub use lease::{Lease, LeaseConfig, LeaseError, LostReason};

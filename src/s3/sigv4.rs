@@ -55,7 +55,10 @@ impl std::fmt::Debug for Credentials {
         f.debug_struct("Credentials")
             .field("access_key_id", &self.access_key_id)
             .field("secret_access_key", &"<redacted>")
-            .field("session_token", &self.session_token.as_ref().map(|_| "<redacted>"))
+            .field(
+                "session_token",
+                &self.session_token.as_ref().map(|_| "<redacted>"),
+            )
             .finish()
     }
 }
@@ -294,16 +297,14 @@ fn canonical_query(query: &[(String, String)]) -> String {
 /// URI-encodes every byte except the unreserved `A-Z a-z 0-9 - _ . ~`, as
 /// `%XX` with upper-case hex; `/` is kept unless `encode_slash`.
 pub fn uri_encode(s: &str, encode_slash: bool) -> String {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut out = String::with_capacity(s.len());
     for &b in s.as_bytes() {
         let unreserved = b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~');
         if unreserved || (b == b'/' && !encode_slash) {
             out.push(char::from(b));
         } else {
-            out.push('%');
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0x0f)]));
+            // Upper-case hex, as SigV4 requires (`{:02X}`).
+            out.push_str(&format!("%{b:02X}"));
         }
     }
     out
@@ -317,12 +318,21 @@ mod tests {
     fn civil_dates_round_known_instants() {
         assert_eq!(AmzTime::from_unix(0).amz_date(), "19700101T000000Z");
         // 2015-08-30T12:36:00Z, the instant of AWS's SigV4 test suite.
-        assert_eq!(AmzTime::from_unix(1_440_938_160).amz_date(), "20150830T123600Z");
+        assert_eq!(
+            AmzTime::from_unix(1_440_938_160).amz_date(),
+            "20150830T123600Z"
+        );
         // 2013-05-24T00:00:00Z, the instant of the S3 documentation examples.
-        assert_eq!(AmzTime::from_unix(1_369_353_600).amz_date(), "20130524T000000Z");
+        assert_eq!(
+            AmzTime::from_unix(1_369_353_600).amz_date(),
+            "20130524T000000Z"
+        );
         // A leap day and the last second of a leap year.
         assert_eq!(AmzTime::from_unix(951_782_400).date(), "20000229");
-        assert_eq!(AmzTime::from_unix(1_483_228_799).amz_date(), "20161231T235959Z");
+        assert_eq!(
+            AmzTime::from_unix(1_483_228_799).amz_date(),
+            "20161231T235959Z"
+        );
     }
 
     #[test]
