@@ -315,6 +315,70 @@ impl Client {
         }
     }
 
+    /// GET `len` bytes of `key` from `offset` (`Range: bytes=…`): exactly
+    /// that many bytes, `None` if the object is absent, an error if it
+    /// ends first.
+    pub async fn get_range(
+        &self,
+        key: &str,
+        offset: u64,
+        len: usize,
+    ) -> Result<Option<Bytes>, S3Error> {
+        if len == 0 {
+            return Ok(self.head(key).await?.map(|_| Bytes::new()));
+        }
+        let last = offset.saturating_add(len as u64 - 1);
+        let range = vec![("range".to_string(), format!("bytes={offset}-{last}"))];
+        let a = self
+            .send(Method::GET, key, &[], Bytes::new(), &range, len)
+            .await?;
+        match a.status {
+            StatusCode::PARTIAL_CONTENT | StatusCode::OK if a.body.len() == len => Ok(Some(a.body)),
+            StatusCode::PARTIAL_CONTENT | StatusCode::OK | StatusCode::RANGE_NOT_SATISFIABLE => {
+                Err(S3Error::Status {
+                    method: "GET",
+                    key: key.to_string(),
+                    status: a.status.as_u16(),
+                    code: "ShortRead".to_string(),
+                    message: format!("asked for {len} bytes at {offset}, got {}", a.body.len()),
+                })
+            }
+            StatusCode::NOT_FOUND => Ok(None),
+            _ => Err(status_error("GET", key, &a)),
+        }
+    }
+
+    /// True when at least one key starts with `prefix` (one LIST of one key).
+    pub async fn any_key(&self, prefix: &str) -> Result<bool, S3Error> {
+        let query = vec![
+            ("list-type".to_string(), "2".to_string()),
+            ("prefix".to_string(), prefix.to_string()),
+            ("max-keys".to_string(), "1".to_string()),
+        ];
+        let a = self
+            .send(
+                Method::GET,
+                "",
+                &query,
+                Bytes::new(),
+                &[],
+                MAX_LIST_PAGE_BYTES,
+            )
+            .await?;
+        if a.status != StatusCode::OK {
+            return Err(status_error("GET", prefix, &a));
+        }
+        let text = std::str::from_utf8(&a.body).map_err(|e| S3Error::BadListing {
+            prefix: prefix.to_string(),
+            detail: e.to_string(),
+        })?;
+        let page = parse_list_page(text).map_err(|d| S3Error::BadListing {
+            prefix: prefix.to_string(),
+            detail: d.to_string(),
+        })?;
+        Ok(!page.keys.is_empty())
+    }
+
     /// HEAD `key`: its ETag and length, or `None` if absent.
     pub async fn head(&self, key: &str) -> Result<Option<Meta>, S3Error> {
         let a = self

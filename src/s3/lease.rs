@@ -325,16 +325,15 @@ impl Lease {
     /// (taken over, or unrenewed past its time), and forever after. A writer
     /// calls this before every write.
     pub fn check(&self) -> Result<(), LeaseError> {
-        let mut s = lock(&self.state);
-        if s.lost.is_none() && Instant::now() >= s.valid_until {
-            s.lost = Some(LostReason::Expired);
-        }
-        match s.lost {
-            None => Ok(()),
-            Some(reason) => Err(LeaseError::Lost {
-                key: self.key.clone(),
-                reason,
-            }),
+        check_state(&self.key, &self.state)
+    }
+
+    /// A handle that answers [`Lease::check`] for this lease, for code that
+    /// must refuse writes once it is lost (a store fencing its writes).
+    pub fn watch(&self) -> LeaseWatch {
+        LeaseWatch {
+            key: self.key.clone(),
+            state: self.state.clone(),
         }
     }
 
@@ -391,6 +390,34 @@ impl Lease {
     pub fn abandon(self) {
         self.renewer.abort();
         lock(&self.state).lost = Some(LostReason::Released);
+    }
+}
+
+/// Answers whether a [`Lease`] is still held, from anywhere; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct LeaseWatch {
+    key: String,
+    state: Arc<Mutex<HolderState>>,
+}
+
+impl LeaseWatch {
+    /// As [`Lease::check`].
+    pub fn check(&self) -> Result<(), LeaseError> {
+        check_state(&self.key, &self.state)
+    }
+}
+
+fn check_state(key: &str, state: &Mutex<HolderState>) -> Result<(), LeaseError> {
+    let mut s = lock(state);
+    if s.lost.is_none() && Instant::now() >= s.valid_until {
+        s.lost = Some(LostReason::Expired);
+    }
+    match s.lost {
+        None => Ok(()),
+        Some(reason) => Err(LeaseError::Lost {
+            key: key.to_string(),
+            reason,
+        }),
     }
 }
 

@@ -13,8 +13,10 @@ pub mod client;
 pub mod config;
 pub mod lease;
 pub mod sigv4;
+pub mod store;
 
 pub use blocking::BlockingClient;
 pub use client::{Client, Created, Etag, Meta, Object, S3Error};
 pub use config::{ConfigError, Endpoint, Location, Settings};
-pub use lease::{Lease, LeaseConfig, LeaseError, LostReason};
+pub use lease::{Lease, LeaseConfig, LeaseError, LeaseWatch, LostReason};
+pub use store::S3Store;

@@ -1,0 +1,218 @@
+//! The log on S3 (radosgw): the storage contract that every backend keeps,
+//! run through the trait on `S3Store`; the log's writer and reader on it
+//! (append at tile edges, proofs, check, reopen); the lease fencing a
+//! writer's store; and a crashed writer's objects past the checkpoint,
+//! repaired by the next writer. Skipped, with the reason on stderr, when
+//! `RCPT_S3_ENDPOINT` is not set.
+#![cfg(feature = "s3")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod s3_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rcpt::keys::SigningKey;
+use rcpt::log::{Log, LogError, LogWriter, Step, check_log};
+use rcpt::merkle::{leaf_hash, verify_inclusion};
+use rcpt::s3::{BlockingClient, LeaseConfig, S3Store};
+use rcpt::storage::{PublicKey, PublicRead, Store, StoreError};
+
+const ORIGIN: &str = "example.com/s3-log";
+
+fn key() -> SigningKey {
+    SigningKey::from_bytes(&[7u8; 32])
+}
+
+fn entry(i: u64) -> Vec<u8> {
+    let len = 1 + (i * 37 % 300) as usize;
+    let mut e = format!("entry-{i}:").into_bytes();
+    e.resize(len.max(e.len()), (i % 251) as u8);
+    e
+}
+
+fn entries(range: std::ops::Range<u64>) -> Vec<Vec<u8>> {
+    range.map(entry).collect()
+}
+
+/// A store at a fresh prefix, leases of 2 s.
+fn store(name: &str) -> Option<Arc<S3Store>> {
+    let (s3, loc) = s3_support::setup(name)?;
+    let ttl = LeaseConfig::new(Duration::from_secs(2)).unwrap();
+    Some(Arc::new(S3Store::new(Arc::new(s3), loc, ttl)))
+}
+
+/// Another process's view of the same log: its own client and store.
+fn same_log(store: &S3Store) -> Arc<S3Store> {
+    let (settings, _) = s3_support::server().unwrap();
+    let s3 = BlockingClient::new(settings, store.location()).unwrap();
+    let ttl = LeaseConfig::new(Duration::from_secs(2)).unwrap();
+    Arc::new(S3Store::new(Arc::new(s3), store.location().clone(), ttl))
+}
+
+#[test]
+fn the_storage_contract_holds_on_s3() {
+    let Some(store) = store("contract") else {
+        return;
+    };
+    rcpt::storage::contract::run(&*store).unwrap();
+}
+
+#[test]
+fn a_log_on_s3_appends_proves_checks_and_reopens() {
+    let Some(store) = store("log") else { return };
+    Log::init_store(store.clone(), ORIGIN, &key(), None, None).unwrap();
+    let mut w = LogWriter::open_store(store.clone(), &key(), false).unwrap();
+    let mut size = 0u64;
+    // Batches straddling tile edges: 1, 254 (to 255), 2 (to 257), 300.
+    for batch in [1u64, 254, 2, 300] {
+        let got = w.append(&entries(size..size + batch)).unwrap();
+        assert_eq!(got.len() as u64, batch);
+        assert!(
+            got.iter()
+                .enumerate()
+                .all(|(i, a)| a.new && a.index == size + i as u64)
+        );
+        size += batch;
+    }
+    // The same entries again keep their first index and add nothing.
+    let again = w.append(&entries(250..260)).unwrap();
+    assert!(
+        again
+            .iter()
+            .enumerate()
+            .all(|(i, a)| !a.new && a.index == 250 + i as u64)
+    );
+    drop(w);
+
+    // A reader in another process sees exactly what was published.
+    let reader = Log::open_store(same_log(&store), None).unwrap();
+    assert_eq!(reader.size(), size);
+    for i in [0, 254, 255, 256, 300, size - 1] {
+        let proof = reader.inclusion_proof(i, size).unwrap();
+        verify_inclusion(&leaf_hash(&entry(i)), i, size, &proof, &reader.root()).unwrap();
+        assert_eq!(reader.entry(i).unwrap(), entry(i));
+    }
+    let report = check_log(&reader, |_, _| {}).unwrap();
+    assert_eq!(report.size, size);
+    // The public objects are exactly tlog-tiles.
+    for path in [
+        "checkpoint",
+        "tile/0/001",
+        "tile/0/002.p/45",
+        "tile/entries/002.p/45",
+        "tile/1/000.p/2",
+    ] {
+        let key = PublicKey::from_path(path).unwrap();
+        assert!(store.read(&key, 1 << 20).unwrap().is_some(), "{path}");
+    }
+    // A second writer, after the first released its lease, continues the log.
+    let mut w2 = LogWriter::open_store(same_log(&store), &key(), false).unwrap();
+    let got = w2.append(&entries(size..size + 3)).unwrap();
+    assert_eq!(got[0].index, size);
+}
+
+#[test]
+fn a_second_writer_is_refused_while_the_first_holds_the_lease() {
+    let Some(store) = store("two-writers") else {
+        return;
+    };
+    Log::init_store(store.clone(), ORIGIN, &key(), None, None).unwrap();
+    let _first = LogWriter::open_store(store.clone(), &key(), false).unwrap();
+    match LogWriter::open_store(same_log(&store), &key(), false) {
+        Err(LogError::Locked { .. }) => {}
+        other => panic!("expected Locked, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_store_whose_lease_is_lost_refuses_every_write() {
+    let Some(store) = store("fence") else { return };
+    let lock = store.lock(false).unwrap();
+    lock.check().unwrap();
+    // Another party overwrites the lease object outside the protocol: the
+    // holder's next renewal is refused and it is out.
+    let other = same_log(&store);
+    let (settings, _) = s3_support::server().unwrap();
+    let raw = BlockingClient::new(settings, other.location()).unwrap();
+    raw.put_overwrite(&store.lease_key(), bytes::Bytes::from_static(b"{}"))
+        .unwrap();
+    let mut lost = false;
+    for _ in 0..200 {
+        if lock.check().is_err() {
+            lost = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(lost, "the holder noticed within 5 s (its TTL is 2 s)");
+    assert!(matches!(lock.check(), Err(StoreError::LockLost { .. })));
+    // Every write is refused before a request is sent; reads still work.
+    let tile = rcpt::storage::TileKey::entries(0, rcpt::storage::Width::partial(1).unwrap());
+    assert!(matches!(
+        store.create_tiles(&[(tile, vec![1])]),
+        Err(StoreError::LockLost { .. })
+    ));
+    assert!(matches!(
+        store.replace_checkpoint(None, b"cp"),
+        Err(StoreError::LockLost { .. })
+    ));
+    assert!(matches!(
+        store.write_private(&rcpt::storage::PrivateKey::Settings, b"{}"),
+        Err(StoreError::LockLost { .. })
+    ));
+    assert!(store.read(&PublicKey::Tile(tile), 16).unwrap().is_none());
+    assert!(store.read_checkpoint(16).unwrap().is_none());
+}
+
+/// A writer that crashed after uploading tiles but before publishing (at
+/// every step of the append protocol) leaves objects past the checkpoint;
+/// the next writer repairs them and appends other entries at those indexes.
+#[test]
+fn a_crashed_writers_uploads_never_block_the_next_publish() {
+    let Some(store) = store("crash") else { return };
+    Log::init_store(store.clone(), ORIGIN, &key(), None, None).unwrap();
+    let mut size = 0u64;
+    let mut next_entry = 0u64;
+    let steps = [
+        Step::Integrate,
+        Step::Tiles,
+        Step::Write,
+        Step::Index,
+        Step::Keep,
+        Step::Publish,
+        Step::Retire,
+    ];
+    for step in steps {
+        let w = LogWriter::open_store(same_log(&store), &key(), true).unwrap();
+        // The crashed batch: entries that will never be acknowledged.
+        let doomed: Vec<Vec<u8>> = (0..5)
+            .map(|i| format!("doomed-{step:?}-{i}").into_bytes())
+            .collect();
+        w.append_interrupted(&doomed, step).unwrap();
+        // The next writer. (The interrupted writer's lease was released as
+        // it was dropped; a killed writer's lease expires instead, which
+        // tests/s3_lease.rs covers.)
+        let mut w = LogWriter::open_store(same_log(&store), &key(), true).unwrap();
+        let reopened = Log::open_store(same_log(&store), None).unwrap().size();
+        // A crash after publishing keeps the batch; before, it is gone.
+        assert!(
+            reopened == size || reopened == size + 5,
+            "{step:?}: {reopened}"
+        );
+        size = reopened;
+        let batch = entries(next_entry..next_entry + 3);
+        next_entry += 3;
+        let got = w.append(&batch).unwrap();
+        assert_eq!(got[0].index, size, "{step:?}");
+        size += 3;
+    }
+    let log = Log::open_store(same_log(&store), None).unwrap();
+    assert_eq!(log.size(), size);
+    check_log(&log, |_, _| {}).unwrap();
+}
