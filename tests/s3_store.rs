@@ -216,3 +216,82 @@ fn a_crashed_writers_uploads_never_block_the_next_publish() {
     assert_eq!(log.size(), size);
     check_log(&log, |_, _| {}).unwrap();
 }
+
+/// Appends per second and requests per batch on S3 (run by hand, with
+/// radosgw on the same machine): `cargo test --release --test s3_store --
+/// --ignored --nocapture measure`.
+#[test]
+#[ignore]
+fn measure_append_throughput() {
+    let Some((s3, loc)) = s3_support::setup("measure") else {
+        return;
+    };
+    let s3 = Arc::new(s3);
+    let ttl = LeaseConfig::new(Duration::from_secs(10)).unwrap();
+    let store = Arc::new(S3Store::new(s3.clone(), loc, ttl));
+    Log::init_store(store.clone(), ORIGIN, &key(), None, None).unwrap();
+    let mut w = LogWriter::open_store(store.clone(), &key(), false).unwrap();
+    let mut next = 0u64;
+    for (batch, rounds) in [(1u64, 50u64), (16, 30), (256, 10), (4096, 3)] {
+        let before = s3.client().requests_sent();
+        let start = std::time::Instant::now();
+        for _ in 0..rounds {
+            w.append(&entries(next..next + batch)).unwrap();
+            next += batch;
+        }
+        let secs = start.elapsed().as_secs_f64();
+        let requests = s3.client().requests_sent() - before;
+        eprintln!(
+            "measured: batch {batch:>5}: {:>8.1} appends/s, {:>6.1} batches/s, {:>5.1} requests per batch",
+            (batch * rounds) as f64 / secs,
+            rounds as f64 / secs,
+            requests as f64 / rounds as f64
+        );
+    }
+}
+
+/// Latency of single requests (run by hand, as above).
+#[test]
+#[ignore]
+fn measure_request_latency() {
+    let Some((s3, loc)) = s3_support::setup("latency") else {
+        return;
+    };
+    let body = bytes::Bytes::from(vec![1u8; 8192]);
+    for (what, n) in [
+        ("create 8 KiB", 50),
+        ("get 8 KiB", 50),
+        ("head", 50),
+        ("replace 8 KiB", 50),
+    ] {
+        let start = std::time::Instant::now();
+        let mut etag = None;
+        for i in 0..n {
+            let k = loc.key(&format!("o{i}"));
+            match what {
+                "create 8 KiB" => {
+                    s3.create(&k, body.clone()).unwrap();
+                }
+                "get 8 KiB" => {
+                    s3.get(&k, 8192).unwrap().unwrap();
+                }
+                "head" => {
+                    s3.head(&k).unwrap().unwrap();
+                }
+                _ => {
+                    let k = loc.key("o0");
+                    let e = etag
+                        .take()
+                        .unwrap_or_else(|| s3.head(&k).unwrap().unwrap().etag);
+                    let mut b = body.to_vec();
+                    b[0] = i as u8 + 2;
+                    etag = Some(s3.replace(&k, bytes::Bytes::from(b), &e).unwrap());
+                }
+            }
+        }
+        eprintln!(
+            "measured: {what}: {:.2} ms each",
+            start.elapsed().as_secs_f64() * 1000.0 / n as f64
+        );
+    }
+}
