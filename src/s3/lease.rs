@@ -405,6 +405,15 @@ impl LeaseWatch {
     pub fn check(&self) -> Result<(), LeaseError> {
         check_state(&self.key, &self.state)
     }
+
+    /// Time left before the holder must stop: a write under the lease
+    /// must finish within it. An error once the lease is lost.
+    pub fn remaining(&self) -> Result<Duration, LeaseError> {
+        check_state(&self.key, &self.state)?;
+        Ok(lock(&self.state)
+            .valid_until
+            .saturating_duration_since(Instant::now()))
+    }
 }
 
 fn check_state(key: &str, state: &Mutex<HolderState>) -> Result<(), LeaseError> {

@@ -14,9 +14,11 @@
 //! | `list_tiles`         | LIST per hundred of tile indexes in range            |
 //! | `lock`               | the lease ([`super::lease`])                         |
 //!
-//! Once a lease was taken through this store, every write first checks it:
-//! a writer that lost its lease gets [`StoreError::LockLost`] on its next
-//! write, before any request is sent.
+//! Once a lease was taken through this store, every write first checks it
+//! and must finish before the lease would run out: a writer that lost its
+//! lease gets [`StoreError::LockLost`] on its next write, before any
+//! request is sent, and a write still running when the lease runs out is
+//! abandoned with the same error.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -96,14 +98,39 @@ impl S3Store {
         self.location.key(&format!(".rcpt/{LEASE_NAME}"))
     }
 
-    /// Refuses a write once the lease taken through this store is lost.
-    fn fenced(&self) -> Result<(), StoreError> {
+    /// The time a write may take: what is left of the lease taken through
+    /// this store (`None`: no lease, no limit); an error once it is lost.
+    fn time_left(&self) -> Result<Option<std::time::Duration>, StoreError> {
         match &*locked(&self.fence) {
-            Some(watch) => watch.check().map_err(|e| StoreError::LockLost {
-                store: self.describe(),
-                detail: e.to_string(),
-            }),
-            None => Ok(()),
+            Some(watch) => watch
+                .remaining()
+                .map(Some)
+                .map_err(|e| StoreError::LockLost {
+                    store: self.describe(),
+                    detail: e.to_string(),
+                }),
+            None => Ok(None),
+        }
+    }
+
+    /// Runs a write under the lease: it is abandoned (and the writer told
+    /// it lost its lease) if it has not finished when the lease would run
+    /// out, so no request of a writer outlives its lease on the client
+    /// side (spec/storage.md "The lease").
+    fn under_lease<T>(
+        &self,
+        write: impl std::future::Future<Output = Result<T, S3Error>>,
+    ) -> Result<Result<T, S3Error>, StoreError> {
+        let lost = |store: String| StoreError::LockLost {
+            store,
+            detail: "a write did not finish before the lease ran out".to_string(),
+        };
+        match self.time_left()? {
+            None => Ok(self.s3.block_on(write)),
+            Some(left) => self
+                .s3
+                .block_on(async { tokio::time::timeout(left, write).await })
+                .map_err(|_| lost(self.describe())),
         }
     }
 
@@ -188,9 +215,8 @@ impl Store for S3Store {
 
     fn create_tiles(&self, objects: &[(TileKey, Vec<u8>)]) -> Result<(), StoreError> {
         for chunk in objects.chunks(CONCURRENT_PUTS) {
-            self.fenced()?;
             let client = self.s3.client();
-            let results = self.s3.block_on(async {
+            let results = self.under_lease(async {
                 let tasks: Vec<_> = chunk
                     .iter()
                     .map(|(tile, bytes)| {
@@ -206,8 +232,9 @@ impl Store for S3Store {
                 for t in tasks {
                     out.push(t.await);
                 }
-                out
-            });
+                Ok::<_, S3Error>(out)
+            })?;
+            let results = results.map_err(|e| self.io("tiles", e))?;
             for ((tile, _), result) in chunk.iter().zip(results) {
                 match result {
                     Ok(Ok(Created::New(_) | Created::Identical(_))) => {}
@@ -264,10 +291,10 @@ impl Store for S3Store {
     }
 
     fn remove_tiles(&self, keys: &[TileKey]) -> Result<(), StoreError> {
-        self.fenced()?;
         for tile in keys {
             let k = self.public_key(&PublicKey::Tile(*tile));
-            self.s3.delete(&k).map_err(|e| self.io(&k, e))?;
+            self.under_lease(self.s3.client().delete(&k))?
+                .map_err(|e| self.io(&k, e))?;
         }
         Ok(())
     }
@@ -277,12 +304,17 @@ impl Store for S3Store {
         expected: Option<&Version>,
         bytes: &[u8],
     ) -> Result<Version, StoreError> {
-        self.fenced()?;
         let k = self.public_key(&PublicKey::Checkpoint);
         let body = Bytes::from(bytes.to_vec());
+        let client = self.s3.client();
         let written = match expected {
-            None => self.s3.create(&k, body).map(|c| c.etag().clone()),
-            Some(v) => self.s3.replace(&k, body, &Etag::from_unquoted(&v.0)),
+            None => self
+                .under_lease(client.create(&k, body))?
+                .map(|c| c.etag().clone()),
+            Some(v) => {
+                let etag = Etag::from_unquoted(&v.0);
+                self.under_lease(client.replace(&k, body, &etag))?
+            }
         };
         match written {
             Ok(etag) => Ok(Version(etag.as_str().to_string())),
@@ -303,19 +335,21 @@ impl Store for S3Store {
     }
 
     fn write_private(&self, key: &PrivateKey, bytes: &[u8]) -> Result<(), StoreError> {
-        self.fenced()?;
         let k = self.private_key(key);
-        self.s3
-            .put_overwrite(&k, Bytes::from(bytes.to_vec()))
-            .map_err(|e| self.io(&k, e))?;
+        self.under_lease(
+            self.s3
+                .client()
+                .put_overwrite(&k, Bytes::from(bytes.to_vec())),
+        )?
+        .map_err(|e| self.io(&k, e))?;
         Ok(())
     }
 
     fn remove_private(&self, keys: &[PrivateKey]) -> Result<(), StoreError> {
-        self.fenced()?;
         for key in keys {
             let k = self.private_key(key);
-            self.s3.delete(&k).map_err(|e| self.io(&k, e))?;
+            self.under_lease(self.s3.client().delete(&k))?
+                .map_err(|e| self.io(&k, e))?;
         }
         Ok(())
     }
