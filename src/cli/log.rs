@@ -137,13 +137,18 @@ pub struct EndpointArg {
     /// AWS_SESSION_TOKEN and AWS_REGION.
     #[arg(long, value_name = "URL")]
     endpoint: Option<String>,
+    /// For a log at s3://: seconds a writer's lease lives without renewal
+    /// (a standby takes over about this long after a writer dies).
+    #[arg(long, value_name = "SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=600))]
+    lease_ttl: u64,
 }
 
 impl EndpointArg {
     /// The store of the log at `dir`: an `s3://` location's bucket, else the directory.
     fn store(&self, dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
         match dir.to_str().filter(|d| d.starts_with("s3://")) {
-            Some(location) => s3_store(location, self.endpoint.as_deref()),
+            Some(location) => s3_store(location, self.endpoint.as_deref(), self.lease_ttl),
             None if self.endpoint.is_some() => Err(UsageError(format!(
                 "--endpoint is for logs at s3://BUCKET/PREFIX, not the directory {}",
                 dir.display()
@@ -156,20 +161,22 @@ impl EndpointArg {
 
 /// The S3 store at `location` (`s3://BUCKET/PREFIX`).
 #[cfg(feature = "s3")]
-fn s3_store(location: &str, endpoint: Option<&str>) -> anyhow::Result<Arc<dyn Store>> {
+fn s3_store(
+    location: &str,
+    endpoint: Option<&str>,
+    lease_ttl: u64,
+) -> anyhow::Result<Arc<dyn Store>> {
     use rcpt::s3::{BlockingClient, LeaseConfig, Location, S3Store, Settings};
+    let lease = LeaseConfig::new(std::time::Duration::from_secs(lease_ttl))
+        .map_err(|e| UsageError(e.to_string()))?;
     let location = Location::parse(location).map_err(|e| UsageError(e.to_string()))?;
     let settings = Settings::from_env(endpoint).map_err(|e| UsageError(e.to_string()))?;
     let client = BlockingClient::new(settings, &location).context("starting the S3 client")?;
-    Ok(Arc::new(S3Store::new(
-        Arc::new(client),
-        location,
-        LeaseConfig::default(),
-    )))
+    Ok(Arc::new(S3Store::new(Arc::new(client), location, lease)))
 }
 
 #[cfg(not(feature = "s3"))]
-fn s3_store(location: &str, _: Option<&str>) -> anyhow::Result<Arc<dyn Store>> {
+fn s3_store(location: &str, _: Option<&str>, _: u64) -> anyhow::Result<Arc<dyn Store>> {
     Err(UsageError(format!(
         "{location}: this rcpt was built without object-storage support (cargo feature s3)"
     ))
