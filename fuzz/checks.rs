@@ -178,14 +178,15 @@ pub fn dagcbor(data: &[u8]) {
 // ---------------------------------------------------------------------------
 
 /// The stable reason codes a payload refusal may carry.
-fn payload_reason_known(code: &str) -> bool {
+fn payload_reason_known(code: rcpt::reason::Reason) -> bool {
     [
         "payload.malformed",
+        "payload.too_large",
         "payload.non_canonical",
         "payload.schema",
         "payload.version_unsupported",
     ]
-    .contains(&code)
+    .contains(&code.as_str())
         || Invariant::ALL.iter().any(|i| i.reason_code() == code)
 }
 

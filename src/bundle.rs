@@ -16,7 +16,7 @@ use crate::constants::BUNDLE_MEDIA_TYPE;
 use crate::dsse::{Envelope, EnvelopeError};
 use crate::limits::{MAX_BUNDLE_BYTES, MAX_JSON_DEPTH, MAX_PROOF_HASHES};
 use crate::merkle::Hash;
-use crate::strictjson;
+use crate::strictjson::{self, StrictJsonError};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
@@ -49,6 +49,7 @@ pub struct Bundle {
 }
 
 /// Why a bundle could not be read.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BundleError {
     /// Over [`MAX_BUNDLE_BYTES`].
@@ -71,6 +72,24 @@ pub enum BundleError {
         /// What is wrong with it.
         detail: String,
     },
+    /// A `log.origin` no checkpoint can carry (empty, a control character
+    /// or a newline): it could name no checkpoint, and could make two
+    /// (origin, checkpoint) pairs run together.
+    #[error("log origin {origin:?}: {source}")]
+    BadOrigin {
+        /// The origin given.
+        origin: String,
+        /// Why a checkpoint cannot carry it.
+        #[source]
+        source: crate::note::NoteError,
+    },
+    /// A DSSE envelope where a bundle is expected.
+    #[error(
+        "this is a DSSE envelope (what `rcpt receipt issue` writes), not a bundle: append it \
+         to a log with `rcpt log append LOG FILE`, then `rcpt log prove LOG --receipt FILE \
+         -o BUNDLE` writes the bundle `rcpt verify` checks"
+    )]
+    IsEnvelope,
     /// More than [`MAX_PROOF_HASHES`] inclusion hashes.
     #[error("inclusion proof has {0} hashes, over the limit of {MAX_PROOF_HASHES}")]
     ProofTooLong(usize),
@@ -113,11 +132,14 @@ pub struct RawLogProof {
 }
 
 impl RawBundle {
-    /// Size limit, then the v1 shape, then the media type.
+    /// Size limit, then the v1 shape, then the media type, then the origin
+    /// (one a checkpoint can carry: [`crate::note::check_origin`]).
     ///
-    /// One pass on the happy path: serde's derived structs refuse a repeated
-    /// or unknown field at every level of the v1 shape, and the shape bounds
-    /// the depth (the envelope inside is checked strictly by
+    /// One pass on the happy path ([`strictjson::from_slice_closed`]):
+    /// serde's derived structs refuse a repeated or unknown field at every
+    /// level of the v1 shape, the strict reader refuses an array where the
+    /// bundle or its `log` object is specified, and the shape bounds the
+    /// depth (the envelope inside is checked strictly by
     /// [`Envelope::from_json`]). Only when that parse fails is the document
     /// walked again, to tell another bundle version (not evaluated) from a
     /// malformed v1 bundle (failed).
@@ -125,11 +147,16 @@ impl RawBundle {
         if bytes.len() > MAX_BUNDLE_BYTES {
             return Err(BundleError::TooLarge(bytes.len()));
         }
-        match serde_json::from_slice::<RawBundle>(bytes) {
-            Ok(raw) if raw.media_type == BUNDLE_MEDIA_TYPE => Ok(raw),
-            Ok(raw) => Err(BundleError::UnsupportedMediaType(raw.media_type)),
-            Err(e) => Err(classify_refusal(bytes, e)),
-        }
+        let raw = match strictjson::from_slice_closed::<RawBundle>(bytes) {
+            Ok(raw) if raw.media_type == BUNDLE_MEDIA_TYPE => raw,
+            Ok(raw) => return Err(BundleError::UnsupportedMediaType(raw.media_type)),
+            Err(e) => return Err(classify_refusal(bytes, e)),
+        };
+        crate::note::check_origin(&raw.log.origin).map_err(|source| BundleError::BadOrigin {
+            origin: raw.log.origin.clone(),
+            source,
+        })?;
+        Ok(raw)
     }
 
     /// Decode the inclusion hashes (each base64 of exactly 32 bytes).
@@ -139,15 +166,17 @@ impl RawBundle {
 }
 
 /// Why a document that is not a v1 bundle was refused: another media type
-/// is unsupported (whatever its shape); anything else is malformed.
-fn classify_refusal(bytes: &[u8], error: serde_json::Error) -> BundleError {
-    let other_version = strictjson::check(bytes, MAX_JSON_DEPTH)
+/// is unsupported (whatever its shape); a DSSE envelope is named as such
+/// (malformed, with the commands that make a bundle of it); anything else
+/// is malformed.
+fn classify_refusal(bytes: &[u8], error: StrictJsonError) -> BundleError {
+    let other_version = strictjson::from_slice::<MediaTypeOnly>(bytes, MAX_JSON_DEPTH)
         .ok()
-        .and_then(|()| serde_json::from_slice::<MediaTypeOnly>(bytes).ok())
         .and_then(|head| head.media_type)
         .filter(|media_type| media_type != BUNDLE_MEDIA_TYPE);
     match other_version {
         Some(media_type) => BundleError::UnsupportedMediaType(media_type),
+        None if Envelope::from_json(bytes).is_ok() => BundleError::IsEnvelope,
         None => BundleError::Json(error.to_string()),
     }
 }

@@ -17,3 +17,12 @@ pub const NODE_HASH_PREFIX: u8 = 0x01;
 pub const NOTE_ED25519_TYPE: u8 = 0x01;
 /// DSSE v1 PAE prefix.
 pub const DSSE_PAE_PREFIX: &str = "DSSEv1";
+/// C2SP signed-note: signature type byte of Ed25519 checkpoint
+/// cosignatures (c2sp.org/tlog-cosignature, `cosignature/v1`).
+pub const NOTE_COSIGNATURE_TYPE: u8 = 0x04;
+/// C2SP tlog-cosignature: the header line of the Ed25519 signed message.
+pub const COSIGNATURE_V1_HEADER: &str = "cosignature/v1";
+/// C2SP tlog-proof: the first line of a proof file.
+pub const TLOG_PROOF_HEADER: &str = "c2sp.org/tlog-proof@v1";
+/// C2SP tlog-witness: `Content-Type` of a 409 answer (the witness's size).
+pub const TLOG_SIZE_CONTENT_TYPE: &str = "text/x.tlog.size";

@@ -12,6 +12,7 @@ use crate::canonical::{Value, dagcbor};
 use crate::constants::DSSE_PAE_PREFIX;
 use crate::keys::{SigningKey, VerifyingKey, decode_base64_any, keyid};
 use crate::limits::{MAX_ENTRY_BYTES, MAX_ENVELOPE_BYTES, MAX_ENVELOPE_SIGNATURES, MAX_JSON_DEPTH};
+use crate::reason::Reason;
 use crate::strictjson::{self, StrictJsonError};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -113,6 +114,17 @@ pub enum EntryError {
     },
 }
 
+impl EnvelopeError {
+    /// Stable reason code: `envelope.too_large`, or `envelope.malformed`
+    /// for every other refusal.
+    pub fn reason_code(&self) -> Reason {
+        match self {
+            EnvelopeError::TooLarge { .. } => Reason::EnvelopeTooLarge,
+            _ => Reason::EnvelopeMalformed,
+        }
+    }
+}
+
 /// DSSE v1 Pre-Authentication Encoding (DSSE `protocol.md`, "Signature
 /// definition"):
 ///
@@ -180,8 +192,10 @@ impl Envelope {
         }
     }
 
-    /// Parse envelope JSON: size limit, duplicate keys refused, standard or
-    /// URL-safe base64, unknown fields ignored.
+    /// Parse envelope JSON: size limit, then [`strictjson::from_slice`]
+    /// (duplicate keys, depth, and an array where the envelope or a
+    /// signature object is specified are refused), standard or URL-safe
+    /// base64, unknown fields ignored.
     pub fn from_json(bytes: &[u8]) -> Result<Envelope, EnvelopeError> {
         if bytes.len() > MAX_ENVELOPE_BYTES {
             return Err(EnvelopeError::TooLarge {
@@ -189,9 +203,11 @@ impl Envelope {
                 limit: MAX_ENVELOPE_BYTES,
             });
         }
-        reject_duplicate_keys(bytes)?;
         let raw: JsonEnvelope =
-            serde_json::from_slice(bytes).map_err(|e| EnvelopeError::Json(e.to_string()))?;
+            strictjson::from_slice(bytes, MAX_JSON_DEPTH).map_err(|e| match e {
+                StrictJsonError::DuplicateKey { key, .. } => EnvelopeError::DuplicateKey(key),
+                other => EnvelopeError::Json(other.to_string()),
+            })?;
         check_signature_count(raw.signatures.len())?;
         let payload = decode_field(&raw.payload, || "payload".to_owned())?;
         let signatures = raw
@@ -370,15 +386,6 @@ fn check_signature_count(count: usize) -> Result<(), EnvelopeError> {
 /// allowed. Signers may use either, and verifiers MUST accept either."
 fn decode_field(text: &str, field: impl Fn() -> String) -> Result<Vec<u8>, EnvelopeError> {
     decode_base64_any(text).ok_or_else(|| EnvelopeError::Base64 { field: field() })
-}
-
-/// Walk the JSON once and refuse any object that names a key twice:
-/// serde_json would silently keep the last value, another reader the first.
-fn reject_duplicate_keys(bytes: &[u8]) -> Result<(), EnvelopeError> {
-    strictjson::check(bytes, MAX_JSON_DEPTH).map_err(|e| match e {
-        StrictJsonError::DuplicateKey { key, .. } => EnvelopeError::DuplicateKey(key),
-        StrictJsonError::Invalid(message) => EnvelopeError::Json(message),
-    })
 }
 
 /// The outcome of the envelope-signature check (DESIGN.md "Verifier").

@@ -16,12 +16,12 @@ use ed25519_dalek::pkcs8::KeypairBytes;
 use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
 use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey};
 use sha2::Digest as _;
-use std::io::Read as _;
 use std::path::Path;
 
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 
 /// Why a key could not be read or made.
+#[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
     /// The operating system's random source failed.
@@ -39,6 +39,24 @@ pub enum KeyError {
     /// Public-key text that is neither PEM nor base64.
     #[error("public key is neither SPKI PEM nor base64 of 32 raw bytes")]
     Base64,
+    /// Text in none of the public-key forms [`parse_public_key`] reads.
+    #[error(
+        "not a public key: expected base64 of the raw 32-byte key, a verifier key \
+         NAME+HASH+KEY, or SPKI PEM (`rcpt key show FILE` prints each form)"
+    )]
+    NotAPublicKey,
+    /// A keyid (64 hex digits) where a key is expected.
+    #[error(
+        "{0} is a keyid (a hash that names a key), not a key: give the public key \
+         (`rcpt key show FILE` prints it)"
+    )]
+    KeyidNotKey(String),
+    /// A private key where a public key is expected.
+    #[error(
+        "this is a private key; a verifier needs only the public key: give the .pub file, \
+         or the public key `rcpt key show` prints"
+    )]
+    PrivateNotPublic,
     /// A raw public key of the wrong length.
     #[error("Ed25519 public key must be 32 bytes, found {0}")]
     PublicKeyLength(usize),
@@ -86,22 +104,10 @@ pub enum KeyError {
         /// Hash computed from name and key.
         expected: String,
     },
-    /// A key file could not be read.
-    #[error("cannot read key file {path}: {reason}")]
-    Io {
-        /// The file.
-        path: String,
-        /// The OS error.
-        reason: String,
-    },
-    /// A key file over [`MAX_KEY_FILE_BYTES`].
-    #[error("key file {path} is larger than {limit} bytes; is it really a key?")]
-    FileTooLarge {
-        /// The file.
-        path: String,
-        /// The limit.
-        limit: usize,
-    },
+    /// A key file could not be read (missing, not a regular file, over
+    /// [`MAX_KEY_FILE_BYTES`], not text).
+    #[error("cannot read the key file")]
+    File(#[source] crate::io::InputError),
 }
 
 /// Base64 that accepts padding or none (used for the URL-safe alphabet and
@@ -178,6 +184,58 @@ pub fn verifying_key_from_text(text: &str) -> Result<VerifyingKey, KeyError> {
     verifying_key_from_bytes(&bytes)
 }
 
+/// A public key read from text, with the name a verifier key carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublicKeyText {
+    /// The key.
+    pub key: VerifyingKey,
+    /// The name, when the text was a verifier key `NAME+HASH+KEY`.
+    pub name: Option<String>,
+}
+
+/// Read a public key in any form `rcpt key show` prints (spec/keys.md
+/// "Reading a public key"), by one fixed rule that no file can shadow:
+///
+/// 1. `-----BEGIN PUBLIC KEY-----` ...: SPKI PEM;
+/// 2. 64 hex digits: a keyid, refused ([`KeyError::KeyidNotKey`]);
+/// 3. standard or URL-safe base64 of exactly 32 bytes: the raw key;
+/// 4. `NAME+<8 hex>+<base64(0x01 || key)>`: a C2SP verifier key, whose key
+///    hash must match (the name is returned);
+/// 5. anything else: [`KeyError::NotAPublicKey`].
+///
+/// A private-key PEM is refused ([`KeyError::PrivateNotPublic`]). Weak and
+/// non-canonical keys are refused in every form.
+pub fn parse_public_key(text: &str) -> Result<PublicKeyText, KeyError> {
+    let text = text.trim();
+    let unnamed = |key| PublicKeyText { key, name: None };
+    if text.starts_with("-----BEGIN PRIVATE KEY-----") {
+        return Err(KeyError::PrivateNotPublic);
+    }
+    if text.starts_with("-----BEGIN") {
+        return verifying_key_from_text(text).map(unnamed);
+    }
+    if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(KeyError::KeyidNotKey(text.to_owned()));
+    }
+    if let Some(raw) = decode_base64_any(text).filter(|raw| raw.len() == 32) {
+        return verifying_key_from_bytes(&raw).map(unnamed);
+    }
+    if text.splitn(3, '+').count() == 3 {
+        let verifier = NoteVerifier::parse(text)?;
+        return Ok(PublicKeyText {
+            key: verifier.key,
+            name: Some(verifier.name),
+        });
+    }
+    Err(KeyError::NotAPublicKey)
+}
+
+/// Standard base64 of the raw 32-byte key: the form of a trust file's
+/// `public_key` and of `--issuer-key`.
+pub fn public_key_base64(key: &VerifyingKey) -> String {
+    STANDARD.encode(key.as_bytes())
+}
+
 /// Raw 32 bytes to a public key, refusing weak and non-canonical keys.
 ///
 /// RFC 8032 section 5.1.3 decoding, made strict: the point must re-encode
@@ -197,27 +255,10 @@ pub fn verifying_key_from_bytes(bytes: &[u8]) -> Result<VerifyingKey, KeyError> 
     Ok(key)
 }
 
-/// Read a key or verifier-key file as text, refusing files over
-/// [`MAX_KEY_FILE_BYTES`] before reading them whole.
+/// Read a key or verifier-key file as text, at most [`MAX_KEY_FILE_BYTES`]
+/// (the capped reader of [`crate::io`]: a FIFO or device is refused).
 pub fn read_key_file(path: &Path) -> Result<String, KeyError> {
-    let shown = path.display().to_string();
-    let io = |e: std::io::Error| KeyError::Io {
-        path: shown.clone(),
-        reason: e.to_string(),
-    };
-    let file = std::fs::File::open(path).map_err(io)?;
-    let mut text = String::new();
-    // Read one byte past the limit to tell "at the limit" from "over it".
-    file.take(MAX_KEY_FILE_BYTES as u64 + 1)
-        .read_to_string(&mut text)
-        .map_err(io)?;
-    if text.len() > MAX_KEY_FILE_BYTES {
-        return Err(KeyError::FileTooLarge {
-            path: shown,
-            limit: MAX_KEY_FILE_BYTES,
-        });
-    }
-    Ok(text)
+    crate::io::read_path_text(path, MAX_KEY_FILE_BYTES).map_err(KeyError::File)
 }
 
 /// C2SP signed-note: "Key names MUST be non-empty and MUST NOT contain any
@@ -298,7 +339,7 @@ impl NoteVerifier {
 }
 
 /// The 8-lowercase-hex key hash field of a verifier key.
-fn parse_hash_hex(hash: &str) -> Result<[u8; 4], KeyError> {
+pub(crate) fn parse_hash_hex(hash: &str) -> Result<[u8; 4], KeyError> {
     let bad = || KeyError::VerifierHash(hash.to_owned());
     let lower_hex = |c: char| c.is_ascii_digit() || ('a'..='f').contains(&c);
     if hash.len() != 8 || !hash.chars().all(lower_hex) {

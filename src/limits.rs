@@ -41,6 +41,9 @@ pub const MAX_KEY_FILE_BYTES: usize = 64 * 1024;
 pub const MAX_PROOF_FILE_BYTES: usize = 64 * 1024;
 /// Largest corpus manifest read by `rcpt verify --corpus`.
 pub const MAX_MANIFEST_BYTES: usize = 4 * 1024 * 1024;
+/// Largest file named in a corpus's `SHA256SUMS` (hashed as a stream, so
+/// this bounds time, not memory).
+pub const MAX_CORPUS_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// Largest line read from `rcpt log append -` (JSON Lines on stdin).
 pub const MAX_STDIN_LINE_BYTES: usize = MAX_ENVELOPE_BYTES;
 /// Largest tree a log may hold (RFC 9162 proofs stay within 63 hashes).
@@ -56,3 +59,32 @@ pub const MAX_ENTRY_BUNDLE_BYTES: usize = 256 * (2 + MAX_ENTRY_BYTES);
 /// Most full hash tiles a log reader keeps expanded in memory for proofs
 /// (16 KiB each: 16 MiB at most).
 pub const MAX_CACHED_TILES: usize = 1024;
+/// Largest tlog-policy file read (bytes).
+pub const MAX_POLICY_BYTES: usize = 256 * 1024;
+/// Most `log` lines in a policy (tlog-policy recommends supporting at least 32).
+pub const MAX_POLICY_LOGS: usize = 256;
+/// Most `witness` lines in a policy (at least 32 recommended).
+pub const MAX_POLICY_WITNESSES: usize = 256;
+/// Most `group` lines in a policy (at least 32 recommended).
+pub const MAX_POLICY_GROUPS: usize = 256;
+/// Most consistency proof lines in an `add-checkpoint` request
+/// (tlog-witness: "The client MUST NOT send more than 63").
+pub const MAX_ADD_CHECKPOINT_PROOF_LINES: usize = 63;
+/// Largest `add-checkpoint` request body: the old size line (at most
+/// `old ` + 20 digits + newline), 63 proof lines of 45 bytes, the blank
+/// line, and a checkpoint note.
+pub const MAX_ADD_CHECKPOINT_BYTES: usize =
+    26 + MAX_ADD_CHECKPOINT_PROOF_LINES * 45 + 1 + MAX_NOTE_BYTES;
+/// Largest extra data in a tlog-proof (`rcpt` puts one log entry there).
+pub const MAX_TLOG_PROOF_EXTRA_BYTES: usize = MAX_ENTRY_BYTES;
+/// Largest tlog-proof file: header, `extra` line (base64 of the extra
+/// data), `index` line, 63 proof lines, blank line, checkpoint note.
+pub const MAX_TLOG_PROOF_BYTES: usize = 23
+    + (6 + MAX_TLOG_PROOF_EXTRA_BYTES.div_ceil(3) * 4 + 1)
+    + 27
+    + MAX_PROOF_HASHES * 45
+    + 1
+    + MAX_NOTE_BYTES;
+/// Times a witness re-reads its state and decides again when a concurrent
+/// request for the same origin changed it between read and write.
+pub const MAX_WITNESS_CAS_RETRIES: usize = 8;

@@ -115,6 +115,22 @@ pub enum NoteError {
     EmptyExtension(usize),
 }
 
+/// Refuse an origin that a checkpoint cannot carry as its first line.
+///
+/// C2SP tlog-checkpoint: "The origin MUST be non-empty"; C2SP signed-note:
+/// a note "MUST NOT contain any ASCII control characters (those below
+/// U+0020) other than newline", and the origin is one line, so it holds no
+/// newline either. Any such origin (in a bundle, say) names no checkpoint.
+pub fn check_origin(origin: &str) -> Result<(), NoteError> {
+    if origin.is_empty() {
+        return Err(NoteError::EmptyOrigin);
+    }
+    match origin.bytes().enumerate().find(|&(_, b)| b < 0x20) {
+        Some((offset, byte)) => Err(NoteError::ControlChar { byte, offset }),
+        None => Ok(()),
+    }
+}
+
 /// C2SP signed-note "Format": valid UTF-8, no control characters other than
 /// newline.
 fn check_characters(text: &str) -> Result<(), NoteError> {

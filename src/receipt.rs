@@ -9,6 +9,7 @@
 use crate::canonical::{MAX_SAFE_INTEGER, Value, dagcbor, identity};
 use crate::digest::Digest;
 use crate::limits::{MAX_DENY_REASONS, MAX_PAYLOAD_BYTES, MAX_READ_SET_ITEMS, MAX_TEXT_BYTES};
+use crate::reason::Reason;
 use std::collections::BTreeMap;
 
 /// Where the gated change happens.
@@ -131,14 +132,19 @@ impl Invariant {
     ];
 
     /// Stable reason code, e.g. `invariant.reversibility`.
-    pub fn reason_code(self) -> &'static str {
+    pub fn reason_code(self) -> Reason {
         match self {
-            Invariant::Reversibility => "invariant.reversibility",
-            Invariant::Verdict => "invariant.verdict",
-            Invariant::Applied => "invariant.applied",
-            Invariant::ReadSet => "invariant.read_set",
-            Invariant::Replay => "invariant.replay",
+            Invariant::Reversibility => Reason::InvariantReversibility,
+            Invariant::Verdict => Reason::InvariantVerdict,
+            Invariant::Applied => Reason::InvariantApplied,
+            Invariant::ReadSet => Reason::InvariantReadSet,
+            Invariant::Replay => Reason::InvariantReplay,
         }
+    }
+
+    /// The verifier's check name of this invariant: its reason code.
+    pub fn check_name(self) -> &'static str {
+        self.reason_code().as_str()
     }
 }
 
@@ -163,10 +169,10 @@ pub enum SchemaError {
 
 impl SchemaError {
     /// `payload.version_unsupported` or `payload.schema`.
-    pub fn reason_code(&self) -> &'static str {
+    pub fn reason_code(&self) -> Reason {
         match self {
-            SchemaError::UnsupportedVersion(_) => "payload.version_unsupported",
-            SchemaError::Field { .. } => "payload.schema",
+            SchemaError::UnsupportedVersion(_) => Reason::PayloadVersionUnsupported,
+            SchemaError::Field { .. } => Reason::PayloadSchema,
         }
     }
 }
@@ -177,8 +183,18 @@ impl Receipt {
     /// Every field of DESIGN.md "Receipt payload, version 1" is required;
     /// unknown fields, wrong types and values outside the enumerations are
     /// refused with the path of the field (`read_set[2].digest`). A
-    /// `version` other than 1 is [`SchemaError::UnsupportedVersion`].
+    /// `version` that is an integer other than 1 is
+    /// [`SchemaError::UnsupportedVersion`] whatever the other fields, checked
+    /// first.
     pub fn from_value(value: &Value) -> Result<Receipt, SchemaError> {
+        // Version before schema: a payload whose `version` is an integer
+        // other than 1 is another format, not judged by this one's fields
+        // (a future receipt is not a forgery).
+        if let Some(Value::Integer(v)) = value.as_map().and_then(|m| m.get("version"))
+            && *v != 1
+        {
+            return Err(SchemaError::UnsupportedVersion(*v));
+        }
         let top = Obj::new(value, "", TOP_FIELDS)?;
         match top.get("version")? {
             Value::Integer(1) => {}
@@ -817,17 +833,18 @@ pub enum PayloadError {
 
 impl PayloadError {
     /// Stable reason code of this refusal: `payload.malformed` (JSON that is
-    /// not a data-model value, CBOR outside the data model, over a size
-    /// limit), `payload.non_canonical`, `payload.schema`,
+    /// not a data-model value, CBOR outside the data model),
+    /// `payload.too_large` (over [`MAX_PAYLOAD_BYTES`]), `payload.non_canonical`, `payload.schema`,
     /// `payload.version_unsupported`, or the first broken invariant's code.
-    pub fn reason_code(&self) -> &'static str {
+    pub fn reason_code(&self) -> Reason {
         match self {
-            PayloadError::Json(_) | PayloadError::TooLarge(_) => "payload.malformed",
+            PayloadError::Json(_) => Reason::PayloadMalformed,
+            PayloadError::TooLarge(_) => Reason::PayloadTooLarge,
             PayloadError::Cbor(e) => e.reason_code(),
             PayloadError::Schema(e) => e.reason_code(),
             PayloadError::Invariants(v) => v
                 .first()
-                .map_or("payload.malformed", |v| v.invariant.reason_code()),
+                .map_or(Reason::PayloadMalformed, |v| v.invariant.reason_code()),
         }
     }
 }

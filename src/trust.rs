@@ -9,6 +9,7 @@
 //!  "logs": [{"verifier_key": "log.example+1a2b3c4d+AQ..."}]}
 //! ```
 
+use crate::gate::require::{RequireError, RequireFile, Requirements};
 use crate::keys::{self, KeyError, NoteVerifier, VerifyingKey};
 use crate::limits::{MAX_JSON_DEPTH, MAX_KEY_FILE_BYTES};
 use crate::strictjson;
@@ -17,8 +18,10 @@ use serde::Deserialize;
 /// A trusted issuer key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Issuer {
-    /// Name for reports (not checked against the receipt's `issuer`).
-    pub name: String,
+    /// The issuer name this key may sign for: a receipt verified under it
+    /// must carry this `issuer` (spec/gate.md "Issuer binding"). `None`
+    /// for a key given without a name, which binds no name.
+    pub name: Option<String>,
     /// The Ed25519 public key.
     pub key: VerifyingKey,
 }
@@ -30,9 +33,12 @@ pub struct Trust {
     pub issuers: Vec<Issuer>,
     /// Trusted log (checkpoint) keys.
     pub logs: Vec<NoteVerifier>,
+    /// The trust file's `"require"` object (spec/gate.md), empty when absent.
+    pub require: Requirements,
 }
 
 /// Why a trust file or key was refused.
+#[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum TrustError {
     /// Over [`MAX_KEY_FILE_BYTES`].
@@ -49,6 +55,7 @@ pub enum TrustError {
         /// Its name.
         name: String,
         /// What is wrong with the key.
+        #[source]
         source: KeyError,
     },
     /// A log's `verifier_key` is not a valid signed-note verifier key.
@@ -59,8 +66,12 @@ pub enum TrustError {
         /// The string given.
         text: String,
         /// What is wrong with it.
+        #[source]
         source: KeyError,
     },
+    /// The `"require"` object holds a value that is not a requirement.
+    #[error("\"require\": {0}")]
+    Require(#[source] RequireError),
 }
 
 #[derive(Deserialize)]
@@ -70,6 +81,8 @@ struct TrustFile {
     issuers: Vec<IssuerEntry>,
     #[serde(default)]
     logs: Vec<LogEntry>,
+    #[serde(default)]
+    require: Option<RequireFile>,
 }
 
 #[derive(Deserialize)]
@@ -91,20 +104,19 @@ impl Trust {
         if bytes.len() > MAX_KEY_FILE_BYTES {
             return Err(TrustError::TooLarge(bytes.len()));
         }
-        strictjson::check(bytes, MAX_JSON_DEPTH).map_err(|e| TrustError::Json(e.to_string()))?;
-        let file: TrustFile =
-            serde_json::from_slice(bytes).map_err(|e| TrustError::Json(e.to_string()))?;
+        let file: TrustFile = strictjson::from_slice(bytes, MAX_JSON_DEPTH)
+            .map_err(|e| TrustError::Json(e.to_string()))?;
         let mut trust = Trust::default();
         for (index, entry) in file.issuers.into_iter().enumerate() {
-            let key = keys::verifying_key_from_text(&entry.public_key).map_err(|source| {
-                TrustError::IssuerKey {
+            let key = keys::parse_public_key(&entry.public_key)
+                .map(|parsed| parsed.key)
+                .map_err(|source| TrustError::IssuerKey {
                     index,
                     name: entry.name.clone(),
                     source,
-                }
-            })?;
+                })?;
             trust.issuers.push(Issuer {
-                name: entry.name,
+                name: Some(entry.name),
                 key,
             });
         }
@@ -117,6 +129,9 @@ impl Trust {
                 }
             })?;
             trust.logs.push(verifier);
+        }
+        if let Some(require) = file.require {
+            trust.require = require.into_requirements().map_err(TrustError::Require)?;
         }
         Ok(trust)
     }
@@ -135,14 +150,35 @@ impl Trust {
             .collect()
     }
 
-    /// Add an issuer key, skipping exact duplicates.
+    /// Add an issuer key that signs for `name`, skipping exact duplicates
+    /// (the same key under the same name).
     pub fn add_issuer(&mut self, name: &str, key: VerifyingKey) {
-        if !self.issuers.iter().any(|i| i.key == key) {
-            self.issuers.push(Issuer {
-                name: name.to_string(),
-                key,
-            });
+        self.push_issuer(Issuer {
+            name: Some(name.to_string()),
+            key,
+        });
+    }
+
+    /// Add an issuer key without a name: signatures under it are
+    /// authentic but bind no issuer name, so a receipt verified only
+    /// under it fails `signature.issuer_mismatch`.
+    pub fn add_unnamed_issuer(&mut self, key: VerifyingKey) {
+        self.push_issuer(Issuer { name: None, key });
+    }
+
+    fn push_issuer(&mut self, issuer: Issuer) {
+        if !self.issuers.contains(&issuer) {
+            self.issuers.push(issuer);
         }
+    }
+
+    /// The names bound to the key with this keyid (a key may be listed
+    /// under several names; unnamed listings add none).
+    pub fn names_of_keyid<'a>(&'a self, id: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.issuers
+            .iter()
+            .filter(move |i| keys::keyid(&i.key) == id)
+            .filter_map(|i| i.name.as_deref())
     }
 
     /// Add a log key, skipping exact duplicates.

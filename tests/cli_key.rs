@@ -18,6 +18,16 @@ fn field(stdout: &[u8], name: &str) -> Option<String> {
         .find_map(|l| l.strip_prefix(&format!("{name}: ")).map(str::to_owned))
 }
 
+/// The raw base64 public key inside a verifier key `NAME+HASH+base64(0x01 || key)`.
+fn vkey_public_b64(vkey: &str) -> String {
+    use base64::Engine as _;
+    let b64 = vkey.splitn(3, '+').nth(2).unwrap();
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap();
+    base64::engine::general_purpose::STANDARD.encode(raw.get(1..).unwrap())
+}
+
 fn generate(dir: &Path, name: &str) -> (String, String) {
     let out = rcpt()
         .args(["key", "generate", "--name", name, "--out"])
@@ -91,6 +101,7 @@ fn generate_refuses_to_overwrite_and_bad_names() {
 fn show_prints_the_same_ids_for_key_and_pub() {
     let dir = tempfile::tempdir().unwrap();
     let (keyid, vkey) = generate(dir.path(), "example.com/log");
+    let b64 = vkey_public_b64(&vkey);
     for file in ["k.key", "k.pub"] {
         rcpt()
             .args(["key", "show"])
@@ -98,14 +109,22 @@ fn show_prints_the_same_ids_for_key_and_pub() {
             .args(["--name", "example.com/log"])
             .assert()
             .success()
-            .stdout(format!("keyid: {keyid}\nverifier key: {vkey}\n"));
+            .stdout(format!(
+                "keyid: {keyid}\npublic key: {b64}\n\
+                 trust issuer entry: {{\"name\":\"example.com/log\",\"public_key\":\"{b64}\"}}\n\
+                 verifier key: {vkey}\n\
+                 trust log entry: {{\"verifier_key\":\"{vkey}\"}}\n"
+            ));
     }
     rcpt()
         .args(["key", "show"])
         .arg(dir.path().join("k.pub"))
         .assert()
         .success()
-        .stdout(format!("keyid: {keyid}\n"));
+        .stdout(format!(
+            "keyid: {keyid}\npublic key: {b64}\n\
+             trust issuer entry: {{\"name\":\"k\",\"public_key\":\"{b64}\"}}\n"
+        ));
 }
 
 #[test]
@@ -118,13 +137,14 @@ fn show_refuses_junk_and_missing_files() {
         .arg(&junk)
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("neither SPKI PEM nor base64"));
+        .stderr(predicate::str::contains("not a public key"));
+    // A missing input file is a bad invocation, as in every command.
     rcpt()
         .args(["key", "show"])
         .arg(dir.path().join("missing.pub"))
         .assert()
-        .code(1)
-        .stderr(predicate::str::contains("cannot read key file"));
+        .code(2)
+        .stderr(predicate::str::contains("missing.pub"));
     let big = dir.path().join("big.pub");
     std::fs::write(&big, vec![b'A'; rcpt::limits::MAX_KEY_FILE_BYTES + 1]).unwrap();
     rcpt()
@@ -132,7 +152,7 @@ fn show_refuses_junk_and_missing_files() {
         .arg(&big)
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("larger than"));
+        .stderr(predicate::str::contains("over the limit"));
 }
 
 fn openssl() -> Option<std::process::Command> {

@@ -115,10 +115,10 @@ fn append_files_and_stdin_then_prove_and_check() {
     );
     assert_eq!(rows[1]["index"], 3);
     assert_eq!(rows[1]["file"], "-:3");
-    assert_eq!(rows[2]["error"], "malformed_envelope");
+    assert_eq!(rows[2]["error"], "envelope.malformed");
     assert_eq!(rows[3]["index"], 4);
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
-    assert!(err.contains("refused -:4: malformed_envelope"), "{err}");
+    assert!(err.contains("refused -:4: envelope.malformed"), "{err}");
 
     // The checkpoint names size 5; a bundle proves entry 3 against it.
     let cp_text = stdout(rcpt().args(["log", "checkpoint"]).arg(&dir));
@@ -386,8 +386,8 @@ fn accepted_issuers_refuse_forged_and_foreign_envelopes() {
         (rows[0]["index"].as_u64(), rows[0]["signature"].as_str()),
         (Some(0), Some("verified"))
     );
-    assert_eq!(rows[1]["error"], "signature.failed");
-    assert_eq!(rows[2]["error"], "signature.not_evaluated");
+    assert_eq!(rows[1]["error"], "signature.invalid");
+    assert_eq!(rows[2]["error"], "signature.untrusted");
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(!err.contains("not checked"), "{err}");
     let cp = stdout(rcpt().args(["log", "checkpoint"]).arg(&dir));

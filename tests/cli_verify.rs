@@ -97,10 +97,12 @@ fn exit_status_zero_one_three() {
     .stdout(predicate::str::contains(
         "not evaluated signature [signature.untrusted]",
     ));
-    // An unreadable file is not evaluated, not failed.
+    // A bundle path that names no file (an unmatched glob) is a bad
+    // invocation, reported before any output.
     verify(&["/nonexistent/bundle.json"])
-        .code(3)
-        .stdout(predicate::str::contains("[input.unreadable]"));
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains("/nonexistent/bundle.json"));
 }
 
 #[test]
@@ -119,7 +121,7 @@ fn bad_invocations_exit_two() {
         .stderr(predicate::str::contains("no trusted issuer key"));
     // No trusted log key at all.
     rcpt()
-        .args(["verify", "--issuer-key"])
+        .args(["verify", "--issuer-key-file"])
         .arg(corpus().join("keys/issuer.pub"))
         .arg(bundle("verdict-admit"))
         .assert()
@@ -142,10 +144,11 @@ fn bad_invocations_exit_two() {
 #[test]
 fn keys_on_the_command_line_instead_of_a_trust_file() {
     let log_key = corpus().join("keys/log.vkey");
+    // The frozen issuer's key under its name (the receipts' issuer).
+    let issuer = show_vkey(&corpus().join("keys/issuer.pub"), "gate.example/frozen");
     rcpt()
-        .args(["verify", "--issuer-key"])
-        .arg(corpus().join("keys/issuer.pub"))
-        .arg("--log-key")
+        .args(["verify", "--issuer-key", &issuer])
+        .arg("--log-key-file")
         .arg(&log_key)
         .arg(bundle("verdict-escalate"))
         .assert()
@@ -153,14 +156,20 @@ fn keys_on_the_command_line_instead_of_a_trust_file() {
     // The verifier key given as a string works the same.
     let text = std::fs::read_to_string(&log_key).unwrap();
     rcpt()
-        .args(["verify", "--issuer-key"])
-        .arg(corpus().join("keys/issuer.pub"))
+        .args(["verify", "--issuer-key", &issuer])
         .args(["--log-key", text.trim(), &bundle("verdict-escalate")])
         .assert()
         .code(0);
+    // The .pub file alone binds no name: authentic, but not for this issuer.
+    rcpt()
+        .args(["verify", "--issuer-key-file"])
+        .arg(corpus().join("keys/issuer.pub"))
+        .args(["--log-key", text.trim(), &bundle("verdict-escalate")])
+        .assert()
+        .code(1);
     // Trusting only the untrusted issuer turns the good bundle into "not evaluated".
     rcpt()
-        .args(["verify", "--issuer-key"])
+        .args(["verify", "--issuer-key-file"])
         .arg(corpus().join("keys/untrusted-issuer.pub"))
         .args(["--log-key", text.trim(), &bundle("verdict-escalate")])
         .assert()
@@ -355,10 +364,10 @@ fn since_accepts_an_extension_and_refuses_a_fork() {
     let proof = consistency_file(&dir, 3, 6, &tmp.path().join("proof.json"));
     let b = prove_file(&dir, 4, &tmp.path().join("b.json"));
     let vkey = show_vkey(&tmp.path().join("logkey.pub"), origin);
+    let issuer = show_vkey(&issuer_pub, "gate");
     let run = |since: &Path, proof: &Path, bundle: &Path| {
         rcpt()
-            .args(["verify", "--issuer-key"])
-            .arg(&issuer_pub)
+            .args(["verify", "--issuer-key", &issuer])
             .args(["--log-key", &vkey, "--since"])
             .arg(since)
             .arg("--consistency")

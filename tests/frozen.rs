@@ -22,7 +22,10 @@ fn walk(dir: &Path, prefix: &str, out: &mut BTreeSet<String>) {
         let entry = entry.unwrap();
         let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
         if entry.file_type().unwrap().is_dir() {
-            walk(&entry.path(), &format!("{name}/"), out);
+            // A subdirectory with its own SHA256SUMS is a series, frozen on its own.
+            if !entry.path().join("SHA256SUMS").exists() {
+                walk(&entry.path(), &format!("{name}/"), out);
+            }
         } else {
             out.insert(name);
         }
@@ -94,7 +97,7 @@ fn every_bundle_is_a_case_and_every_case_matches() {
             "{file}: {report:?}"
         );
         assert_eq!(
-            report.primary_reason(),
+            report.primary_reason().map(|r| r.as_str()),
             case["reason"].as_str(),
             "{file}: {report:?}"
         );
@@ -198,4 +201,94 @@ fn corpus_covers_every_verdict_replay_invariant_and_log_size() {
             Some("invariant.reversibility".to_string())
         ))
     );
+}
+
+/// Every series (a subdirectory with its own manifest and SHA256SUMS) holds
+/// like the root: no file changed, added or removed, every case as its
+/// manifest says (with the gating flags the manifest gives it).
+#[test]
+fn every_series_is_frozen_and_matches_its_manifest() {
+    let series = rcpt::verify::corpus::series(&corpus()).unwrap();
+    let names: Vec<String> = series
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.contains(&"gate".to_string()), "series: {names:?}");
+    for dir in &series {
+        let sums = std::fs::read_to_string(dir.join("SHA256SUMS")).unwrap();
+        let listed: BTreeSet<String> = sums
+            .lines()
+            .map(|l| l.split_once("  ").unwrap().1.to_string())
+            .collect();
+        let mut present = BTreeSet::new();
+        walk(dir, "", &mut present);
+        present.remove("SHA256SUMS");
+        assert_eq!(
+            present,
+            listed,
+            "{}: files differ from SHA256SUMS",
+            dir.display()
+        );
+        let (mismatches, checked) = rcpt::verify::corpus::check_sums(dir).unwrap();
+        assert!(mismatches.is_empty(), "{}: {mismatches:?}", dir.display());
+        assert_eq!(checked, listed.len());
+        let (manifest, trust) = rcpt::verify::corpus::load(dir).unwrap();
+        let verifier = Verifier::new(trust.clone(), None).unwrap();
+        for case in &manifest.cases {
+            let r = rcpt::verify::corpus::run_case(dir, &trust, &verifier, case);
+            assert!(
+                r.matched,
+                "{}/{}: expected {:?} {:?}, got {:?} {:?}",
+                dir.display(),
+                case.file,
+                case.expect,
+                case.reason,
+                r.report.outcome(),
+                r.report.primary_reason()
+            );
+        }
+    }
+}
+
+/// The gate series covers issuer binding, every requirement met and not
+/// met, a requirement that cannot be checked, and a stale read set; and
+/// its gating flags decide: without them the same bundles verify.
+#[test]
+fn gate_series_covers_every_requirement_and_its_flags_decide() {
+    let dir = corpus().join("gate");
+    let (manifest, trust) = rcpt::verify::corpus::load(&dir).unwrap();
+    let reasons: BTreeSet<&str> = manifest
+        .cases
+        .iter()
+        .filter_map(|c| c.reason.map(|r| r.as_str()))
+        .collect();
+    for reason in [
+        "signature.issuer_mismatch",
+        "policy.verdict",
+        "policy.issuer",
+        "policy.change_id",
+        "policy.policy_id",
+        "policy.applied",
+        "policy.age",
+        "policy.fresh",
+        "policy.fresh_unsupported",
+        "payload.version_unsupported",
+    ] {
+        assert!(reasons.contains(reason), "gate series has no {reason} case");
+    }
+    let plain = Verifier::new(trust, None).unwrap();
+    for case in manifest.cases.iter().filter(|c| c.gate.is_some()) {
+        let ungated = plain.verify_file(&dir.join(&case.file)).outcome();
+        if case
+            .reason
+            .is_some_and(|r| r.as_str().starts_with("policy."))
+        {
+            assert_eq!(
+                ungated,
+                Outcome::Verified,
+                "{}: the gate decides",
+                case.file
+            );
+        }
+    }
 }

@@ -13,6 +13,7 @@
 
 use super::{MAX_SAFE_INTEGER, Value};
 use crate::limits::MAX_VALUE_DEPTH;
+use crate::reason::Reason;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
@@ -105,13 +106,13 @@ impl DecodeError {
     /// Duplicate keys count as non-canonical: the bytes are well-formed CBOR
     /// (RFC 8949 section 5.6 calls such a map "invalid", not ill-formed) and
     /// fail the canonical rule that keys strictly increase.
-    pub fn reason_code(&self) -> &'static str {
+    pub fn reason_code(&self) -> Reason {
         match self {
             DecodeError::NonShortest { .. }
             | DecodeError::Indefinite { .. }
             | DecodeError::UnsortedKey { .. }
-            | DecodeError::DuplicateKey { .. } => "payload.non_canonical",
-            _ => "payload.malformed",
+            | DecodeError::DuplicateKey { .. } => Reason::PayloadNonCanonical,
+            _ => Reason::PayloadMalformed,
         }
     }
 }

@@ -13,6 +13,7 @@ use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use rcpt::dsse::Envelope;
+use rcpt::io::{InputError, Source, Target};
 use rcpt::keys::NoteVerifier;
 use rcpt::keys::SigningKey;
 use rcpt::limits::{
@@ -21,8 +22,10 @@ use rcpt::limits::{
 };
 use rcpt::log::admit::{self, AcceptedIssuers, Admitted};
 use rcpt::log::{InitOptions, Log, LogError, LogWriter};
+use rcpt::reason::Reason;
 use rcpt::storage::Store;
 use rcpt::storage::posix::PosixStore;
+use std::ffi::OsString;
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,7 +34,10 @@ use std::time::{Duration, Instant};
 #[derive(Subcommand)]
 pub enum LogCommand {
     /// Create an empty log.
+    #[command(after_help = "Example:
+  rcpt log init log/ --origin log.example/receipts --key logkey.key")]
     Init {
+        /// The log directory to create (C2SP tlog-tiles layout).
         dir: PathBuf,
         /// Checkpoint origin line, also the log key's name.
         #[arg(long)]
@@ -48,7 +54,10 @@ pub enum LogCommand {
         at: EndpointArg,
     },
     /// Append envelopes (.json files, or '-' for JSON Lines on stdin).
+    #[command(after_help = "Example:
+  rcpt log append log/ envelope.json")]
     Append {
+        /// The log directory.
         dir: PathBuf,
         /// The log's private key (default: the key file given at init).
         #[arg(long)]
@@ -68,20 +77,29 @@ pub enum LogCommand {
         #[arg(long, default_value_t = MAX_APPEND_BATCH_ENTRIES as u64,
               value_parser = clap::value_parser!(u64).range(1..=MAX_APPEND_BATCH_ENTRIES as u64))]
         batch: u64,
-        #[arg(required = true)]
+        /// Envelope files (.json), or '-' for JSON Lines of envelopes on standard input.
+        #[arg(required = true, value_name = "FILE")]
         files: Vec<String>,
         #[command(flatten)]
         at: EndpointArg,
     },
     /// Print the latest checkpoint.
+    #[command(after_help = "Example:
+  rcpt log checkpoint log/ > checkpoint.txt")]
     Checkpoint {
+        /// The log directory.
         dir: PathBuf,
         #[command(flatten)]
         key: LogKeyArg,
     },
     /// Write the proof bundle of one receipt.
+    #[command(after_help = "Examples:
+  rcpt log prove log/ --receipt envelope.json -o bundle.json
+  rcpt log prove log/ --index 3 --size 10 | rcpt verify --trust trust.json -")]
     Prove {
+        /// The log directory.
         dir: PathBuf,
+        /// Leaf index of the entry to prove.
         #[arg(long, conflicts_with = "receipt", required_unless_present = "receipt")]
         index: Option<u64>,
         /// An envelope file whose entry is looked up in the log.
@@ -90,29 +108,51 @@ pub enum LogCommand {
         /// Tree size of the proof (default: the latest checkpoint).
         #[arg(long)]
         size: Option<u64>,
-        #[arg(short = 'o', long = "out")]
-        out: Option<PathBuf>,
+        /// Output file, written atomically; '-' or nothing for standard output.
+        #[arg(short = 'o', long = "out", value_name = "FILE")]
+        out: Option<Target>,
+        /// `bundle` (rcpt JSON) or `tlog-proof` (C2SP tlog-proof@v1, the entry in `extra`).
+        #[arg(long, value_enum, default_value = "bundle")]
+        format: ProveFormat,
         #[command(flatten)]
         key: LogKeyArg,
     },
     /// Print a consistency proof between two tree sizes.
+    #[command(after_help = "Example:
+  rcpt log consistency log/ --from 3 --to 10 --json >> proofs.jsonl")]
     Consistency {
+        /// The log directory.
         dir: PathBuf,
+        /// The older tree size (a published checkpoint's size).
         #[arg(long)]
         from: u64,
+        /// The newer tree size (default: the latest checkpoint's).
         #[arg(long)]
         to: Option<u64>,
+        /// Print {"from", "to", "proof"} JSON, as `rcpt verify --consistency` reads.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         key: LogKeyArg,
     },
     /// Recompute every tile and the root; verify the checkpoint.
+    #[command(after_help = "Example:
+  rcpt log check log/")]
     Check {
+        /// The log directory.
         dir: PathBuf,
         #[command(flatten)]
         key: LogKeyArg,
     },
+    /// Serve the log over HTTP: tlog-tiles read API and POST /add.
+    #[cfg(feature = "net")]
+    Serve(super::serve::ServeArgs),
+    /// Submit envelopes to a log service; verify and print each bundle's index.
+    #[cfg(feature = "net")]
+    Submit(super::serve::SubmitArgs),
+    /// Copy a served log's public files, checked, into a local directory.
+    #[cfg(feature = "net")]
+    Mirror(super::serve::MirrorArgs),
 }
 
 /// How a reader finds the log key: the log's settings, or `--log-key`
@@ -226,7 +266,7 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
         }
         LogCommand::Checkpoint { dir, key } => {
             let log = key.open(&dir)?;
-            print!("{}", log.checkpoint());
+            write!(std::io::stdout().lock(), "{}", log.checkpoint())?;
             Ok(EXIT_OK)
         }
         LogCommand::Prove {
@@ -235,13 +275,15 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             receipt,
             size,
             out,
+            format,
             key,
         } => prove(
             &key.open(&dir)?,
             index,
             receipt.as_deref(),
             size,
-            out.as_deref(),
+            out.as_ref(),
+            format,
         ),
         LogCommand::Consistency {
             dir,
@@ -251,6 +293,12 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             key,
         } => consistency(&key.open(&dir)?, from, to, json),
         LogCommand::Check { dir, key } => check(&key.open(&dir)?),
+        #[cfg(feature = "net")]
+        LogCommand::Serve(args) => super::serve::serve(args),
+        #[cfg(feature = "net")]
+        LogCommand::Submit(args) => super::serve::submit(args),
+        #[cfg(feature = "net")]
+        LogCommand::Mirror(args) => super::serve::mirror(args),
     }
 }
 
@@ -300,18 +348,31 @@ fn init(
         };
         Log::create_with(dir, origin, &key, opts)?
     };
-    println!("initialised log {} at {}", log.origin(), log.location());
-    println!("verifier key: {}", log.verifier());
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "initialised log {} at {}",
+        log.origin(),
+        log.location()
+    )?;
+    writeln!(out, "verifier key: {}", log.verifier())?;
     match &accepted {
-        Some(a) => println!("accepted issuers: {}", issuer_names(a)),
-        None => println!("accepted issuers: none (envelope signatures will not be checked)"),
+        Some(a) => writeln!(out, "accepted issuers: {}", issuer_names(a))?,
+        None => writeln!(
+            out,
+            "accepted issuers: none (envelope signatures will not be checked)"
+        )?,
     }
     Ok(EXIT_OK)
 }
 
 /// The accepted issuers' names, comma-separated.
 fn issuer_names(accepted: &AcceptedIssuers) -> String {
-    let names: Vec<&str> = accepted.issuers().iter().map(|i| i.name.as_str()).collect();
+    let names: Vec<&str> = accepted
+        .issuers()
+        .iter()
+        .filter_map(|i| i.name.as_deref())
+        .collect();
     names.join(", ")
 }
 
@@ -367,12 +428,12 @@ struct Input {
 /// Why an input was refused: a stable reason code and a detail.
 #[derive(Debug)]
 struct Refusal {
-    reason: &'static str,
+    reason: Reason,
     detail: String,
 }
 
 impl Refusal {
-    fn new(reason: &'static str, detail: impl std::fmt::Display) -> Refusal {
+    fn new(reason: Reason, detail: impl std::fmt::Display) -> Refusal {
         Refusal {
             reason,
             detail: detail.to_string(),
@@ -386,20 +447,29 @@ impl From<admit::Refusal> for Refusal {
     }
 }
 
-/// Read an envelope file, refusing one over the envelope limit before reading it whole.
+/// Read an envelope file with the capped reader (a regular file, at most
+/// the envelope limit).
 fn read_file(path: &str) -> Result<Vec<u8>, Refusal> {
-    let file = std::fs::File::open(path).map_err(|e| Refusal::new("unreadable", e))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_ENVELOPE_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Refusal::new("unreadable", e))?;
-    if bytes.len() > MAX_ENVELOPE_BYTES {
-        return Err(Refusal::new(
-            "envelope_too_large",
-            format!("over the {MAX_ENVELOPE_BYTES}-byte limit"),
-        ));
+    rcpt::io::read_path(Path::new(path), MAX_ENVELOPE_BYTES).map_err(|e| match e {
+        InputError::TooLarge { .. } => Refusal::new(Reason::EnvelopeTooLarge, e),
+        _ => Refusal::new(Reason::InputUnreadable, rcpt::io::error_chain(&e)),
+    })
+}
+
+/// Every file argument must name a regular file (a missing one is a bad
+/// invocation, found before anything is appended); `-` at most once.
+fn check_append_files(files: &[String]) -> anyhow::Result<()> {
+    let sources: Vec<Source> = files
+        .iter()
+        .map(|f| Source::from(OsString::from(f)))
+        .collect();
+    super::stdin_at_most_once(&sources)?;
+    for source in &sources {
+        if let Source::Path(path) = source {
+            rcpt::io::open_regular(path)?;
+        }
     }
-    Ok(bytes)
+    Ok(())
 }
 
 /// The inputs of `append`, in order: each file argument, and each
@@ -423,7 +493,7 @@ impl Inputs<'_> {
                 Err(e) => {
                     return Some(Input {
                         name,
-                        bytes: Err(Refusal::new("unreadable", e)),
+                        bytes: Err(Refusal::new(Reason::InputUnreadable, e)),
                     });
                 }
                 Ok(0) => return None,
@@ -440,7 +510,7 @@ impl Inputs<'_> {
                 let detail = format!("line is over the {MAX_STDIN_LINE_BYTES}-byte limit");
                 return Some(Input {
                     name,
-                    bytes: Err(Refusal::new("envelope_too_large", detail)),
+                    bytes: Err(Refusal::new(Reason::EnvelopeTooLarge, detail)),
                 });
             }
             if line.iter().all(u8::is_ascii_whitespace) {
@@ -475,6 +545,19 @@ impl Iterator for Inputs<'_> {
             });
         }
     }
+}
+
+/// The inputs of `append` (each file, and each non-empty stdin line for
+/// `-`), as (name, bytes or (reason, detail)): `log submit` reads the same way.
+#[cfg(feature = "net")]
+pub(super) fn inputs(
+    files: &[String],
+) -> impl Iterator<Item = (String, Result<Vec<u8>, (&'static str, String)>)> + '_ {
+    let inputs = Inputs {
+        files: files.iter(),
+        stdin: None,
+    };
+    inputs.map(|i| (i.name, i.bytes.map_err(|r| (r.reason.as_str(), r.detail))))
 }
 
 /// Take the next batch of inputs: at most `MAX_APPEND_BATCH_ENTRIES`, and
@@ -518,6 +601,7 @@ fn append(
             ))
         })?,
     };
+    check_append_files(files)?;
     let accepted = match &opts.trust {
         Some(path) => Some(read_accepted(path)?),
         None => log.accepted_issuers()?,
@@ -606,8 +690,8 @@ fn report_refused(out: &mut impl Write, json: bool, name: &str, r: &Refusal) -> 
 
 /// The log index of the envelope in `path`, found by its entry's leaf hash.
 fn index_of_receipt(log: &Log, path: &Path) -> anyhow::Result<u64> {
-    let bytes = read_file(&path.to_string_lossy())
-        .map_err(|r| anyhow::anyhow!("{}: {}: {}", path.display(), r.reason, r.detail))?;
+    let bytes =
+        rcpt::io::read_path(path, MAX_ENVELOPE_BYTES).context("reading the --receipt envelope")?;
     let env = Envelope::from_json(&bytes).with_context(|| format!("reading {}", path.display()))?;
     let leaf = rcpt::merkle::leaf_hash(&env.to_entry());
     log.find(&leaf)?.ok_or_else(|| {
@@ -625,7 +709,8 @@ fn prove(
     index: Option<u64>,
     receipt: Option<&Path>,
     size: Option<u64>,
-    out: Option<&Path>,
+    out: Option<&Target>,
+    format: ProveFormat,
 ) -> anyhow::Result<u8> {
     let index = match (index, receipt) {
         (Some(i), _) => i,
@@ -640,6 +725,15 @@ fn prove(
     // A bundle needs the signed checkpoint of its size: refuse an
     // unpublished size before any proof work.
     let checkpoint = log.checkpoint_at(size)?;
+    if format == ProveFormat::TlogProof {
+        let proof = rcpt::tlogproof::TlogProof::new(
+            Some(log.entry(index)?),
+            index,
+            log.inclusion_proof(index, size)?,
+            &checkpoint,
+        )?;
+        return emit(out, &proof.to_text());
+    }
     let envelope = Envelope::from_entry(&log.entry(index)?)
         .with_context(|| format!("decoding entry {index}"))?;
     let payload = rcpt::receipt::payload_from_cbor(&envelope.payload)
@@ -659,33 +753,22 @@ fn prove(
     if !text.ends_with('\n') {
         text.push('\n');
     }
-    match out {
-        None => print!("{text}"),
-        Some(path) => write_atomic(path, text.as_bytes())?,
-    }
-    Ok(EXIT_OK)
+    emit(out, &text)
 }
 
-/// Write `bytes` to `path` through a temporary file in the same directory
-/// and a rename, so a reader never sees half a bundle.
-fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path.file_name().context("the output path names no file")?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().with_context(|| format!("writing {}", path.display()))
+/// The proof formats of `rcpt log prove`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProveFormat {
+    /// The rcpt bundle (JSON).
+    Bundle,
+    /// C2SP tlog-proof@v1.
+    TlogProof,
+}
+
+/// Write `text` to `out` (standard output when absent or '-'), atomically for a file.
+fn emit(out: Option<&Target>, text: &str) -> anyhow::Result<u8> {
+    super::write_target(out.unwrap_or(&Target::Stdout), text.as_bytes())?;
+    Ok(EXIT_OK)
 }
 
 fn consistency(log: &Log, from: u64, to: Option<u64>, json: bool) -> anyhow::Result<u8> {
@@ -700,14 +783,13 @@ fn consistency(log: &Log, from: u64, to: Option<u64>, json: bool) -> anyhow::Res
     log.checkpoint_at(to)?;
     let proof = log.consistency_proof(from, to)?;
     let proof: Vec<String> = proof.iter().map(|h| STANDARD.encode(h)).collect();
+    let mut out = std::io::stdout().lock();
     if json {
-        println!(
-            "{}",
-            serde_json::json!({"from": from, "to": to, "proof": proof})
-        );
+        let doc = serde_json::json!({"from": from, "to": to, "proof": proof});
+        writeln!(out, "{doc}")?;
     } else {
         for h in proof {
-            println!("{h}");
+            writeln!(out, "{h}")?;
         }
     }
     Ok(EXIT_OK)
@@ -721,25 +803,28 @@ fn check(log: &Log) -> anyhow::Result<u8> {
     });
     progress.finish();
     let report = result?;
-    println!(
+    writeln!(
+        std::io::stdout().lock(),
         "ok: {} entries, {} hash tiles, {} checkpoints verified, root {}",
         report.size,
         report.tiles,
         report.checkpoints,
         STANDARD.encode(report.root)
-    );
+    )?;
     if report.kept_tiles > 0 {
-        println!(
+        writeln!(
+            std::io::stdout().lock(),
             "ok: {} partial tiles and entry bundles kept for earlier sizes verified",
             report.kept_tiles
-        );
+        )?;
     }
     for size in &report.unpublished_sizes {
-        println!(
+        writeln!(
+            std::io::stdout().lock(),
             "note: .rcpt/checkpoints/{size} is past the published size {} (left by an \
              interrupted append, never published, not part of the log); the next append removes it",
             report.size
-        );
+        )?;
     }
     Ok(EXIT_OK)
 }

@@ -1,14 +1,24 @@
 //! cli: argument parsing and dispatch. One file per subcommand; each
-//! returns an exit status or an error, and only [`main`] prints errors.
+//! returns an exit status or an error, and only [`main`] prints errors and
+//! picks the exit status.
+//!
+//! One rule for `-` (spec/security.md "Inputs and outputs"): as an input it
+//! is standard input, as an output (`-o -`) standard output; a file named
+//! `-` is spelled `./-`. Standard input can be read once per command.
 
-use clap::{Parser, Subcommand};
+use anyhow::Context as _;
+use clap::{CommandFactory as _, Parser, Subcommand};
+use rcpt::io::{InputError, OutputError, Source, Target};
 use std::io::Write;
 use std::process::ExitCode;
 
 mod key;
 mod log;
 mod receipt;
+#[cfg(feature = "net")]
+mod serve;
 mod verify;
+mod witness;
 
 /// Exit status: success.
 pub const EXIT_OK: u8 = 0;
@@ -24,11 +34,17 @@ pub const EXIT_NOT_EVALUATED: u8 = 3;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// Standard input named more than once in one command.
+#[derive(Debug, thiserror::Error)]
+#[error("standard input ('-') is named {0} times: it can be read once per command")]
+pub struct StdinTwice(usize);
+
 #[derive(Parser)]
 #[command(
     name = "rcpt",
     version,
-    about = "Signed receipts checkable by anyone, offline"
+    about = "Signed receipts checkable by anyone, offline",
+    after_help = "Example:\n  rcpt verify --trust trust.json bundles/*.json"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -47,7 +63,27 @@ enum Command {
     #[command(subcommand)]
     Log(log::LogCommand),
     /// Verify receipt bundles offline.
-    Verify(verify::VerifyArgs),
+    Verify(Box<verify::VerifyArgs>),
+    /// Print a shell completion script.
+    #[command(
+        after_help = "Example:\n  rcpt completions bash > ~/.local/share/bash-completion/completions/rcpt"
+    )]
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Print a man page (roff): rcpt(1), or a subcommand's, e.g. rcpt-log-append(1).
+    #[command(
+        after_help = "Examples:\n  rcpt man > rcpt.1 && man ./rcpt.1\n  rcpt man log append > rcpt-log-append.1"
+    )]
+    Man {
+        /// The subcommand whose page to print (nothing for rcpt(1)).
+        #[arg(value_name = "SUBCOMMAND")]
+        command: Vec<String>,
+    },
+    /// Witness logs: cosign checkpoints that extend the last one cosigned.
+    #[command(subcommand)]
+    Witness(witness::WitnessCommand),
 }
 
 /// Parse arguments, run the command, print any error, pick the exit status.
@@ -63,17 +99,156 @@ pub fn main() -> ExitCode {
         Command::Key(cmd) => key::run(cmd),
         Command::Receipt(cmd) => receipt::run(cmd),
         Command::Log(cmd) => log::run(cmd),
-        Command::Verify(args) => verify::run(args),
+        Command::Verify(args) => verify::run(*args),
+        Command::Completions { shell } => completions(shell),
+        Command::Man { command } => man(&command),
+        Command::Witness(cmd) => witness::run(cmd),
     };
     match result {
         Ok(code) => ExitCode::from(code),
+        // A closed standard output (`rcpt verify ... | head -1`) is not a
+        // failed check: stop quietly.
+        Err(e) if is_broken_pipe(&e) => ExitCode::from(EXIT_OK),
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "rcpt: error: {e:#}");
-            if e.downcast_ref::<UsageError>().is_some() {
-                ExitCode::from(EXIT_USAGE)
-            } else {
-                ExitCode::from(EXIT_FAILED)
+            ExitCode::from(exit_status_of(&e))
+        }
+    }
+}
+
+/// The exit status of an error: 2 for a bad invocation (a usage error, or
+/// an input named on the command line that does not exist or is not a
+/// regular file), else 1.
+fn exit_status_of(e: &anyhow::Error) -> u8 {
+    let bad_invocation = e.chain().any(|c| {
+        c.is::<UsageError>()
+            || c.is::<StdinTwice>()
+            || c.downcast_ref::<InputError>()
+                .is_some_and(InputError::is_bad_path)
+    });
+    if bad_invocation {
+        EXIT_USAGE
+    } else {
+        EXIT_FAILED
+    }
+}
+
+/// True when the error is a write to a closed pipe.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<OutputError>()
+                .is_some_and(OutputError::is_broken_pipe)
+    })
+}
+
+/// Refuse a command line that names standard input more than once.
+pub fn stdin_at_most_once<'a>(sources: impl IntoIterator<Item = &'a Source>) -> anyhow::Result<()> {
+    let count = sources.into_iter().filter(|s| **s == Source::Stdin).count();
+    if count > 1 {
+        return Err(StdinTwice(count).into());
+    }
+    Ok(())
+}
+
+/// Read an input named on the command line with the capped reader
+/// (`-` is standard input). `what` names it in errors.
+pub fn read_input(source: &Source, limit: usize, what: &str) -> anyhow::Result<Vec<u8>> {
+    rcpt::io::read_capped(source, limit, std::io::stdin().lock())
+        .with_context(|| format!("reading the {what}"))
+}
+
+/// Write an output file named on the command line (`-` is standard output).
+pub fn write_target(target: &Target, bytes: &[u8]) -> anyhow::Result<()> {
+    Ok(rcpt::io::write_output(
+        target,
+        bytes,
+        std::io::stdout().lock(),
+    )?)
+}
+
+/// `rcpt completions SHELL`.
+fn completions(shell: clap_complete::Shell) -> anyhow::Result<u8> {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "rcpt", &mut out);
+    std::io::stdout().lock().write_all(&out)?;
+    Ok(EXIT_OK)
+}
+
+/// `rcpt man [SUBCOMMAND...]`.
+fn man(path: &[String]) -> anyhow::Result<u8> {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let mut name = String::from("rcpt");
+    for word in path {
+        let sub = cmd
+            .find_subcommand(word)
+            .cloned()
+            .ok_or_else(|| UsageError(format!("`{name}` has no subcommand `{word}`")))?;
+        name = format!("{name}-{word}");
+        cmd = sub;
+    }
+    let mut out = Vec::new();
+    let source = format!("rcpt {}", env!("CARGO_PKG_VERSION"));
+    clap_mangen::Man::new(cmd)
+        .title(name)
+        .source(source)
+        .render(&mut out)?;
+    std::io::stdout().lock().write_all(&out)?;
+    Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    /// Every command, with its path from `rcpt`.
+    fn commands(cmd: &clap::Command, path: String, out: &mut Vec<(String, clap::Command)>) {
+        for sub in cmd.get_subcommands() {
+            let p = format!("{path} {}", sub.get_name());
+            commands(sub, p, out);
+        }
+        out.push((path, cmd.clone()));
+    }
+
+    #[test]
+    fn every_argument_has_help_and_every_command_an_example() {
+        Cli::command().debug_assert();
+        let mut all = Vec::new();
+        commands(&Cli::command(), "rcpt".into(), &mut all);
+        for (path, cmd) in &all {
+            for arg in cmd.get_arguments() {
+                let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+                assert!(
+                    builtin || arg.get_help().is_some(),
+                    "{path}: argument {} has no description",
+                    arg.get_id()
+                );
+            }
+            let is_leaf = cmd.get_subcommands().next().is_none();
+            if is_leaf && cmd.get_name() != "help" {
+                let after = cmd
+                    .get_after_help()
+                    .map(|s| s.to_string())
+                    .unwrap_or_default();
+                assert!(
+                    after.contains("Example") && after.contains("rcpt "),
+                    "{path}: help ends with no example"
+                );
             }
         }
+    }
+
+    #[test]
+    fn exit_status_of_errors() {
+        let missing = rcpt::io::read_path(std::path::Path::new("/nonexistent/x"), 10).unwrap_err();
+        assert!(missing.is_bad_path());
+        let e = anyhow::Error::new(missing).context("reading the bundle");
+        assert_eq!(exit_status_of(&e), EXIT_USAGE);
+        let pipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        assert!(is_broken_pipe(&anyhow::Error::new(pipe).context("writing")));
+        assert_eq!(exit_status_of(&anyhow::anyhow!("x")), EXIT_FAILED);
     }
 }

@@ -6,83 +6,157 @@
 //! `inspect` shows what an envelope holds and every problem with its
 //! payload; it verifies no signature (that needs trust: `rcpt verify`).
 
-use anyhow::{Context, bail};
+use super::read_input;
+use anyhow::Context;
 use clap::Subcommand;
+use rcpt::bundle::RawBundle;
 use rcpt::canonical::{dagcbor, identity, jcs, json};
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
 use rcpt::dsse::Envelope;
+use rcpt::io::{Source, Target};
 use rcpt::keys;
-use rcpt::limits::{MAX_ENVELOPE_BYTES, MAX_KEY_FILE_BYTES, MAX_PAYLOAD_JSON_BYTES};
+use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_PAYLOAD_JSON_BYTES};
+use rcpt::reason::Reason;
 use rcpt::receipt::{PayloadError, Receipt, payload_from_json};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Subcommand)]
 pub enum ReceiptCommand {
     /// Validate a payload JSON, encode it canonically, sign, write the envelope.
+    #[command(after_help = "Example:
+  rcpt receipt issue --key gate.key -o envelope.json payload.json")]
     Issue {
-        /// Signing key (PKCS#8 PEM).
-        #[arg(long)]
-        key: std::path::PathBuf,
-        /// Output file (stdout without it).
-        #[arg(short = 'o', long = "out")]
-        out: Option<std::path::PathBuf>,
-        /// Payload JSON file, or '-' for stdin.
-        payload: String,
+        /// Signing key file (PKCS#8 PEM, as `rcpt key generate` writes).
+        #[arg(long, value_name = "KEY")]
+        key: Source,
+        /// Output file, written atomically; '-' or nothing for standard output.
+        #[arg(short = 'o', long = "out", value_name = "FILE")]
+        out: Option<Target>,
+        /// Payload JSON file, or '-' for standard input.
+        #[arg(value_name = "PAYLOAD")]
+        payload: Source,
     },
     /// Print the receipt id, interop digest, keyids and fields of an envelope.
+    #[command(after_help = "Example:
+  rcpt receipt inspect --json envelope.json")]
     Inspect {
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
-        /// Envelope JSON file, or '-' for stdin.
-        envelope: String,
+        /// Envelope JSON file, or '-' for standard input. Given a bundle, the
+        /// envelope inside it is shown.
+        #[arg(value_name = "ENVELOPE")]
+        envelope: Source,
     },
+    /// Print the sorted `read_set` of RESOURCEs read now under ROOT (the rules `verify --fresh` checks by).
+    #[command(
+        after_help = "Example:\n  rcpt receipt read-set --root . --substrate git refs/heads/main Cargo.lock src/lib.rs"
+    )]
+    ReadSet {
+        /// Directory the resources are relative to (a git work tree for git refs).
+        #[arg(long)]
+        root: PathBuf,
+        /// Digest algorithm of each item.
+        #[arg(long, value_enum, default_value = "blake3")]
+        alg: ReadSetAlg,
+        /// Substrate whose rules apply: `git` reads names under refs/ as refs; default: git when ROOT has a .git, else filesystem.
+        #[arg(long, value_enum)]
+        substrate: Option<ReadSetSubstrate>,
+        /// Resources: relative paths under ROOT, or (git) ref names under refs/.
+        #[arg(required = true)]
+        resources: Vec<String>,
+    },
+}
+
+/// `--alg` of `receipt read-set`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum ReadSetAlg {
+    /// `blake3:` digests.
+    Blake3,
+    /// `sha256:` digests.
+    Sha256,
+}
+
+/// `--substrate` of `receipt read-set`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum ReadSetSubstrate {
+    /// Files under ROOT.
+    Filesystem,
+    /// Files under ROOT, and refs of the repository at ROOT.
+    Git,
 }
 
 pub fn run(cmd: ReceiptCommand) -> anyhow::Result<u8> {
     match cmd {
-        ReceiptCommand::Issue { key, out, payload } => issue(&key, out.as_deref(), &payload),
+        ReceiptCommand::Issue { key, out, payload } => issue(&key, out.as_ref(), &payload),
         ReceiptCommand::Inspect { json, envelope } => inspect(&envelope, json),
+        ReceiptCommand::ReadSet {
+            root,
+            alg,
+            substrate,
+            resources,
+        } => read_set(&root, alg, substrate, &resources),
     }
 }
 
-/// Read a file (or stdin for `-`), refusing more than `limit` bytes
-/// without reading past the limit.
-fn read_limited(source: &str, limit: usize, what: &str) -> anyhow::Result<Vec<u8>> {
-    let reader: Box<dyn Read> = if source == "-" {
-        Box::new(std::io::stdin().lock())
-    } else {
-        let file =
-            std::fs::File::open(source).with_context(|| format!("cannot open {what} {source}"))?;
-        Box::new(file)
-    };
-    let mut bytes = Vec::new();
-    let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
-    reader
-        .take(cap)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read {what} {source}"))?;
-    if bytes.len() > limit {
-        bail!("{what} {source} is over the limit of {limit} bytes");
+/// `rcpt receipt read-set`: the items as the payload's `read_set` array (JSON).
+fn read_set(
+    root: &Path,
+    alg: ReadSetAlg,
+    substrate: Option<ReadSetSubstrate>,
+    resources: &[String],
+) -> anyhow::Result<u8> {
+    use rcpt::digest::Algorithm;
+    use rcpt::receipt::Substrate;
+    if !root.is_dir() {
+        return Err(crate::cli::UsageError(format!(
+            "--root {} is not a directory",
+            root.display()
+        ))
+        .into());
     }
-    Ok(bytes)
+    let substrate = match substrate {
+        Some(ReadSetSubstrate::Git) => Substrate::Git,
+        Some(ReadSetSubstrate::Filesystem) => Substrate::Filesystem,
+        None if root.join(".git").exists() => Substrate::Git,
+        None => Substrate::Filesystem,
+    };
+    let alg = match alg {
+        ReadSetAlg::Blake3 => Algorithm::Blake3,
+        ReadSetAlg::Sha256 => Algorithm::Sha256,
+    };
+    let items = rcpt::gate::fresh::read_set(root, substrate, alg, resources)?;
+    #[derive(serde::Serialize)]
+    struct Item {
+        resource: String,
+        digest: String,
+    }
+    let array: Vec<Item> = items
+        .into_iter()
+        .map(|i| Item {
+            resource: i.resource,
+            digest: i.digest.to_string(),
+        })
+        .collect();
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, &array)?;
+    writeln!(out)?;
+    Ok(crate::cli::EXIT_OK)
 }
 
 /// `rcpt receipt issue`: check, encode, sign, then write (atomically).
-fn issue(key_path: &Path, out: Option<&Path>, payload: &str) -> anyhow::Result<u8> {
-    let json = read_limited(payload, MAX_PAYLOAD_JSON_BYTES, "payload")?;
-    let valid = payload_from_json(&json).map_err(|e| refusal(&e))?;
-    let pem = read_limited(&key_path.to_string_lossy(), MAX_KEY_FILE_BYTES, "key file")?;
+fn issue(key_source: &Source, out: Option<&Target>, payload: &Source) -> anyhow::Result<u8> {
+    super::stdin_at_most_once([key_source, payload])?;
+    let pem = read_input(key_source, MAX_KEY_FILE_BYTES, "signing key")?;
     let pem = String::from_utf8(pem).context("key file is not text (PKCS#8 PEM expected)")?;
     let key = keys::signing_key_from_pem(&pem)
-        .with_context(|| format!("cannot read signing key {}", key_path.display()))?;
+        .with_context(|| format!("cannot read signing key {key_source}"))?;
+    let json = read_input(payload, MAX_PAYLOAD_JSON_BYTES, "payload")?;
+    let valid = payload_from_json(&json).map_err(|e| refusal(&e))?;
     let envelope = Envelope::sign(RECEIPT_PAYLOAD_TYPE, valid.bytes, &key);
     let text = format!("{}\n", envelope.to_json());
-    match out {
-        Some(path) => write_atomic(path, text.as_bytes())?,
-        None => std::io::stdout().write_all(text.as_bytes())?,
-    }
+    super::write_target(out.unwrap_or(&Target::Stdout), text.as_bytes())?;
     Ok(super::EXIT_OK)
 }
 
@@ -105,35 +179,6 @@ fn refusal(e: &PayloadError) -> anyhow::Error {
     anyhow::anyhow!(lines.join("\n"))
 }
 
-/// Write `bytes` to `path` via a temporary file in the same directory,
-/// synced, then renamed over `path`: a reader sees the old file or the
-/// whole new one, never a part.
-fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    let name = name.with_context(|| format!("output path {} names no file", path.display()))?;
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = write_and_rename(&tmp, path, bytes);
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// Create `tmp` (never an existing file), write, sync, rename to `path`.
-fn write_and_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(tmp, path)
-}
-
 /// What `inspect` found about one envelope.
 struct Inspection {
     receipt_id: String,
@@ -141,21 +186,39 @@ struct Inspection {
     payload_type: String,
     keyids: Vec<String>,
     payload: Option<serde_json::Value>,
-    problems: Vec<(&'static str, String)>,
+    problems: Vec<(Reason, String)>,
 }
 
 /// `rcpt receipt inspect`: exit 0 when the payload is a valid receipt, 1 otherwise.
-fn inspect(source: &str, as_json: bool) -> anyhow::Result<u8> {
-    let bytes = read_limited(source, MAX_ENVELOPE_BYTES, "envelope")?;
-    let envelope =
-        Envelope::from_json(&bytes).with_context(|| format!("{source} is not a DSSE envelope"))?;
+fn inspect(source: &Source, as_json: bool) -> anyhow::Result<u8> {
+    let bytes = read_input(source, MAX_BUNDLE_BYTES, "envelope")?;
+    let envelope = match Envelope::from_json(&bytes) {
+        Ok(envelope) => envelope,
+        Err(e) => match RawBundle::parse(&bytes) {
+            // A bundle: say so, name the commands, and show its envelope.
+            Ok(bundle) => {
+                eprintln!(
+                    "rcpt: note: {source} is a proof bundle (written by `rcpt log prove`; \
+                     `rcpt verify` checks it), not an envelope (written by `rcpt receipt \
+                     issue`): showing the envelope inside it"
+                );
+                Envelope::from_json(bundle.envelope.get().as_bytes())
+                    .with_context(|| format!("the envelope inside the bundle {source}"))?
+            }
+            Err(_) => {
+                return Err(
+                    anyhow::Error::new(e).context(format!("{source} is not a DSSE envelope"))
+                );
+            }
+        },
+    };
     let report = examine(&envelope);
     let text = if as_json {
         render_json(&report)
     } else {
         render_human(&report)
     };
-    std::io::stdout().write_all(text.as_bytes())?;
+    std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(if report.problems.is_empty() {
         super::EXIT_OK
     } else {
@@ -171,7 +234,7 @@ fn examine(envelope: &Envelope) -> Inspection {
             "payloadType is {:?}, expected {RECEIPT_PAYLOAD_TYPE:?}",
             envelope.payload_type
         );
-        problems.push(("payload.type", detail));
+        problems.push((Reason::EnvelopePayloadTypeUnsupported, detail));
     }
     let (mut interop_digest, mut payload) = (None, None);
     match dagcbor::decode(&envelope.payload) {

@@ -1,19 +1,22 @@
 //! `rcpt verify`: offline verification of bundles, or of a frozen corpus.
 //!
-//! Reads only the files named on the command line; opens no socket.
+//! Reads only the files named on the command line (and standard input for
+//! `-`); opens no socket.
 
 use super::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use rayon::prelude::*;
+use rcpt::gate::require::{self, Requirements, VerdictArm};
+use rcpt::io::{InputError, LineReader, Source};
 use rcpt::keys::{self, NoteVerifier};
-use rcpt::limits::MAX_KEY_FILE_BYTES;
+use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_PROOF_FILE_BYTES};
 use rcpt::trust::Trust;
 use rcpt::verify::corpus::{self, CorpusResult};
 use rcpt::verify::report::{Format, Renderer};
-use rcpt::verify::{ConsistencyInput, Outcome, Summary, Verifier};
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use rcpt::verify::{ConsistencyInput, Gate, Outcome, Report, Summary, Verifier};
+use std::io::{BufReader, Write};
+use std::path::Path;
 
 /// Bundles verified in parallel per chunk; memory is bounded by one chunk.
 const CHUNK: usize = 512;
@@ -29,88 +32,248 @@ pub enum FormatArg {
 }
 
 #[derive(Args)]
+#[command(after_help = "Examples:
+  rcpt verify --trust trust.json bundles/*.json
+  rcpt verify --issuer-key-file gate.pub --log-key \"$(cat log.vkey)\" bundle.json
+  rcpt log prove log/ --index 3 | rcpt verify --trust trust.json -
+  rcpt verify --corpus fixtures/frozen-receipts
+  rcpt verify --trust trust.json --require-verdict admit --change-id \"$CHANGE\" --max-age 24h --fresh . receipt.json")]
 pub struct VerifyArgs {
-    /// Bundle files (JSON, one receipt each).
-    #[arg(required_unless_present = "corpus", conflicts_with = "corpus")]
-    pub bundles: Vec<PathBuf>,
+    /// Bundle files (JSON, one receipt each); '-' reads standard input: one
+    /// bundle, or JSON Lines of bundles (one per line).
+    #[arg(
+        value_name = "BUNDLE",
+        required_unless_present = "corpus",
+        conflicts_with = "corpus"
+    )]
+    pub bundles: Vec<Source>,
     /// Trust file: {"issuers": [{"name", "public_key"}], "logs": [{"verifier_key"}]}.
     #[arg(long, value_name = "FILE")]
-    pub trust: Option<PathBuf>,
-    /// A trusted issuer public key: SPKI PEM, or a file holding base64 of the raw 32 bytes.
-    #[arg(long = "issuer-key", value_name = "PUB")]
-    pub issuer_keys: Vec<PathBuf>,
-    /// A trusted log key: a signed-note verifier key string, or a file holding one.
+    pub trust: Option<Source>,
+    /// A trusted issuer public key as text: base64 of the raw 32 bytes, or a
+    /// verifier key NAME+HASH+KEY (`rcpt key show` prints both). Never read
+    /// as a file name: use --issuer-key-file for a file.
+    #[arg(long = "issuer-key", value_name = "KEY")]
+    pub issuer_keys: Vec<String>,
+    /// A file holding a trusted issuer public key: SPKI PEM (a .pub file),
+    /// or one of the --issuer-key text forms.
+    #[arg(long = "issuer-key-file", value_name = "FILE")]
+    pub issuer_key_files: Vec<Source>,
+    /// A trusted log key as text: a signed-note verifier key NAME+HASH+KEY
+    /// (`rcpt key show FILE --name ORIGIN` prints it). Never read as a file
+    /// name: use --log-key-file for a file.
     #[arg(long = "log-key", value_name = "VKEY")]
     pub log_keys: Vec<String>,
-    /// An older checkpoint the bundles' checkpoints must extend (needs --consistency).
+    /// A file holding a trusted log key (one verifier key line).
+    #[arg(long = "log-key-file", value_name = "FILE")]
+    pub log_key_files: Vec<Source>,
+    /// An older checkpoint of the bundles' log, which their checkpoints
+    /// must extend (needs --consistency).
     #[arg(long, value_name = "CHECKPOINT", requires = "consistency")]
-    pub since: Option<PathBuf>,
-    /// Consistency proof JSON from `rcpt log consistency --json` (needs --since).
+    pub since: Option<Source>,
+    /// Consistency proofs from `rcpt log consistency --json`: a file holds
+    /// one proof or JSON Lines of proofs; repeat the flag for more; one
+    /// proof per tree size (needs --since).
     #[arg(long, value_name = "PROOF", requires = "since")]
-    pub consistency: Option<PathBuf>,
+    pub consistency: Vec<Source>,
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: FormatArg,
     /// Verify a frozen corpus: DIR/manifest.json lists each case and its expected outcome.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["trust", "issuer_keys", "log_keys", "since"])]
-    pub corpus: Option<PathBuf>,
+    #[arg(long, value_name = "DIR", conflicts_with_all = [
+        "trust", "issuer_keys", "issuer_key_files", "log_keys", "log_key_files", "since",
+        "require_verdict", "issuer", "change_id", "policy_id", "applied", "max_age", "now",
+        "fresh", "not_evaluated"
+    ])]
+    pub corpus: Option<std::path::PathBuf>,
+    /// Require the verdict to be this arm (repeat: any of them); else failed `policy.verdict`.
+    #[arg(long = "require-verdict", value_name = "ARM", value_parser = parse_arm)]
+    pub require_verdict: Vec<VerdictArm>,
+    /// Require the payload's issuer to be NAME (repeat: any of them); else failed `policy.issuer`.
+    #[arg(long, value_name = "NAME")]
+    pub issuer: Vec<String>,
+    /// Require the receipt to be about exactly this change; else failed `policy.change_id`.
+    #[arg(long = "change-id", value_name = "DIGEST", value_parser = parse_change_id)]
+    pub change_id: Option<rcpt::digest::Digest>,
+    /// Require the policy evaluated to be this one (repeat: any of them); else failed `policy.policy_id`.
+    #[arg(long = "policy-id", value_name = "DIGEST", value_parser = parse_policy_id)]
+    pub policy_id: Vec<rcpt::digest::Digest>,
+    /// Require `applied` to be true or false; else failed `policy.applied`.
+    #[arg(long, value_name = "BOOL", value_parser = clap::builder::BoolishValueParser::new())]
+    pub applied: Option<bool>,
+    /// Require the receipt to be issued within DURATION before now (30m, 24h, 7d) and at most
+    /// 300 s after; else failed `policy.age`.
+    #[arg(long = "max-age", value_name = "DURATION", value_parser = parse_max_age)]
+    pub max_age: Option<i64>,
+    /// The clock for --max-age, as Unix seconds (reproducible runs); default: the system clock.
+    #[arg(long, value_name = "UNIX")]
+    pub now: Option<i64>,
+    /// Re-read every read_set item under ROOT: a changed, vanished or escaping item fails
+    /// `policy.fresh` (spec/gate.md).
+    #[arg(long, value_name = "ROOT")]
+    pub fresh: Option<std::path::PathBuf>,
+    /// What a bundle that could not be evaluated means for the exit status: `error` (exit 3),
+    /// `fail` (exit 1) or `pass` (exit 0). The reported outcome never changes.
+    #[arg(long = "not-evaluated", value_enum, default_value = "error")]
+    pub not_evaluated: NotEvaluatedArg,
 }
 
-/// Read a small input file given on the command line (a usage error if unreadable).
-fn read_small(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| UsageError(format!("cannot read {what} {}: {e}", path.display())))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_KEY_FILE_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| UsageError(format!("cannot read {what} {}: {e}", path.display())))?;
-    if bytes.len() > MAX_KEY_FILE_BYTES {
+/// `--not-evaluated`: the caller's policy for outcome 3.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NotEvaluatedArg {
+    /// Exit 3 when nothing failed but something was not evaluated.
+    Error,
+    /// Count it as a failure for the exit status (exit 1).
+    Fail,
+    /// Count it as passing for the exit status (exit 0).
+    Pass,
+}
+
+fn parse_arm(s: &str) -> Result<VerdictArm, String> {
+    VerdictArm::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_change_id(s: &str) -> Result<rcpt::digest::Digest, String> {
+    require::parse_digest("--change-id", s).map_err(|e| e.to_string())
+}
+
+fn parse_policy_id(s: &str) -> Result<rcpt::digest::Digest, String> {
+    require::parse_digest("--policy-id", s).map_err(|e| e.to_string())
+}
+
+fn parse_max_age(s: &str) -> Result<i64, String> {
+    require::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// A repeated flag as an "any of" list: `None` when not given.
+fn some<T: Clone>(values: &[T]) -> Option<Vec<T>> {
+    (!values.is_empty()).then(|| values.to_vec())
+}
+
+/// The requirements and freshness root given as flags.
+fn gate_of(args: &VerifyArgs) -> anyhow::Result<Gate> {
+    if let Some(root) = args.fresh.as_ref().filter(|r| !r.is_dir()) {
         return Err(UsageError(format!(
-            "{what} {} is over {MAX_KEY_FILE_BYTES} bytes",
-            path.display()
+            "--fresh {}: not a directory (give the work tree the read set was read under)",
+            root.display()
         ))
         .into());
     }
-    Ok(bytes)
+    Ok(Gate {
+        requirements: Requirements {
+            verdict: some(&args.require_verdict),
+            issuer: some(&args.issuer),
+            change_id: args.change_id,
+            policy_id: some(&args.policy_id),
+            applied: args.applied,
+            max_age_s: args.max_age,
+        },
+        fresh: args.fresh.clone(),
+        now: args.now,
+    })
 }
 
-/// Trust from --trust, --issuer-key and --log-key together.
+/// Read a trust, key, checkpoint or proof file named by a flag: any
+/// problem with it is a bad invocation (exit 2).
+fn read_input(source: &Source, limit: usize, what: &str) -> anyhow::Result<Vec<u8>> {
+    super::read_input(source, limit, what).map_err(|e| UsageError(format!("{e:#}")).into())
+}
+
+/// A key given as text was not a key: say so, and point at the file flag
+/// when the text happens to name a file (it is never read as one).
+fn key_text_error(flag: &str, text: &str, e: keys::KeyError) -> anyhow::Error {
+    let hint = if Path::new(text).exists() {
+        format!("; \"{text}\" names a file, and {flag} never reads files: pass it with {flag}-file")
+    } else {
+        String::new()
+    };
+    UsageError(format!("{flag} \"{text}\": {e}{hint}")).into()
+}
+
+/// `--issuer-key KEY` (a verifier key carries its name; a raw key binds
+/// none) or `--issuer-key NAME=KEY`. The whole text is tried as a key
+/// first: a raw base64 key's only `=` is its trailing padding, so the two
+/// forms cannot be confused.
+fn named_issuer_key(text: &str) -> anyhow::Result<(Option<String>, keys::VerifyingKey)> {
+    let whole = match keys::parse_public_key(text) {
+        Ok(parsed) => return Ok((parsed.name, parsed.key)),
+        Err(e) => e,
+    };
+    let Some((name, key)) = text.split_once('=') else {
+        return Err(key_text_error("--issuer-key", text, whole));
+    };
+    if !keys::is_valid_key_name(name) {
+        return Err(UsageError(format!(
+            "--issuer-key \"{text}\": {name:?} is not a valid issuer name (non-empty, no \
+             spaces or '+')"
+        ))
+        .into());
+    }
+    let parsed =
+        keys::parse_public_key(key).map_err(|e| key_text_error("--issuer-key", text, e))?;
+    Ok((Some(name.to_string()), parsed.key))
+}
+
+/// Trust from --trust, the key flags and the key-file flags together.
 fn load_trust(args: &VerifyArgs) -> anyhow::Result<Trust> {
     let mut trust = match &args.trust {
-        Some(path) => Trust::from_json(&read_small(path, "trust file")?)
-            .map_err(|e| UsageError(format!("trust file {}: {e}", path.display())))?,
+        Some(source) => {
+            let bytes = read_input(source, MAX_KEY_FILE_BYTES, "trust file")?;
+            Trust::from_json(&bytes).map_err(|e| UsageError(format!("trust file {source}: {e}")))?
+        }
         None => Trust::default(),
     };
-    for path in &args.issuer_keys {
-        let text = String::from_utf8_lossy(&read_small(path, "issuer key")?).into_owned();
-        let key = keys::verifying_key_from_text(&text)
-            .map_err(|e| UsageError(format!("issuer key {}: {e}", path.display())))?;
-        trust.add_issuer(&path.display().to_string(), key);
+    for text in &args.issuer_keys {
+        let (name, key) = named_issuer_key(text)?;
+        match name {
+            Some(name) => trust.add_issuer(&name, key),
+            None => trust.add_unnamed_issuer(key),
+        }
     }
-    for arg in &args.log_keys {
-        let path = Path::new(arg);
-        let text = if path.is_file() {
-            String::from_utf8_lossy(&read_small(path, "log key")?)
-                .trim()
-                .to_string()
-        } else {
-            arg.trim().to_string()
-        };
+    for source in &args.issuer_key_files {
+        let text = key_file_text(source, "--issuer-key-file")?;
+        let parsed = keys::parse_public_key(&text)
+            .map_err(|e| UsageError(format!("--issuer-key-file {source}: {e}")))?;
+        // A PEM file carries no name: it binds none (a verifier-key file does).
+        match parsed.name {
+            Some(name) => trust.add_issuer(&name, parsed.key),
+            None => trust.add_unnamed_issuer(parsed.key),
+        }
+    }
+    for text in &args.log_keys {
+        let verifier =
+            NoteVerifier::parse(text).map_err(|e| key_text_error("--log-key", text, e))?;
+        trust.add_log(verifier);
+    }
+    for source in &args.log_key_files {
+        let text = key_file_text(source, "--log-key-file")?;
         let verifier = NoteVerifier::parse(&text)
-            .map_err(|e| UsageError(format!("log key \"{arg}\": {e}")))?;
+            .map_err(|e| UsageError(format!("--log-key-file {source}: {e}")))?;
         trust.add_log(verifier);
     }
     Ok(trust)
 }
 
-/// The --since / --consistency pair, if given.
+/// A key file's text (capped; a bad invocation when it is not text).
+fn key_file_text(source: &Source, flag: &str) -> anyhow::Result<String> {
+    let bytes = read_input(source, MAX_KEY_FILE_BYTES, flag)?;
+    String::from_utf8(bytes).map_err(|_| UsageError(format!("{flag} {source}: not text")).into())
+}
+
+/// The --since / --consistency input, if given.
 fn load_since(args: &VerifyArgs) -> anyhow::Result<Option<ConsistencyInput>> {
-    let (Some(since), Some(proof)) = (&args.since, &args.consistency) else {
+    let Some(since) = &args.since else {
         return Ok(None);
     };
-    let old = read_small(since, "--since checkpoint")?;
-    let proof = read_small(proof, "--consistency proof")?;
-    let input = ConsistencyInput::parse(&old, &proof).map_err(|e| UsageError(e.to_string()))?;
+    let old = read_input(since, MAX_KEY_FILE_BYTES, "--since checkpoint")?;
+    let files = args
+        .consistency
+        .iter()
+        .map(|p| read_input(p, MAX_PROOF_FILE_BYTES, "--consistency proof"))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let slices: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
+    let input =
+        ConsistencyInput::parse_many(&old, &slices).map_err(|e| UsageError(e.to_string()))?;
     Ok(Some(input))
 }
 
@@ -123,12 +286,49 @@ fn exit_status(outcome: Outcome) -> u8 {
     }
 }
 
+/// Every bundle path must name an existing regular file: a missing one (an
+/// unmatched glob in CI) is a bad invocation, found before any output.
+fn check_bundle_paths(bundles: &[Source]) -> anyhow::Result<()> {
+    for source in bundles {
+        let Source::Path(path) = source else { continue };
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() => {}
+            Ok(meta) => {
+                let kind = rcpt::io::FileKind::of(&meta);
+                return Err(UsageError(format!(
+                    "bundle {}: {kind}, not a bundle file",
+                    path.display()
+                ))
+                .into());
+            }
+            Err(e) => {
+                return Err(UsageError(format!(
+                    "bundle {}: {e} (a path that matched no file?)",
+                    path.display()
+                ))
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
 pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
     if let Some(dir) = &args.corpus {
         return run_corpus(dir);
     }
+    let sources = args
+        .bundles
+        .iter()
+        .chain(&args.trust)
+        .chain(&args.issuer_key_files);
+    let sources = sources.chain(&args.log_key_files).chain(&args.since);
+    super::stdin_at_most_once(sources.chain(&args.consistency))?;
+    check_bundle_paths(&args.bundles)?;
+    let gate = gate_of(&args)?;
     let verifier = Verifier::new(load_trust(&args)?, load_since(&args)?)
-        .map_err(|e| UsageError(e.to_string()))?;
+        .map_err(|e| UsageError(e.to_string()))?
+        .with_gate(gate);
     let format = match args.format {
         FormatArg::Human => Format::Human,
         FormatArg::Json => Format::Json,
@@ -138,78 +338,227 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
     let mut renderer = Renderer::new(std::io::BufWriter::new(stdout), format);
     let mut summary = Summary::default();
     renderer.begin()?;
-    for chunk in args.bundles.chunks(CHUNK) {
-        let reports: Vec<_> = chunk.par_iter().map(|p| verifier.verify_file(p)).collect();
-        for (path, report) in chunk.iter().zip(&reports) {
+    let mut inputs = Inputs::new(&args.bundles);
+    loop {
+        let chunk: Vec<Input> = inputs.by_ref().take(CHUNK).collect();
+        if chunk.is_empty() {
+            break;
+        }
+        let reports: Vec<Report> = chunk.par_iter().map(|i| i.verify(&verifier)).collect();
+        for (input, report) in chunk.iter().zip(&reports) {
             summary.add(report.outcome());
-            renderer.bundle(&path.display().to_string(), report)?;
+            renderer.bundle(&input.name, report)?;
         }
     }
     renderer.end(&summary)?;
-    Ok(exit_status(summary.outcome()))
+    Ok(match (summary.outcome(), args.not_evaluated) {
+        (Outcome::NotEvaluated, NotEvaluatedArg::Fail) => EXIT_FAILED,
+        (Outcome::NotEvaluated, NotEvaluatedArg::Pass) => EXIT_OK,
+        (outcome, _) => exit_status(outcome),
+    })
 }
 
-/// `--corpus DIR`: every case must come out as its manifest says.
-fn run_corpus(dir: &Path) -> anyhow::Result<u8> {
-    let (manifest, trust) = corpus::load(dir).map_err(|e| UsageError(e.to_string()))?;
-    let verifier = Verifier::new(trust, None).map_err(|e| UsageError(e.to_string()))?;
-    if let Some(bad) = manifest
-        .cases
-        .iter()
-        .find(|c| !corpus::valid_expectation(&c.expect))
-    {
-        return Err(UsageError(format!(
-            "manifest case {}: expect \"{}\" is not verified, failed or error",
-            bad.file, bad.expect
-        ))
-        .into());
+/// One bundle to verify: a file, or bytes read from standard input.
+struct Input {
+    name: String,
+    what: InputKind,
+}
+
+enum InputKind {
+    File(std::path::PathBuf),
+    Read(Result<Vec<u8>, InputError>),
+}
+
+impl Input {
+    fn verify(&self, verifier: &Verifier) -> Report {
+        match &self.what {
+            InputKind::File(path) => verifier.verify_file(path),
+            InputKind::Read(Ok(bytes)) => verifier.verify_bytes(bytes),
+            InputKind::Read(Err(e)) => verifier.report_input_error(e),
+        }
     }
+}
+
+/// The bundles of the command line in order; `-` expands to the bundles of
+/// standard input.
+struct Inputs<'a> {
+    args: std::slice::Iter<'a, Source>,
+    stdin: Option<StdinBundles>,
+}
+
+impl<'a> Inputs<'a> {
+    fn new(args: &'a [Source]) -> Self {
+        Inputs {
+            args: args.iter(),
+            stdin: None,
+        }
+    }
+}
+
+impl Iterator for Inputs<'_> {
+    type Item = Input;
+    fn next(&mut self) -> Option<Input> {
+        loop {
+            if let Some(stdin) = &mut self.stdin {
+                match stdin.next() {
+                    Some(input) => return Some(input),
+                    None => self.stdin = None,
+                }
+            }
+            match self.args.next()? {
+                Source::Stdin => self.stdin = Some(StdinBundles::new()),
+                Source::Path(path) => {
+                    return Some(Input {
+                        name: path.display().to_string(),
+                        what: InputKind::File(path.clone()),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Bundles on standard input: JSON Lines when the first non-blank line is a
+/// whole JSON value (each line one bundle, named `-:N`), else one bundle,
+/// the whole input (named `-`). Every read is capped at the bundle limit.
+enum StdinBundles {
+    Start,
+    Lines(LineReader<BufReader<std::io::Stdin>>),
+    Done,
+}
+
+impl StdinBundles {
+    fn new() -> Self {
+        StdinBundles::Start
+    }
+
+    /// Read the first line and decide the mode.
+    fn first(&mut self) -> Option<Input> {
+        let mut lines = LineReader::new(BufReader::new(std::io::stdin()), "-", MAX_BUNDLE_BYTES);
+        let Some(line) = lines.next() else {
+            *self = StdinBundles::Done;
+            return Some(Input {
+                name: "-".into(),
+                what: InputKind::Read(Ok(Vec::new())),
+            });
+        };
+        let whole_value = line
+            .bytes
+            .as_ref()
+            .is_ok_and(|b| serde_json::from_slice::<serde::de::IgnoredAny>(b).is_ok());
+        if whole_value || line.bytes.is_err() {
+            *self = StdinBundles::Lines(lines);
+            return Some(Input {
+                name: format!("-:{}", line.number),
+                what: InputKind::Read(line.bytes),
+            });
+        }
+        *self = StdinBundles::Done;
+        let mut doc = line.bytes.unwrap_or_default();
+        doc.push(b'\n');
+        let rest = MAX_BUNDLE_BYTES.saturating_sub(doc.len());
+        let read = rcpt::io::read_capped(&Source::Stdin, rest, lines.into_inner())
+            .map(|tail| {
+                doc.extend_from_slice(&tail);
+                doc
+            })
+            .map_err(|e| match e {
+                InputError::TooLarge { .. } => InputError::TooLarge {
+                    source_name: "-".into(),
+                    limit: MAX_BUNDLE_BYTES,
+                },
+                other => other,
+            });
+        Some(Input {
+            name: "-".into(),
+            what: InputKind::Read(read),
+        })
+    }
+}
+
+impl Iterator for StdinBundles {
+    type Item = Input;
+    fn next(&mut self) -> Option<Input> {
+        match self {
+            StdinBundles::Start => self.first(),
+            StdinBundles::Lines(lines) => {
+                let line = lines.next()?;
+                Some(Input {
+                    name: format!("-:{}", line.number),
+                    what: InputKind::Read(line.bytes),
+                })
+            }
+            StdinBundles::Done => None,
+        }
+    }
+}
+
+/// `--corpus DIR`: every case of DIR and of each of its series must come
+/// out as its manifest says, and every checksum must hold.
+fn run_corpus(dir: &Path) -> anyhow::Result<u8> {
+    let mut all_matched = true;
+    let series = corpus::series(dir).map_err(|e| UsageError(format!("{e:#}")))?;
+    for (i, part) in std::iter::once(dir.to_path_buf()).chain(series).enumerate() {
+        let result = run_one_corpus(&part)?;
+        let mut out = std::io::stdout().lock();
+        if i > 0 {
+            writeln!(out, "\n== series {}", part.display())?;
+        }
+        print_corpus(&result, &mut out)?;
+        all_matched &= result.all_matched();
+    }
+    Ok(if all_matched { EXIT_OK } else { EXIT_FAILED })
+}
+
+/// One corpus directory (the root, or one series).
+fn run_one_corpus(dir: &Path) -> anyhow::Result<CorpusResult> {
+    let (manifest, trust) = corpus::load(dir).map_err(|e| UsageError(format!("{e:#}")))?;
+    let verifier = Verifier::new(trust.clone(), None).map_err(|e| UsageError(e.to_string()))?;
     let (checksums, checksums_checked) = corpus::check_sums(dir)
         .with_context(|| format!("checking {}/SHA256SUMS", dir.display()))?;
     let cases = manifest
         .cases
         .par_iter()
-        .map(|c| corpus::run_case(dir, &verifier, c))
+        .map(|c| corpus::run_case(dir, &trust, &verifier, c))
         .collect();
-    let result = CorpusResult {
+    Ok(CorpusResult {
         cases,
         checksums,
         checksums_checked,
-    };
-    print_corpus(&result);
-    Ok(if result.all_matched() {
-        EXIT_OK
-    } else {
-        EXIT_FAILED
     })
 }
 
 /// One line per case, the checksum problems, and a summary.
-fn print_corpus(result: &CorpusResult) {
+fn print_corpus(result: &CorpusResult, out: &mut impl Write) -> std::io::Result<()> {
     let mut outcomes = Summary::default();
     for r in &result.cases {
         outcomes.add(r.report.outcome());
         let got = format!(
             "{} [{}]",
             r.report.outcome().as_str(),
-            r.report.primary_reason().unwrap_or("-")
+            r.report.primary_reason().map_or("-", |r| r.as_str())
         );
         if r.matched {
-            println!("ok        {:<48} {got}", r.case.file);
+            writeln!(out, "ok        {:<48} {got}", r.case.file)?;
         } else {
             let want = format!(
                 "{} [{}]",
-                r.case.expect,
-                r.case.reason.as_deref().unwrap_or("-")
+                r.case.expect.as_str(),
+                r.case.reason.map_or("-", |r| r.as_str())
             );
-            println!("MISMATCH  {:<48} expected {want}, got {got}", r.case.file);
+            writeln!(
+                out,
+                "MISMATCH  {:<48} expected {want}, got {got}",
+                r.case.file
+            )?;
         }
     }
     for m in &result.checksums {
-        println!("CHANGED   {:<48} {}", m.file, m.detail);
+        writeln!(out, "CHANGED   {:<48} {}", m.file, m.detail)?;
     }
     let matched = result.cases.iter().filter(|c| c.matched).count();
-    println!(
+    writeln!(
+        out,
         "corpus: {} cases, {matched} as expected, {} not ({} verified, {} failed, {} not evaluated); \
          SHA256SUMS: {} files checked, {} changed",
         result.cases.len(),
@@ -219,5 +568,5 @@ fn print_corpus(result: &CorpusResult) {
         outcomes.not_evaluated,
         result.checksums_checked,
         result.checksums.len()
-    );
+    )
 }

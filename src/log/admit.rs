@@ -23,6 +23,7 @@ use crate::constants::RECEIPT_PAYLOAD_TYPE;
 use crate::dsse::{self, Envelope, EnvelopeError, SignatureCheck};
 use crate::keys::keyid;
 use crate::limits::MAX_ENTRY_BYTES;
+use crate::reason::Reason;
 use crate::receipt::{self, PayloadError};
 use crate::trust::{Issuer, Trust, TrustError};
 use base64::Engine;
@@ -94,7 +95,7 @@ impl AcceptedIssuers {
         self.issuers
             .iter()
             .filter(move |i| keyid(&i.key) == id)
-            .map(|i| i.name.as_str())
+            .filter_map(|i| i.name.as_deref())
     }
 }
 
@@ -202,18 +203,15 @@ impl Refusal {
     ///
     /// The first five kept the codes `rcpt log append` has always printed;
     /// the signature codes are the verifier's (`signature.*`).
-    pub fn reason(&self) -> &'static str {
+    pub fn reason(&self) -> Reason {
         match self {
-            Refusal::Envelope(EnvelopeError::TooLarge { .. }) => "envelope_too_large",
-            Refusal::Envelope(EnvelopeError::TooManySignatures { .. }) => "too_many_signatures",
-            Refusal::Envelope(EnvelopeError::NoSignatures) => "no_signatures",
-            Refusal::Envelope(_) => "malformed_envelope",
-            Refusal::PayloadType { .. } => "wrong_payload_type",
+            Refusal::Envelope(e) => e.reason_code(),
+            Refusal::PayloadType { .. } => Reason::EnvelopePayloadTypeUnsupported,
             Refusal::Payload(e) => e.reason_code(),
-            Refusal::EntryTooLarge { .. } => "entry_too_large",
-            Refusal::SignatureFailed { .. } => "signature.failed",
-            Refusal::IssuerMismatch { .. } => "signature.issuer_mismatch",
-            Refusal::NotAccepted => "signature.not_evaluated",
+            Refusal::EntryTooLarge { .. } => Reason::EntryTooLarge,
+            Refusal::SignatureFailed { .. } => Reason::SignatureInvalid,
+            Refusal::IssuerMismatch { .. } => Reason::SignatureIssuerMismatch,
+            Refusal::NotAccepted => Reason::SignatureUntrusted,
         }
     }
 
@@ -366,12 +364,12 @@ mod tests {
             Some(&trust),
         )
         .unwrap_err();
-        assert_eq!(err.reason(), "signature.not_evaluated");
+        assert_eq!(err.reason(), Reason::SignatureUntrusted);
         // A forged signature under an accepted keyid fails.
         let mut forged = envelope("gate-a", &ka);
         forged.signatures[0].sig[0] ^= 1;
         let err = admit(forged.to_json().as_bytes(), Some(&trust)).unwrap_err();
-        assert_eq!(err.reason(), "signature.failed");
+        assert_eq!(err.reason(), Reason::SignatureInvalid);
         // The same forgery is appended when the log has no accepted issuers.
         assert_eq!(
             admit(forged.to_json().as_bytes(), None).unwrap().signatures,
@@ -384,19 +382,23 @@ mod tests {
         let err = admit(b"{\"nope\":1}", None).unwrap_err();
         assert_eq!(
             (err.reason(), err.class()),
-            ("malformed_envelope", RefusalClass::Invalid)
+            (Reason::EnvelopeMalformed, RefusalClass::Invalid)
         );
         let other = Envelope::sign("text/plain", b"x".to_vec(), &key(1));
         let err = admit(other.to_json().as_bytes(), None).unwrap_err();
-        assert_eq!(err.reason(), "wrong_payload_type");
+        assert_eq!(err.reason(), Reason::EnvelopePayloadTypeUnsupported);
         let bad = Envelope::sign(RECEIPT_PAYLOAD_TYPE, vec![0xff], &key(1));
         let err = admit(bad.to_json().as_bytes(), None).unwrap_err();
-        assert!(err.reason().starts_with("payload."), "{}", err.reason());
+        assert!(
+            err.reason().as_str().starts_with("payload."),
+            "{}",
+            err.reason()
+        );
         let big = vec![b' '; crate::limits::MAX_ENVELOPE_BYTES + 1];
         let err = admit(&big, None).unwrap_err();
         assert_eq!(
             (err.reason(), err.class()),
-            ("envelope_too_large", RefusalClass::TooLarge)
+            (Reason::EnvelopeTooLarge, RefusalClass::TooLarge)
         );
     }
 

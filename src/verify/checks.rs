@@ -1,22 +1,27 @@
 //! The checks of one bundle, in order, each independent of the others'
 //! failures wherever its inputs allow.
 
-use super::{Check, CheckResult, CheckVerdict, Failure, NotEvaluated, Report};
+use super::{
+    Check, CheckResult, CheckVerdict, Failure, NotEvaluated, PayloadSummary, Reason, Report,
+};
 use crate::bundle::{BundleError, RawBundle, decode_hashes};
 use crate::canonical::{self, dagcbor};
 use crate::digest::Digest;
 use crate::digest::to_hex;
 use crate::dsse::{self, Envelope, SignatureCheck};
+use crate::gate::fresh::{self, ItemState};
+use crate::gate::require::{self, Met, Requirements};
+use crate::io::{self, InputError};
 use crate::keys::VerifyingKey;
 use crate::limits::{MAX_BUNDLE_BYTES, MAX_JSON_DEPTH, MAX_PAYLOAD_BYTES, MAX_PROOF_FILE_BYTES};
 use crate::merkle::{self, Hash};
 use crate::note::{self, Checkpoint, Note, NoteCheck};
 use crate::receipt::{Invariant, Receipt, SchemaError};
 use crate::trust::Trust;
+use crate::witness::error_chain;
 use crate::{constants, strictjson};
 use serde::Deserialize;
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -39,34 +44,60 @@ pub(crate) mod name {
 /// bundle that carries the same text); the cache is cleared when full.
 const CHECKPOINT_CACHE_ENTRIES: usize = 4096;
 
-/// First buffer size for reading a bundle file (a typical bundle is 2 to 4 KiB).
-const BUNDLE_READ_CAPACITY: usize = 8 * 1024;
-
 /// Why a verifier could not be set up (a bad invocation, exit status 2).
+#[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum VerifierError {
     /// No issuer key at all: no signature could ever be evaluated.
-    #[error("no trusted issuer key: pass --issuer-key PUB or a --trust file with \"issuers\"")]
+    #[error(
+        "no trusted issuer key: pass --issuer-key KEY, --issuer-key-file FILE or a --trust \
+         file with \"issuers\""
+    )]
     NoIssuerKeys,
     /// No log key at all: no checkpoint could ever be evaluated.
-    #[error("no trusted log key: pass --log-key VKEY or a --trust file with \"logs\"")]
+    #[error(
+        "no trusted log key: pass --log-key VKEY, --log-key-file FILE or a --trust file \
+         with \"logs\""
+    )]
     NoLogKeys,
-    /// The consistency proof file is not `{"from": M, "to": N, "proof": [...]}`.
-    #[error("consistency proof file: {0}")]
-    ProofFile(String),
+    /// A consistency proof file is not one `{"from": M, "to": N, "proof":
+    /// [...]}` object or JSON Lines of them.
+    #[error("consistency proof file {file}{line}: {detail}", line = line.map(|l| format!(", line {l}")).unwrap_or_default())]
+    ProofFile {
+        /// 1-based position of the file among those given.
+        file: usize,
+        /// 1-based line, for JSON Lines.
+        line: Option<usize>,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Two proofs to one tree size: which one counts would be ambiguous.
+    #[error("two consistency proofs to tree size {to}: give one proof per tree size")]
+    DuplicateProof {
+        /// The tree size.
+        to: u64,
+    },
 }
 
-/// The `--since` input: an older checkpoint and a consistency proof from it.
+/// One consistency proof, as `rcpt log consistency --json` prints it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConsistencyProof {
+    /// The older tree size.
+    pub from: u64,
+    /// The newer tree size.
+    pub to: u64,
+    /// The proof hashes (RFC 9162 section 2.1.4).
+    pub proof: Vec<Hash>,
+}
+
+/// The `--since` input: an older checkpoint and consistency proofs from it,
+/// at most one per newer tree size.
 #[derive(Clone, Debug)]
 pub struct ConsistencyInput {
     /// The older signed checkpoint note text.
     pub old_checkpoint: String,
-    /// `from` of the proof file.
-    pub from: u64,
-    /// `to` of the proof file.
-    pub to: u64,
-    /// The proof hashes.
-    pub proof: Vec<Hash>,
+    /// The proofs, each to a distinct tree size.
+    pub proofs: Vec<ConsistencyProof>,
 }
 
 /// The JSON that `rcpt log consistency --json` prints.
@@ -78,25 +109,66 @@ struct ProofFile {
     proof: Vec<String>,
 }
 
-impl ConsistencyInput {
-    /// Read the old checkpoint text and the proof JSON.
-    pub fn parse(old_checkpoint: &[u8], proof_json: &[u8]) -> Result<Self, VerifierError> {
-        let bad = |e: String| VerifierError::ProofFile(e);
-        if proof_json.len() > MAX_PROOF_FILE_BYTES {
-            return Err(bad(format!(
-                "over the limit of {MAX_PROOF_FILE_BYTES} bytes"
-            )));
-        }
-        strictjson::check(proof_json, MAX_JSON_DEPTH).map_err(|e| bad(e.to_string()))?;
-        let file: ProofFile = serde_json::from_slice(proof_json).map_err(|e| bad(e.to_string()))?;
-        let proof = decode_hashes(&file.proof).map_err(|e| bad(e.to_string()))?;
-        Ok(ConsistencyInput {
-            old_checkpoint: String::from_utf8_lossy(old_checkpoint).into_owned(),
-            from: file.from,
-            to: file.to,
-            proof,
+impl ProofFile {
+    /// Decode the hashes.
+    fn decode(self) -> Result<ConsistencyProof, String> {
+        Ok(ConsistencyProof {
+            from: self.from,
+            to: self.to,
+            proof: decode_hashes(&self.proof).map_err(|e| e.to_string())?,
         })
     }
+}
+
+impl ConsistencyInput {
+    /// Read the old checkpoint text and one proof file.
+    pub fn parse(old_checkpoint: &[u8], proof_json: &[u8]) -> Result<Self, VerifierError> {
+        Self::parse_many(old_checkpoint, &[proof_json])
+    }
+
+    /// Read the old checkpoint text and proof files, each one JSON object or
+    /// JSON Lines of them (at most [`MAX_PROOF_FILE_BYTES`] each); two proofs
+    /// to one tree size are refused.
+    pub fn parse_many(old_checkpoint: &[u8], files: &[&[u8]]) -> Result<Self, VerifierError> {
+        let mut proofs: Vec<ConsistencyProof> = Vec::new();
+        for (index, bytes) in files.iter().enumerate() {
+            for proof in parse_proof_file(index + 1, bytes)? {
+                if proofs.iter().any(|p| p.to == proof.to) {
+                    return Err(VerifierError::DuplicateProof { to: proof.to });
+                }
+                proofs.push(proof);
+            }
+        }
+        Ok(ConsistencyInput {
+            old_checkpoint: String::from_utf8_lossy(old_checkpoint).into_owned(),
+            proofs,
+        })
+    }
+}
+
+/// One proof file: a single JSON object (however laid out), or else JSON
+/// Lines, one object per non-blank line.
+fn parse_proof_file(file: usize, bytes: &[u8]) -> Result<Vec<ConsistencyProof>, VerifierError> {
+    let bad = |line: Option<usize>, detail: String| VerifierError::ProofFile { file, line, detail };
+    if bytes.len() > MAX_PROOF_FILE_BYTES {
+        let detail = format!("over the limit of {MAX_PROOF_FILE_BYTES} bytes");
+        return Err(bad(None, detail));
+    }
+    if let Ok(one) = strictjson::from_slice::<ProofFile>(bytes, MAX_JSON_DEPTH) {
+        return Ok(vec![one.decode().map_err(|e| bad(None, e))?]);
+    }
+    let lines = bytes.split(|&b| b == b'\n').enumerate();
+    let lines = lines.filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace));
+    let mut proofs = Vec::new();
+    for (i, line) in lines {
+        let one: ProofFile = strictjson::from_slice(line, MAX_JSON_DEPTH)
+            .map_err(|e| bad(Some(i + 1), e.to_string()))?;
+        proofs.push(one.decode().map_err(|e| bad(Some(i + 1), e))?);
+    }
+    if proofs.is_empty() {
+        return Err(bad(None, "holds no proof".to_string()));
+    }
+    Ok(proofs)
 }
 
 /// A checkpoint as verified once: the signature result and the parsed body.
@@ -111,8 +183,60 @@ struct VerifiedCheckpoint {
 pub struct Verifier {
     trust: Trust,
     issuer_keys: Vec<VerifyingKey>,
-    since: Option<ConsistencyInput>,
+    /// `--since`: the input, and the old checkpoint's body parsed once.
+    since: Option<(ConsistencyInput, Result<Checkpoint, Failure>)>,
     cache: Mutex<HashMap<[u8; 32], Arc<VerifiedCheckpoint>>>,
+    gate: GateConfig,
+}
+
+/// What the gating checks need (spec/gate.md): the requirements, the
+/// freshness root, and the clock.
+#[derive(Clone, Debug, Default)]
+pub struct Gate {
+    /// Requirements stated on the command line; each replaces the trust
+    /// file's `"require"` value for its key.
+    pub requirements: Requirements,
+    /// `--fresh ROOT`.
+    pub fresh: Option<std::path::PathBuf>,
+    /// `--now`: Unix seconds; the system clock when `None`.
+    pub now: Option<i64>,
+}
+
+/// The gate as the checks use it: requirements merged, clock read once.
+#[derive(Clone, Debug, Default)]
+struct GateConfig {
+    requirements: Requirements,
+    fresh: Option<std::path::PathBuf>,
+    now: i64,
+    asked: Vec<Reason>,
+}
+
+impl GateConfig {
+    fn new(file: &Requirements, gate: Gate) -> GateConfig {
+        let requirements = file.clone().overridden_by(gate.requirements);
+        let asked = require::asked(&requirements, gate.fresh.is_some());
+        let now = gate.now.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        });
+        GateConfig {
+            requirements,
+            fresh: gate.fresh,
+            now,
+            asked,
+        }
+    }
+}
+
+/// What became of the payload, for the checks that read what it says.
+enum PayloadState {
+    /// A v1 receipt (invariants may still be broken).
+    Decoded(Box<Receipt>),
+    /// A receipt version this rcpt does not read.
+    Unsupported,
+    /// Not decodable, or not reached: the check that stopped it.
+    Unread(&'static str),
 }
 
 impl Verifier {
@@ -125,29 +249,58 @@ impl Verifier {
             return Err(VerifierError::NoLogKeys);
         }
         let issuer_keys = trust.issuer_keys();
+        let gate = GateConfig::new(&trust.require, Gate::default());
         Ok(Verifier {
             trust,
             issuer_keys,
-            since,
+            since: since.map(|s| {
+                let body = since_body(&s.old_checkpoint);
+                (s, body)
+            }),
             cache: Mutex::new(HashMap::new()),
+            gate,
         })
     }
 
-    /// Read one bundle file (at most [`MAX_BUNDLE_BYTES`]) and verify it.
+    /// The same verifier, gating as `gate` says (requirements on top of
+    /// the trust file's `"require"`, freshness, clock).
+    pub fn with_gate(mut self, gate: Gate) -> Verifier {
+        self.gate = GateConfig::new(&self.trust.require, gate);
+        self
+    }
+
+    /// Read one bundle file with the capped reader ([`crate::io::read_path`],
+    /// at most [`MAX_BUNDLE_BYTES`], a regular file only) and verify it.
     pub fn verify_file(&self, path: &Path) -> Report {
-        // Bundles are a few KiB: one allocation covers nearly all of them,
-        // and reading one byte past the limit shows an oversized file as such.
-        let mut bytes = Vec::with_capacity(BUNDLE_READ_CAPACITY);
-        let read = std::fs::File::open(path)
-            .and_then(|f| f.take(MAX_BUNDLE_BYTES as u64 + 1).read_to_end(&mut bytes));
-        match read {
-            Ok(_) => self.verify_bytes(&bytes),
-            Err(e) => unreadable(&format!("cannot read {}: {e}", path.display())),
+        match io::read_path(path, MAX_BUNDLE_BYTES) {
+            Ok(bytes) => self.verify_bytes(&bytes),
+            Err(e) => self.report_input_error(&e),
         }
     }
 
-    /// Verify one bundle's bytes: every check, in order.
+    /// The report of a bundle whose bytes could not be read: over the size
+    /// limit is `bundle.too_large` (failed), anything else
+    /// `input.unreadable` (not evaluated).
+    pub fn report_input_error(&self, e: &InputError) -> Report {
+        match e {
+            InputError::TooLarge { .. } => Report {
+                receipt_id: None,
+                summary: None,
+                checks: vec![Check {
+                    name: name::BUNDLE,
+                    result: fail(Reason::BundleTooLarge, io::error_chain(e)),
+                }],
+            },
+            _ => unreadable(&io::error_chain(e)),
+        }
+    }
+
+    /// Verify one bundle's bytes: every check, in order. A C2SP tlog-proof
+    /// (spec/witness.md) gets the same checks as the bundle it states.
     pub fn verify_bytes(&self, bytes: &[u8]) -> Report {
+        if bytes.starts_with(b"c2sp.org/tlog-proof@") {
+            return self.verify_tlog_proof(bytes);
+        }
         let raw = match RawBundle::parse(bytes) {
             Ok(raw) => raw,
             Err(e) => return unparsed(&e),
@@ -158,32 +311,131 @@ impl Verifier {
             name: name::ENVELOPE,
             result: match &envelope {
                 Ok(_) => Ok(CheckVerdict::Pass),
-                Err(e) => fail("envelope.malformed", format!("envelope: {e}")),
+                Err(e) => fail(e.reason_code(), format!("envelope: {e}")),
             },
         });
-        let receipt_id = match &envelope {
+        let (receipt_id, payload) = match &envelope {
             Ok(env) => self.envelope_checks(env, &raw.receipt_id, &mut checks),
             Err(_) => {
                 skip(&mut checks, name::PAYLOAD_TYPE, name::ENVELOPE);
                 skip_all(&mut checks, &payload_chain(), name::ENVELOPE);
-                None
+                (None, PayloadState::Unread(name::ENVELOPE))
             }
         };
         self.log_checks(&raw, envelope.as_ref().ok(), &mut checks);
-        Report { receipt_id, checks }
+        self.gate_checks(&payload, &mut checks);
+        let summary = match &payload {
+            PayloadState::Decoded(r) => Some(PayloadSummary::of(r)),
+            _ => None,
+        };
+        Report {
+            receipt_id,
+            checks,
+            summary,
+        }
     }
 
-    /// Payload type, signature, payload, invariants, id. Returns the computed id.
+    /// The requirement and freshness checks asked for, after every
+    /// authenticity check (spec/gate.md).
+    fn gate_checks(&self, payload: &PayloadState, checks: &mut Vec<Check>) {
+        if self.gate.asked.is_empty() {
+            return;
+        }
+        let receipt = match payload {
+            PayloadState::Decoded(r) => r,
+            PayloadState::Unsupported => {
+                for reason in &self.gate.asked {
+                    checks.push(not_evaluated(
+                        reason.as_str(),
+                        Reason::PayloadVersionUnsupported,
+                        "the receipt's version is not one this rcpt reads: what it says \
+                         cannot be checked"
+                            .to_string(),
+                    ));
+                }
+                return;
+            }
+            PayloadState::Unread(cause) => {
+                for reason in &self.gate.asked {
+                    skip(checks, reason.as_str(), cause);
+                }
+                return;
+            }
+        };
+        let now = self.gate.now;
+        for rc in require::evaluate(receipt, &self.gate.requirements, now) {
+            let result = match rc.met {
+                Met::Yes => Ok(CheckVerdict::Pass),
+                Met::No(detail) => fail(rc.reason, detail),
+            };
+            checks.push(Check {
+                name: rc.reason.as_str(),
+                result,
+            });
+        }
+        if let Some(root) = &self.gate.fresh {
+            let result = match fresh::check_read_set(root, receipt.substrate, &receipt.read_set) {
+                ItemState::Fresh => Ok(CheckVerdict::Pass),
+                ItemState::Stale(why) => {
+                    fail(Reason::PolicyFresh, format!("stale read set: {why}"))
+                }
+                ItemState::Unknown(why) => Err(NotEvaluated {
+                    reason: Reason::PolicyFreshUnsupported,
+                    detail: format!("read set not re-read: {why}"),
+                }),
+            };
+            checks.push(Check {
+                name: Reason::PolicyFresh.as_str(),
+                result,
+            });
+        }
+    }
+
+    /// A tlog-proof: another version is not evaluated, a malformed one
+    /// fails as a malformed bundle, else its bundle is verified.
+    fn verify_tlog_proof(&self, bytes: &[u8]) -> Report {
+        use crate::tlogproof::TlogProof;
+        let first_line = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+        let result = if first_line != constants::TLOG_PROOF_HEADER.as_bytes() {
+            Err(NotEvaluated {
+                reason: Reason::BundleUnsupported,
+                detail: format!(
+                    "{:?} is not {} (the version this rcpt reads)",
+                    String::from_utf8_lossy(first_line),
+                    constants::TLOG_PROOF_HEADER
+                ),
+            })
+        } else {
+            match TlogProof::parse(bytes).and_then(|p| p.to_bundle()) {
+                Ok(bundle) => return self.verify_bytes(bundle.to_json().as_bytes()),
+                Err(e) => fail(
+                    Reason::BundleMalformed,
+                    format!("tlog-proof: {}", error_chain(&e)),
+                ),
+            }
+        };
+        Report {
+            receipt_id: None,
+            summary: None,
+            checks: vec![Check {
+                name: name::BUNDLE,
+                result,
+            }],
+        }
+    }
+
+    /// Payload type, signature, payload, invariants, id. Returns the
+    /// computed id and what became of the payload.
     fn envelope_checks(
         &self,
         env: &Envelope,
         claimed: &str,
         checks: &mut Vec<Check>,
-    ) -> Option<String> {
+    ) -> (Option<String>, PayloadState) {
         if env.payload_type != constants::RECEIPT_PAYLOAD_TYPE {
             checks.push(not_evaluated(
                 name::PAYLOAD_TYPE,
-                "envelope.payload_type_unsupported",
+                Reason::EnvelopePayloadTypeUnsupported,
                 format!(
                     "payload type \"{}\" is not {}: not evaluated",
                     env.payload_type,
@@ -191,35 +443,51 @@ impl Verifier {
                 ),
             ));
             skip_all(checks, &payload_chain(), name::PAYLOAD_TYPE);
-            return None;
+            return (None, PayloadState::Unread(name::PAYLOAD_TYPE));
         }
         checks.push(pass(name::PAYLOAD_TYPE));
+        // The payload is decoded first so that the signature check can bind
+        // the key that verified to the payload's issuer; the report keeps
+        // its fixed order (signature before the payload checks).
+        let mut payload_part = Vec::new();
+        let payload = payload_checks(&env.payload, &mut payload_part);
+        let receipt = match &payload {
+            PayloadState::Decoded(r) => Some(r.as_ref()),
+            _ => None,
+        };
         checks.push(Check {
             name: name::SIGNATURE,
-            result: self.signature(env),
+            result: self.signature(env, receipt),
         });
-        payload_checks(&env.payload, checks);
+        checks.append(&mut payload_part);
         let id = canonical::identity(&env.payload);
         checks.push(Check {
             name: name::RECEIPT_ID,
             result: receipt_id_check(claimed, &id),
         });
-        Some(id.to_string())
+        (Some(id.to_string()), payload)
     }
 
-    /// The DESIGN.md signature rule over the trusted issuer keys.
-    fn signature(&self, env: &Envelope) -> CheckResult {
+    /// The signature rule over the trusted issuer keys (spec/verify.md),
+    /// then the issuer binding (spec/gate.md): a key that verified must be
+    /// trusted under the name the payload gives as its `issuer`. Without a
+    /// decoded payload the binding cannot be looked at; the payload checks
+    /// then decide the outcome.
+    fn signature(&self, env: &Envelope, receipt: Option<&Receipt>) -> CheckResult {
         match dsse::check_signatures(env, &self.issuer_keys) {
-            SignatureCheck::Verified { .. } => Ok(CheckVerdict::Pass),
+            SignatureCheck::Verified { keyids } => match receipt {
+                Some(r) => self.issuer_binding(&keyids, &r.issuer),
+                None => Ok(CheckVerdict::Pass),
+            },
             SignatureCheck::Failed { index, keyid } => fail(
-                "signature.invalid",
+                Reason::SignatureInvalid,
                 format!(
                     "signature {index} names trusted key {keyid} but does not verify under it: \
                      the envelope was altered or signed by another key"
                 ),
             ),
             SignatureCheck::NotEvaluated => Err(NotEvaluated {
-                reason: "signature.untrusted",
+                reason: Reason::SignatureUntrusted,
                 detail: format!(
                     "no signature is by a trusted issuer key (keyids: {}): add the issuer's \
                      public key with --issuer-key or to the trust file",
@@ -227,6 +495,33 @@ impl Verifier {
                 ),
             }),
         }
+    }
+
+    /// Pass when a key that verified is trusted under the name `issuer`.
+    fn issuer_binding(&self, keyids: &[String], issuer: &str) -> CheckResult {
+        if keyids
+            .iter()
+            .any(|id| self.trust.names_of_keyid(id).any(|n| n == issuer))
+        {
+            return Ok(CheckVerdict::Pass);
+        }
+        let mut names: Vec<&str> = keyids
+            .iter()
+            .flat_map(|id| self.trust.names_of_keyid(id))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let signer = if names.is_empty() {
+            "a trusted key given without a name, which binds no issuer name (give it as \
+             --issuer-key NAME=KEY or with a name in the trust file)"
+                .to_string()
+        } else {
+            format!("the trusted key of \"{}\"", names.join("\", \""))
+        };
+        fail(
+            Reason::SignatureIssuerMismatch,
+            format!("the payload's issuer is \"{issuer}\", but it verified only under {signer}"),
+        )
     }
 
     /// Checkpoint signature and match, inclusion, and consistency.
@@ -258,8 +553,8 @@ impl Verifier {
             name: name::INCLUSION,
             result: inclusion(raw, env, body),
         });
-        if let Some(since) = &self.since {
-            let result = self.consistency(since, raw.log.tree_size, body);
+        if let Some((since, old_body)) = &self.since {
+            let result = self.consistency(since, old_body, raw.log.tree_size, body);
             checks.push(Check {
                 name: name::CONSISTENCY,
                 result,
@@ -267,9 +562,10 @@ impl Verifier {
         }
     }
 
-    /// Verify a checkpoint note for `origin`, once per distinct text.
+    /// Verify a checkpoint note for `origin`, once per distinct
+    /// (origin, text) pair.
     fn checkpoint(&self, origin: &str, text: &str) -> Arc<VerifiedCheckpoint> {
-        let key: [u8; 32] = Digest::sha256(format!("{origin}\n{text}").as_bytes()).bytes;
+        let key = cache_key(origin, text);
         if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
             return hit;
         }
@@ -289,7 +585,7 @@ impl Verifier {
             Ok(note) => note,
             Err(e) => {
                 let f = Failure {
-                    reason: "checkpoint.malformed",
+                    reason: Reason::CheckpointMalformed,
                     detail: format!("checkpoint note: {e}"),
                 };
                 return VerifiedCheckpoint {
@@ -301,7 +597,7 @@ impl Verifier {
         let keys = self.trust.log_keys_for(origin);
         let signature = if keys.is_empty() {
             Err(NotEvaluated {
-                reason: "log.untrusted",
+                reason: Reason::LogUntrusted,
                 detail: format!(
                     "no trusted log key for origin \"{origin}\": add its verifier key with \
                      --log-key or to the trust file"
@@ -311,60 +607,104 @@ impl Verifier {
             note_check(note::check(&note, &keys), origin)
         };
         let body = Checkpoint::parse(&note.text).map_err(|e| Failure {
-            reason: "checkpoint.malformed",
+            reason: Reason::CheckpointMalformed,
             detail: format!("checkpoint body: {e}"),
         });
         VerifiedCheckpoint { signature, body }
     }
 
-    /// `--since`: the old checkpoint is trusted and the proof links it to this one.
+    /// `--since`: the old checkpoint is of this bundle's log, is trusted, and
+    /// a proof links its size to this bundle's tree size.
+    ///
+    /// The origin is compared first, from the old checkpoint's body: a
+    /// checkpoint of another log fails `consistency.origin_mismatch`
+    /// whether or not that log is trusted (its signature is never looked
+    /// up under this bundle's log keys).
     fn consistency(
         &self,
         since: &ConsistencyInput,
+        old_body: &Result<Checkpoint, Failure>,
         tree_size: u64,
         body: &Checkpoint,
     ) -> CheckResult {
-        let old = self.checkpoint(&body.origin, &since.old_checkpoint);
-        if let Some(not_passed) = not_passing(&old.signature, "the --since checkpoint") {
-            return not_passed;
-        }
-        let old_body = match &old.body {
+        let old_body = match old_body {
             Ok(b) => b,
             Err(f) => return Ok(CheckVerdict::Fail(f.clone())),
         };
         if old_body.origin != body.origin {
             return fail(
-                "consistency.origin_mismatch",
+                Reason::ConsistencyOriginMismatch,
                 format!(
-                    "--since checkpoint is for \"{}\", the bundle's log is \"{}\"",
+                    "--since checkpoint is for \"{}\", the bundle's log is \"{}\": give a \
+                     --since checkpoint of the bundle's log",
                     old_body.origin, body.origin
                 ),
             );
         }
-        if since.from != old_body.size || since.to != tree_size {
+        let old = self.checkpoint(&body.origin, &since.old_checkpoint);
+        if let Some(not_passed) = not_passing(&old.signature, "the --since checkpoint") {
+            return not_passed;
+        }
+        let Some(proof) = since.proofs.iter().find(|p| p.to == tree_size) else {
+            let sizes: Vec<String> = since.proofs.iter().map(|p| p.to.to_string()).collect();
             return fail(
-                "consistency.size_mismatch",
+                Reason::ConsistencySizeMismatch,
                 format!(
-                    "proof is from {} to {}, but the --since checkpoint has size {} and the \
-                     bundle's tree size is {}: prove consistency between exactly those sizes",
-                    since.from, since.to, old_body.size, tree_size
+                    "no --consistency proof to the bundle's tree size {tree_size} (proofs given \
+                     to: {}): add `rcpt log consistency --from {} --to {tree_size} --json`",
+                    sizes.join(", "),
+                    old_body.size
+                ),
+            );
+        };
+        if proof.from != old_body.size {
+            return fail(
+                Reason::ConsistencySizeMismatch,
+                format!(
+                    "proof is from {} to {}, but the --since checkpoint has size {}: prove \
+                     consistency from exactly that size",
+                    proof.from, proof.to, old_body.size
                 ),
             );
         }
         match merkle::verify_consistency(
-            since.from,
-            since.to,
-            &since.proof,
+            proof.from,
+            proof.to,
+            &proof.proof,
             &old_body.root_hash,
             &body.root_hash,
         ) {
             Ok(()) => Ok(CheckVerdict::Pass),
             Err(e) => fail(
-                "consistency.invalid",
+                Reason::ConsistencyInvalid,
                 format!("the bundle's checkpoint does not extend the --since checkpoint: {e}"),
             ),
         }
     }
+}
+
+/// The body of the `--since` checkpoint note, or why it is malformed.
+fn since_body(text: &str) -> Result<Checkpoint, Failure> {
+    let malformed = |detail: String| Failure {
+        reason: Reason::CheckpointMalformed,
+        detail,
+    };
+    let note = Note::parse(text.as_bytes())
+        .map_err(|e| malformed(format!("the --since checkpoint note: {e}")))?;
+    Checkpoint::parse(&note.text)
+        .map_err(|e| malformed(format!("the --since checkpoint body: {e}")))
+}
+
+/// The checkpoint cache key: SHA-256 over the length-prefixed pair,
+/// `u64be(len(origin)) || origin || text`, so no two (origin, text) pairs
+/// share a key whatever bytes either holds.
+fn cache_key(origin: &str, text: &str) -> [u8; 32] {
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    h.update((origin.len() as u64).to_be_bytes());
+    h.update(origin.as_bytes());
+    h.update(text.as_bytes());
+    h.finalize().into()
 }
 
 /// The checks that need a receipt payload, in report order.
@@ -374,18 +714,18 @@ fn payload_chain() -> Vec<&'static str> {
         name::PAYLOAD_CANONICAL,
         name::PAYLOAD_SCHEMA,
     ];
-    names.extend(Invariant::ALL.iter().map(|i| i.reason_code()));
+    names.extend(Invariant::ALL.iter().map(|i| i.check_name()));
     names.push(name::RECEIPT_ID);
     names
 }
 
 /// Canonical decode, schema, and each invariant, each its own check.
-fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) {
+fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) -> PayloadState {
     if payload.len() > MAX_PAYLOAD_BYTES {
         checks.push(Check {
             name: name::PAYLOAD_CANONICAL,
             result: fail(
-                "payload.too_large",
+                Reason::PayloadTooLarge,
                 format!(
                     "payload is {} bytes, over the limit of {MAX_PAYLOAD_BYTES}",
                     payload.len()
@@ -393,7 +733,8 @@ fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) {
             ),
         });
         skip(checks, name::PAYLOAD_SCHEMA, name::PAYLOAD_CANONICAL);
-        return skip_invariants(checks, name::PAYLOAD_CANONICAL);
+        skip_invariants(checks, name::PAYLOAD_CANONICAL);
+        return PayloadState::Unread(name::PAYLOAD_CANONICAL);
     }
     let value = match dagcbor::decode(payload) {
         Ok(v) => v,
@@ -403,25 +744,33 @@ fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) {
                 result: fail(e.reason_code(), format!("payload: {e}")),
             });
             skip(checks, name::PAYLOAD_SCHEMA, name::PAYLOAD_CANONICAL);
-            return skip_invariants(checks, name::PAYLOAD_CANONICAL);
+            skip_invariants(checks, name::PAYLOAD_CANONICAL);
+            return PayloadState::Unread(name::PAYLOAD_CANONICAL);
         }
     };
     checks.push(pass(name::PAYLOAD_CANONICAL));
     let receipt = match Receipt::from_value(&value) {
         Ok(r) => r,
         Err(e) => {
-            let result = match &e {
-                SchemaError::UnsupportedVersion(_) => Err(NotEvaluated {
-                    reason: e.reason_code(),
-                    detail: e.to_string(),
-                }),
-                SchemaError::Field { .. } => fail(e.reason_code(), e.to_string()),
+            let (result, state) = match &e {
+                SchemaError::UnsupportedVersion(_) => (
+                    Err(NotEvaluated {
+                        reason: e.reason_code(),
+                        detail: e.to_string(),
+                    }),
+                    PayloadState::Unsupported,
+                ),
+                _ => (
+                    fail(e.reason_code(), e.to_string()),
+                    PayloadState::Unread(name::PAYLOAD_SCHEMA),
+                ),
             };
             checks.push(Check {
                 name: name::PAYLOAD_SCHEMA,
                 result,
             });
-            return skip_invariants(checks, name::PAYLOAD_SCHEMA);
+            skip_invariants(checks, name::PAYLOAD_SCHEMA);
+            return state;
         }
     };
     checks.push(pass(name::PAYLOAD_SCHEMA));
@@ -431,16 +780,17 @@ fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) {
             Err(v) => fail(invariant.reason_code(), v.detail),
         };
         checks.push(Check {
-            name: invariant.reason_code(),
+            name: invariant.check_name(),
             result,
         });
     }
+    PayloadState::Decoded(Box::new(receipt))
 }
 
 /// Mark every invariant check as not run because `cause` did not pass.
 fn skip_invariants(checks: &mut Vec<Check>, cause: &str) {
     for invariant in Invariant::ALL {
-        skip(checks, invariant.reason_code(), cause);
+        skip(checks, invariant.check_name(), cause);
     }
 }
 
@@ -449,11 +799,11 @@ fn receipt_id_check(claimed: &str, id: &Digest) -> CheckResult {
     match claimed.parse::<Digest>() {
         Ok(c) if c == *id => Ok(CheckVerdict::Pass),
         Ok(_) => fail(
-            "receipt_id.mismatch",
+            Reason::ReceiptIdMismatch,
             format!("bundle claims receipt id {claimed}, but the payload's id is {id}"),
         ),
         Err(e) => fail(
-            "receipt_id.malformed",
+            Reason::ReceiptIdMalformed,
             format!("receipt_id \"{claimed}\": {e}"),
         ),
     }
@@ -463,7 +813,7 @@ fn receipt_id_check(claimed: &str, id: &Digest) -> CheckResult {
 fn checkpoint_match(raw: &RawBundle, body: &Checkpoint) -> CheckResult {
     if body.origin != raw.log.origin {
         return fail(
-            "checkpoint.origin_mismatch",
+            Reason::CheckpointOriginMismatch,
             format!(
                 "checkpoint origin \"{}\" differs from the bundle's origin \"{}\"",
                 body.origin, raw.log.origin
@@ -472,7 +822,7 @@ fn checkpoint_match(raw: &RawBundle, body: &Checkpoint) -> CheckResult {
     }
     if body.size != raw.log.tree_size {
         return fail(
-            "checkpoint.size_mismatch",
+            Reason::CheckpointSizeMismatch,
             format!(
                 "checkpoint tree size {} differs from the bundle's tree_size {}",
                 body.size, raw.log.tree_size
@@ -489,7 +839,7 @@ fn inclusion(raw: &RawBundle, env: Option<&Envelope>, body: &Checkpoint) -> Chec
     };
     let proof = match raw.inclusion_hashes() {
         Ok(p) => p,
-        Err(e) => return fail("inclusion.malformed", e.to_string()),
+        Err(e) => return fail(Reason::InclusionMalformed, e.to_string()),
     };
     let leaf = merkle::leaf_hash(&env.to_entry());
     match merkle::verify_inclusion(
@@ -501,7 +851,7 @@ fn inclusion(raw: &RawBundle, env: Option<&Envelope>, body: &Checkpoint) -> Chec
     ) {
         Ok(()) => Ok(CheckVerdict::Pass),
         Err(e) => fail(
-            "inclusion.invalid",
+            Reason::InclusionInvalid,
             format!(
                 "entry {} of tree size {} does not reach the checkpoint root: {e}",
                 raw.log.index, raw.log.tree_size
@@ -515,14 +865,14 @@ fn note_check(check: NoteCheck, origin: &str) -> CheckResult {
     match check {
         NoteCheck::Verified { .. } => Ok(CheckVerdict::Pass),
         NoteCheck::Failed { name, key_hash } => fail(
-            "checkpoint.signature_invalid",
+            Reason::CheckpointSignatureInvalid,
             format!(
                 "checkpoint signature by trusted key {name}+{} does not verify: the checkpoint was altered",
                 to_hex(&key_hash)
             ),
         ),
         NoteCheck::NotEvaluated => Err(NotEvaluated {
-            reason: "log.untrusted",
+            reason: Reason::LogUntrusted,
             detail: format!("no trusted key for origin \"{origin}\" signed this checkpoint"),
         }),
     }
@@ -572,12 +922,12 @@ fn pass(name: &'static str) -> Check {
 }
 
 /// A failed check result.
-fn fail(reason: &'static str, detail: String) -> CheckResult {
+fn fail(reason: Reason, detail: String) -> CheckResult {
     Ok(CheckVerdict::Fail(Failure { reason, detail }))
 }
 
 /// A check that could not run.
-fn not_evaluated(name: &'static str, reason: &'static str, detail: String) -> Check {
+fn not_evaluated(name: &'static str, reason: Reason, detail: String) -> Check {
     Check {
         name,
         result: Err(NotEvaluated { reason, detail }),
@@ -587,7 +937,7 @@ fn not_evaluated(name: &'static str, reason: &'static str, detail: String) -> Ch
 /// Not run because `cause` did not pass.
 fn skipped(cause: &str) -> NotEvaluated {
     NotEvaluated {
-        reason: "check.skipped",
+        reason: Reason::CheckSkipped,
         detail: format!("not run: needs `{cause}`, which did not pass"),
     }
 }
@@ -611,9 +961,10 @@ fn skip_all(checks: &mut Vec<Check>, names: &[&'static str], cause: &str) {
 fn unreadable(detail: &str) -> Report {
     Report {
         receipt_id: None,
+        summary: None,
         checks: vec![not_evaluated(
             name::BUNDLE,
-            "input.unreadable",
+            Reason::InputUnreadable,
             detail.to_string(),
         )],
     }
@@ -623,14 +974,15 @@ fn unreadable(detail: &str) -> Report {
 fn unparsed(e: &BundleError) -> Report {
     let result = match e {
         BundleError::UnsupportedMediaType(_) => Err(NotEvaluated {
-            reason: "bundle.unsupported",
+            reason: Reason::BundleUnsupported,
             detail: e.to_string(),
         }),
-        BundleError::TooLarge(_) => fail("bundle.too_large", e.to_string()),
-        _ => fail("bundle.malformed", e.to_string()),
+        BundleError::TooLarge(_) => fail(Reason::BundleTooLarge, e.to_string()),
+        _ => fail(Reason::BundleMalformed, e.to_string()),
     };
     Report {
         receipt_id: None,
+        summary: None,
         checks: vec![Check {
             name: name::BUNDLE,
             result,

@@ -2,12 +2,24 @@
 //!
 //! `DIR/manifest.json` = `{"trust": "trust.json", "cases": [{"file": ...,
 //! "expect": "verified|failed|error", "reason": code or null, "comment":
-//! ...}]}`. Optionally `DIR/SHA256SUMS` (sha256sum format) guards every
-//! frozen file against silent regeneration.
+//! ..., "gate": {...}}]}`. Optionally `DIR/SHA256SUMS` (sha256sum format)
+//! guards every frozen file against silent regeneration.
+//!
+//! A case's optional `"gate"` object states the gating flags it is run
+//! with (spec/gate.md): `"require"` (the trust file's `"require"` keys),
+//! `"now"` (Unix seconds) and `"fresh"` (a directory inside DIR).
+//!
+//! A corpus grows by series: a subdirectory of DIR holding its own
+//! `manifest.json` and `SHA256SUMS` is a series, frozen on its own, so new
+//! cases never rewrite an old file ([`series`]).
 
-use super::{Outcome, Report, Verifier, VerifierError};
-use crate::digest::{Digest, to_hex};
-use crate::limits::{MAX_JSON_DEPTH, MAX_KEY_FILE_BYTES, MAX_MANIFEST_BYTES};
+use super::{Gate, Outcome, Reason, Report, Verifier, VerifierError};
+use crate::digest::to_hex;
+use crate::gate::require::RequireFile;
+use crate::io::{self, InputError};
+use crate::limits::{
+    MAX_CORPUS_FILE_BYTES, MAX_JSON_DEPTH, MAX_KEY_FILE_BYTES, MAX_MANIFEST_BYTES,
+};
 use crate::strictjson;
 use crate::trust::{Trust, TrustError};
 use serde::Deserialize;
@@ -20,13 +32,52 @@ pub struct Case {
     /// Bundle path relative to the corpus directory.
     pub file: String,
     /// `verified`, `failed` or `error`.
-    pub expect: String,
+    pub expect: Outcome,
     /// Expected primary reason code (null for verified).
     #[serde(default)]
-    pub reason: Option<String>,
+    pub reason: Option<Reason>,
     /// What the case is about.
     #[serde(default)]
     pub comment: String,
+    /// The gating flags the case is run with.
+    #[serde(default)]
+    pub gate: Option<CaseGate>,
+}
+
+/// The gating flags of one case, as `rcpt verify` would take them.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseGate {
+    /// Requirements, with the trust file's `"require"` keys.
+    #[serde(default)]
+    pub require: Option<RequireFile>,
+    /// `--now`.
+    #[serde(default)]
+    pub now: Option<i64>,
+    /// `--fresh`: a directory relative to the corpus directory.
+    #[serde(default)]
+    pub fresh: Option<String>,
+}
+
+impl CaseGate {
+    /// The [`Gate`] for a case of the corpus in `dir`.
+    fn to_gate(&self, dir: &Path) -> Result<Gate, String> {
+        let requirements = match &self.require {
+            Some(r) => r.clone().into_requirements().map_err(|e| e.to_string())?,
+            None => Default::default(),
+        };
+        let fresh = match &self.fresh {
+            Some(rel) => Some(
+                inside(dir, rel).ok_or_else(|| format!("fresh path {rel:?} leaves the corpus"))?,
+            ),
+            None => None,
+        };
+        Ok(Gate {
+            requirements,
+            fresh,
+            now: self.now,
+        })
+    }
 }
 
 /// The manifest.
@@ -40,16 +91,13 @@ pub struct Manifest {
 }
 
 /// Why a corpus could not be run (a bad invocation).
+#[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum CorpusError {
-    /// A corpus file could not be read.
-    #[error("cannot read {path}: {detail}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        detail: String,
-    },
+    /// A corpus file could not be read (missing, not a regular file, over
+    /// its limit).
+    #[error(transparent)]
+    Input(#[from] InputError),
     /// The manifest is not valid.
     #[error("{path}: {detail}")]
     Manifest {
@@ -104,22 +152,6 @@ impl CorpusResult {
     }
 }
 
-/// Read a file with a size cap.
-fn read_capped(path: &Path, max: usize) -> Result<Vec<u8>, CorpusError> {
-    let err = |detail: String| CorpusError::Read {
-        path: path.to_path_buf(),
-        detail,
-    };
-    let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
-    if meta.len() > max as u64 {
-        return Err(err(format!(
-            "{} bytes, over the limit of {max}",
-            meta.len()
-        )));
-    }
-    std::fs::read(path).map_err(|e| err(e.to_string()))
-}
-
 /// A manifest path must stay inside the corpus directory.
 fn inside(dir: &Path, relative: &str) -> Option<PathBuf> {
     let rel = Path::new(relative);
@@ -130,21 +162,48 @@ fn inside(dir: &Path, relative: &str) -> Option<PathBuf> {
 /// Load the manifest and the trust it names.
 pub fn load(dir: &Path) -> Result<(Manifest, Trust), CorpusError> {
     let path = dir.join("manifest.json");
-    let bytes = read_capped(&path, MAX_MANIFEST_BYTES)?;
+    let bytes = io::read_path(&path, MAX_MANIFEST_BYTES)?;
     let bad = |detail: String| CorpusError::Manifest {
         path: path.clone(),
         detail,
     };
-    strictjson::check(&bytes, MAX_JSON_DEPTH).map_err(|e| bad(e.to_string()))?;
-    let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
+    let manifest: Manifest =
+        strictjson::from_slice(&bytes, MAX_JSON_DEPTH).map_err(|e| bad(e.to_string()))?;
     let trust_path = inside(dir, &manifest.trust).ok_or_else(|| {
         bad(format!(
             "trust path \"{}\" leaves the corpus directory",
             manifest.trust
         ))
     })?;
-    let trust = Trust::from_json(&read_capped(&trust_path, MAX_KEY_FILE_BYTES)?)?;
+    let trust = Trust::from_json(&io::read_path(&trust_path, MAX_KEY_FILE_BYTES)?)?;
+    for case in &manifest.cases {
+        if let Some(gate) = &case.gate {
+            gate.to_gate(dir)
+                .map_err(|e| bad(format!("case {}: gate: {e}", case.file)))?;
+        }
+    }
     Ok((manifest, trust))
+}
+
+/// The series of the corpus in `dir`: its subdirectories that hold their
+/// own `manifest.json` and `SHA256SUMS`, sorted by name.
+pub fn series(dir: &Path) -> Result<Vec<PathBuf>, CorpusError> {
+    let mut out = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(|source| {
+        CorpusError::Input(InputError::Open {
+            path: dir.to_path_buf(),
+            source,
+        })
+    })?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && path.join("manifest.json").is_file() && path.join("SHA256SUMS").is_file() {
+            out.push(path);
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// Check `DIR/SHA256SUMS` if present: (mismatches, lines checked).
@@ -153,7 +212,7 @@ pub fn check_sums(dir: &Path) -> Result<(Vec<ChecksumMismatch>, usize), CorpusEr
     if !path.exists() {
         return Ok((Vec::new(), 0));
     }
-    let text = String::from_utf8_lossy(&read_capped(&path, MAX_MANIFEST_BYTES)?).into_owned();
+    let text = String::from_utf8_lossy(&io::read_path(&path, MAX_MANIFEST_BYTES)?).into_owned();
     let mut mismatches = Vec::new();
     let mut checked = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -165,11 +224,12 @@ pub fn check_sums(dir: &Path) -> Result<(Vec<ChecksumMismatch>, usize), CorpusEr
             });
             continue;
         };
-        let found =
-            inside(dir, file).map(|p| std::fs::read(p).map(|b| to_hex(&Digest::sha256(&b).bytes)));
+        // Hashed as a stream, capped; a FIFO or device is refused, not read.
+        let found = inside(dir, file)
+            .map(|p| io::sha256_capped(&p, MAX_CORPUS_FILE_BYTES).map(|d| to_hex(&d.bytes)));
         let detail = match found {
             None => Some("path leaves the corpus directory".to_string()),
-            Some(Err(e)) => Some(format!("cannot read: {e}")),
+            Some(Err(e)) => Some(io::error_chain(&e)),
             Some(Ok(actual)) if actual != hex => {
                 Some(format!("sha256 is {actual}, SHA256SUMS says {hex}"))
             }
@@ -185,24 +245,22 @@ pub fn check_sums(dir: &Path) -> Result<(Vec<ChecksumMismatch>, usize), CorpusEr
     Ok((mismatches, checked))
 }
 
-/// Run one case.
-pub fn run_case(dir: &Path, verifier: &Verifier, case: &Case) -> CaseResult {
+/// Run one case: with `verifier`, or when the case states gating flags,
+/// with a verifier of `trust` gated as it says.
+pub fn run_case(dir: &Path, trust: &Trust, verifier: &Verifier, case: &Case) -> CaseResult {
+    let gated = case.gate.as_ref().and_then(|g| {
+        let gate = g.to_gate(dir).ok()?;
+        Some(Verifier::new(trust.clone(), None).ok()?.with_gate(gate))
+    });
+    let verifier = gated.as_ref().unwrap_or(verifier);
     let report = match inside(dir, &case.file) {
         Some(path) => verifier.verify_file(&path),
         None => verifier.verify_file(Path::new("/nonexistent/path/leaves/corpus")),
     };
-    let matched = report.outcome().as_str() == case.expect
-        && report.primary_reason() == case.reason.as_deref();
+    let matched = report.outcome() == case.expect && report.primary_reason() == case.reason;
     CaseResult {
         case: case.clone(),
         report,
         matched,
     }
-}
-
-/// The outcome words a manifest may use.
-pub fn valid_expectation(expect: &str) -> bool {
-    [Outcome::Verified, Outcome::Failed, Outcome::NotEvaluated]
-        .iter()
-        .any(|o| o.as_str() == expect)
 }

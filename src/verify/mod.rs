@@ -15,13 +15,14 @@ mod checks;
 pub mod corpus;
 pub mod report;
 
-pub use checks::{ConsistencyInput, Verifier, VerifierError};
+pub use crate::reason::Reason;
+pub use checks::{ConsistencyInput, Gate, Verifier, VerifierError};
 
 /// Why a check said no: a stable reason code and a detail for people.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
-    /// Stable reason code (documented in spec/verify.md).
-    pub reason: &'static str,
+    /// Stable reason code (spec/reasons.md).
+    pub reason: Reason,
     /// What failed, where, and what to do next.
     pub detail: String,
 }
@@ -39,8 +40,8 @@ pub enum CheckVerdict {
 /// an unsupported version, or a check it depends on did not pass.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NotEvaluated {
-    /// Stable reason code (documented in spec/verify.md).
-    pub reason: &'static str,
+    /// Stable reason code (spec/reasons.md).
+    pub reason: Reason,
     /// Why it could not run.
     pub detail: String,
 }
@@ -69,6 +70,9 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome.
+    pub const ALL: [Outcome; 3] = [Outcome::Verified, Outcome::Failed, Outcome::NotEvaluated];
+
     /// `verified`, `failed` or `error` (the word used in reports and manifests).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -79,6 +83,28 @@ impl Outcome {
     }
 }
 
+impl serde::Serialize for Outcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// A manifest's `expect` reads as the outcome type: `verified`, `failed` or
+/// `error`, nothing else.
+impl<'de> serde::Deserialize<'de> for Outcome {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Outcome, D::Error> {
+        let word = String::deserialize(d)?;
+        Outcome::ALL
+            .into_iter()
+            .find(|o| o.as_str() == word)
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "outcome {word:?} is not verified, failed or error"
+                ))
+            })
+    }
+}
+
 /// Everything the verifier found about one bundle.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
@@ -86,6 +112,44 @@ pub struct Report {
     pub receipt_id: Option<String>,
     /// Every check, in a fixed order.
     pub checks: Vec<Check>,
+    /// What the receipt says, when its payload could be decoded.
+    pub summary: Option<PayloadSummary>,
+}
+
+/// What a receipt says, for the CI log that acts on it (spec/verify.md
+/// "JSON"): present whenever the payload decoded as a v1 receipt, whatever
+/// the outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PayloadSummary {
+    /// `issuer`.
+    pub issuer: String,
+    /// `issued_at`, Unix seconds.
+    pub issued_at: i64,
+    /// `substrate`.
+    pub substrate: &'static str,
+    /// `change_id`.
+    pub change_id: String,
+    /// `policy_id`.
+    pub policy_id: String,
+    /// The verdict's arm: `admit`, `deny` or `escalate`.
+    pub verdict: &'static str,
+    /// `applied`.
+    pub applied: bool,
+}
+
+impl PayloadSummary {
+    /// The summary of `receipt`.
+    pub fn of(receipt: &crate::receipt::Receipt) -> PayloadSummary {
+        PayloadSummary {
+            issuer: receipt.issuer.clone(),
+            issued_at: receipt.issued_at,
+            substrate: receipt.substrate.as_str(),
+            change_id: receipt.change_id.to_string(),
+            policy_id: receipt.policy_id.to_string(),
+            verdict: crate::gate::require::VerdictArm::of(&receipt.verdict).as_str(),
+            applied: receipt.applied,
+        }
+    }
 }
 
 impl Report {
@@ -106,7 +170,7 @@ impl Report {
 
     /// The reason code that decided the outcome: the first failure, else the
     /// first check not evaluated, else `None` (verified).
-    pub fn primary_reason(&self) -> Option<&'static str> {
+    pub fn primary_reason(&self) -> Option<Reason> {
         let failure = self.checks.iter().find_map(|c| match &c.result {
             Ok(CheckVerdict::Fail(f)) => Some(f.reason),
             _ => None,
@@ -160,13 +224,13 @@ mod tests {
     fn check(name: &'static str, result: CheckResult) -> Check {
         Check { name, result }
     }
-    fn fail(reason: &'static str) -> CheckResult {
+    fn fail(reason: Reason) -> CheckResult {
         Ok(CheckVerdict::Fail(Failure {
             reason,
             detail: String::new(),
         }))
     }
-    fn not_evaluated(reason: &'static str) -> CheckResult {
+    fn not_evaluated(reason: Reason) -> CheckResult {
         Err(NotEvaluated {
             reason,
             detail: String::new(),
@@ -178,6 +242,7 @@ mod tests {
         let pass = || check("a", Ok(CheckVerdict::Pass));
         let all_pass = Report {
             receipt_id: None,
+            summary: None,
             checks: vec![pass(), pass()],
         };
         assert_eq!(all_pass.outcome(), Outcome::Verified);
@@ -185,27 +250,30 @@ mod tests {
 
         let one_error = Report {
             receipt_id: None,
-            checks: vec![pass(), check("b", not_evaluated("x.untrusted"))],
+            summary: None,
+            checks: vec![pass(), check("b", not_evaluated(Reason::LogUntrusted))],
         };
         assert_eq!(one_error.outcome(), Outcome::NotEvaluated);
-        assert_eq!(one_error.primary_reason(), Some("x.untrusted"));
+        assert_eq!(one_error.primary_reason(), Some(Reason::LogUntrusted));
 
         // A failure anywhere decides, even after a check that could not run.
         let both = Report {
             receipt_id: None,
+            summary: None,
             checks: vec![
-                check("b", not_evaluated("x.untrusted")),
+                check("b", not_evaluated(Reason::LogUntrusted)),
                 pass(),
-                check("c", fail("y.invalid")),
+                check("c", fail(Reason::InclusionInvalid)),
             ],
         };
         assert_eq!(both.outcome(), Outcome::Failed);
-        assert_eq!(both.primary_reason(), Some("y.invalid"));
+        assert_eq!(both.primary_reason(), Some(Reason::InclusionInvalid));
 
         // A bundle that was never read is not evaluated, never verified by default.
         let unread = Report {
             receipt_id: None,
-            checks: vec![check("bundle", not_evaluated("input.unreadable"))],
+            summary: None,
+            checks: vec![check("bundle", not_evaluated(Reason::InputUnreadable))],
         };
         assert_eq!(unread.outcome(), Outcome::NotEvaluated);
     }

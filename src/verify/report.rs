@@ -2,9 +2,13 @@
 //! and CI systems (junit). Rendering writes to a caller's `Write`; the
 //! library never chooses stdout or an exit status.
 
-use super::{Check, CheckVerdict, Outcome, Report, Summary};
+use super::{Check, CheckVerdict, Outcome, Reason, Report, Summary};
 use serde_json::json;
 use std::io::{self, Write};
+
+/// Version of the JSON document's shape (spec/verify.md "JSON"): raised
+/// when a field changes meaning or goes away, not when one is added.
+pub const JSON_FORMAT_VERSION: u32 = 1;
 
 /// The output formats of `rcpt verify`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,7 +31,7 @@ fn status(check: &Check) -> &'static str {
 }
 
 /// (reason, detail) of a check that did not pass.
-fn reason_detail(check: &Check) -> Option<(&'static str, &str)> {
+fn reason_detail(check: &Check) -> Option<(Reason, &str)> {
     match &check.result {
         Ok(CheckVerdict::Pass) => None,
         Ok(CheckVerdict::Fail(f)) => Some((f.reason, &f.detail)),
@@ -58,7 +62,10 @@ impl<W: Write> Renderer<W> {
     /// Start the document.
     pub fn begin(&mut self) -> io::Result<()> {
         match self.format {
-            Format::Json => self.out.write_all(b"{\"results\": [\n"),
+            Format::Json => writeln!(
+                self.out,
+                "{{\"format_version\": {JSON_FORMAT_VERSION}, \"results\": ["
+            ),
             Format::Human | Format::Junit => Ok(()),
         }
     }
@@ -127,14 +134,15 @@ fn human(out: &mut impl Write, file: &str, report: &Report) -> io::Result<()> {
     }
     for check in &report.checks {
         // Skipped checks follow from a problem already listed: keep the output short.
-        if let Some((reason, detail)) = reason_detail(check).filter(|(r, _)| *r != "check.skipped")
+        if let Some((reason, detail)) =
+            reason_detail(check).filter(|(r, _)| *r != Reason::CheckSkipped)
         {
             let tag = if status(check) == "fail" {
                 "fail"
             } else {
                 "not evaluated"
             };
-            if reason == check.name {
+            if reason.as_str() == check.name {
                 writeln!(out, "    {tag} [{reason}]: {detail}")?;
             } else {
                 writeln!(out, "    {tag} {} [{reason}]: {detail}", check.name)?;
@@ -155,17 +163,39 @@ fn json_result(file: &str, report: &Report) -> serde_json::Value {
             json!({"name": c.name, "status": status(c), "reason": reason, "detail": detail})
         })
         .collect();
+    let payload = report.summary.as_ref().map(|p| {
+        json!({"issuer": p.issuer, "issued_at": p.issued_at, "substrate": p.substrate,
+               "change_id": p.change_id, "policy_id": p.policy_id, "verdict": p.verdict,
+               "applied": p.applied})
+    });
     json!({
         "file": file,
         "outcome": report.outcome().as_str(),
         "reason": report.primary_reason(),
         "receipt_id": report.receipt_id,
+        "payload": payload,
         "checks": checks,
     })
 }
 
-/// Escape text for XML attributes and content.
-fn xml_escape(s: &str) -> String {
+/// XML 1.0 (Fifth Edition) section 2.2, production [2]:
+/// `Char ::= #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]`.
+/// (Surrogates cannot occur in a Rust string.)
+fn is_xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}')
+        || c >= '\u{10000}'
+}
+
+/// Escape text for XML 1.0 content (`attribute` false) or a double-quoted
+/// attribute value (`attribute` true).
+///
+/// A character XML 1.0 forbids (C0 controls other than tab, newline and
+/// carriage return; U+FFFE; U+FFFF) cannot appear even as a character
+/// reference, so it is replaced by U+FFFD. In attributes, tab, newline and
+/// carriage return are written as character references, which attribute-
+/// value normalisation (section 3.3.3) keeps, instead of turning them into
+/// spaces. The result is well-formed in either place whatever `s` holds.
+fn xml_escape(s: &str, attribute: bool) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -174,8 +204,13 @@ fn xml_escape(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            // XML 1.0 forbids most control characters even escaped.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('\u{FFFD}'),
+            '\t' if attribute => out.push_str("&#9;"),
+            '\n' if attribute => out.push_str("&#10;"),
+            '\r' if attribute => out.push_str("&#13;"),
+            // Kept as a reference in content too: a literal CR would be
+            // normalised away by the XML parser (section 2.11).
+            '\r' => out.push_str("&#13;"),
+            c if !is_xml_char(c) => out.push('\u{FFFD}'),
             c => out.push(c),
         }
     }
@@ -183,8 +218,9 @@ fn xml_escape(s: &str) -> String {
 }
 
 /// One `<testcase>`: `<failure>` for failed, `<error>` for not evaluated.
+/// Every text in it (the file name, the details) passes [`xml_escape`].
 fn junit_case(out: &mut Vec<u8>, file: &str, report: &Report) -> io::Result<()> {
-    let name = xml_escape(file);
+    let name = xml_escape(file, true);
     let outcome = report.outcome();
     if outcome == Outcome::Verified {
         return writeln!(
@@ -201,18 +237,32 @@ fn junit_case(out: &mut Vec<u8>, file: &str, report: &Report) -> io::Result<()> 
     } else {
         "error"
     };
-    let reason = report.primary_reason().unwrap_or("unknown");
-    let body: Vec<String> = report
+    let reason = report.primary_reason().map_or("unknown", Reason::as_str);
+    // The message names the check that decided (a failed requirement reads
+    // `policy.verdict: verdict is "deny", not one of those required`).
+    let message = report
+        .checks
+        .iter()
+        .filter_map(reason_detail)
+        .find(|(r, _)| r.as_str() == reason)
+        .map_or_else(|| reason.to_string(), |(r, d)| format!("{r}: {d}"));
+    let mut body: Vec<String> = report
         .checks
         .iter()
         .filter_map(|c| reason_detail(c).map(|(r, d)| format!("{} [{r}]: {d}", c.name)))
         .collect();
+    if let Some(p) = &report.summary {
+        body.push(format!(
+            "payload: issuer {} issued_at {} substrate {} verdict {} applied {} change_id {} policy_id {}",
+            p.issuer, p.issued_at, p.substrate, p.verdict, p.applied, p.change_id, p.policy_id
+        ));
+    }
     writeln!(
         out,
         "      <{element} type=\"{}\" message=\"{}\">{}</{element}>",
-        xml_escape(reason),
-        xml_escape(reason),
-        xml_escape(&body.join("\n"))
+        xml_escape(reason, true),
+        xml_escape(&message, true),
+        xml_escape(&body.join("\n"), false)
     )?;
     writeln!(out, "    </testcase>")
 }

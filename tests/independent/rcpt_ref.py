@@ -1485,7 +1485,10 @@ def cmd_make_bundles(a) -> int:
     def write(path: Path, obj):
         path.write_text(json.dumps(obj, indent=1, ensure_ascii=False) + "\n", "utf-8")
 
-    trust = {"issuers": [{"name": "gate.example", "public_key": b64e(ipub)}],
+    # Issuer binding (spec/gate.md): the key is trusted under both names the
+    # sample receipts give as their issuer.
+    trust = {"issuers": [{"name": "gate.example", "public_key": b64e(ipub)},
+                         {"name": "gate.example/\u00e9", "public_key": b64e(ipub)}],
              "logs": [{"verifier_key": make_vkey(ORIGIN, lpub)}]}
     write(out / "trust.json", trust)
     # the log itself, as tiles, so check-log can read what we wrote

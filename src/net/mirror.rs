@@ -1,0 +1,535 @@
+//! mirror: copy a tiled log's public files over HTTP, checked, so that
+//! proofs can be made offline from the copy (spec/service.md "Mirror").
+//!
+//! One run: fetch and verify the log's checkpoint under the log key; fetch
+//! every tile and entry bundle the mirror lacks for that size into a
+//! staging directory (`DIR/.rcpt/mirror/`, kept across runs, so an
+//! interrupted run resumes); then, before anything enters the public tree:
+//!
+//! 1. a consistency proof from the mirrored size to the new one is computed
+//!    from the tiles and verified against the two signed roots (a log that
+//!    rewrote its history is refused here, and the old mirror is kept);
+//! 2. the new entries are hashed onto the mirrored tree's edge, every hash
+//!    tile they complete is rebuilt and compared byte for byte with the
+//!    fetched one, the entries the old partial bundle held must be
+//!    unchanged, and the root must be the checkpoint's.
+//!
+//! Only then are the staged files renamed into place (each fsynced when
+//! fetched, their directories fsynced after the renames), and the new
+//! checkpoint published last, by an atomic rename: a crash at any moment
+//! leaves the old mirror or the new one, never a checkpoint naming a
+//! missing or unchecked file.
+//!
+//! The mirror is a [`PosixStore`] (every write create-only or
+//! compare-and-swap, durable on return); the staging area is one too. It
+//! also writes `DIR/.rcpt/settings.json` (origin and public key, no key
+//! file) and `DIR/.rcpt/checkpoints/<size>`, so `rcpt log prove`,
+//! `consistency` and `check` work on it without `--log-key`, at every
+//! mirrored size.
+
+use super::client::{Client, ClientError};
+use crate::keys::NoteVerifier;
+use crate::limits::{MAX_ENTRY_BUNDLE_BYTES, MAX_NOTE_BYTES};
+use crate::log::tilebuild::TileBuilder;
+use crate::log::{SETTINGS_FORMAT, Settings};
+use crate::merkle::{self, Frontier, Hash};
+use crate::note::Checkpoint;
+use crate::storage::posix::PosixStore;
+use crate::storage::{
+    Family, PrivateKey, PublicKey, PublicRead, Store, StoreError, TileKey, Version, Versioned,
+    Width,
+};
+use crate::tiles::{self, TILE_WIDTH, TileReader};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Files fetched at once.
+pub const FETCH_CONCURRENCY: usize = 16;
+/// Largest hash tile: 256 hashes.
+const MAX_HASH_TILE_BYTES: usize = 256 * 32;
+/// Staged files installed per durable step.
+const INSTALL_CHUNK: usize = 256;
+
+/// Why a mirror run stopped (the mirror is then as it was before the run).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MirrorError {
+    /// A request failed.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// The log serves no checkpoint.
+    #[error("{url} has no checkpoint (HTTP 404); is this the URL of a tiled log?")]
+    NoCheckpoint {
+        /// The checkpoint URL.
+        url: String,
+    },
+    /// The log's checkpoint does not verify under the log key.
+    #[error("the log's checkpoint: {0}")]
+    Checkpoint(String),
+    /// The mirror directory holds something else.
+    #[error("the mirror at {dir}: {detail}")]
+    Local {
+        /// The mirror directory.
+        dir: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The log's checkpoint is older than the mirror's.
+    #[error(
+        "the log now shows size {new}, smaller than the mirrored size {old}: it rolled back \
+         (the mirror is kept at {old})"
+    )]
+    Rollback {
+        /// Mirrored size.
+        old: u64,
+        /// The log's size.
+        new: u64,
+    },
+    /// Same size, another root: two histories.
+    #[error(
+        "the log shows a different root at the mirrored size {size}: it forked (the mirror is kept)"
+    )]
+    Fork {
+        /// The size.
+        size: u64,
+    },
+    /// The new tree does not extend the mirrored one.
+    #[error(
+        "the log rewrote its history: no consistency from the mirrored size {old} to {new} \
+         ({detail}); the mirror is kept at {old}"
+    )]
+    Rewritten {
+        /// Mirrored size.
+        old: u64,
+        /// The log's size.
+        new: u64,
+        /// What failed.
+        detail: String,
+    },
+    /// The fetched files do not match the checkpoint.
+    #[error("the log's files do not match its checkpoint: {0}; the mirror is kept")]
+    Mismatch(String),
+    /// A file the checkpoint needs is not served.
+    #[error("{url}: not found, but the checkpoint of size {size} needs it")]
+    Missing {
+        /// The file's URL.
+        url: String,
+        /// The checkpoint size.
+        size: u64,
+    },
+    /// A local file operation failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The mirror directory could not be made.
+    #[error("{path}: {source}")]
+    Io {
+        /// The directory.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// What a run did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MirrorReport {
+    /// Size mirrored before the run (0 for a new mirror).
+    pub old_size: u64,
+    /// Size mirrored now.
+    pub new_size: u64,
+    /// Files fetched in this run (staged files from an interrupted run not counted).
+    pub fetched: u64,
+    /// The new root.
+    pub root: Hash,
+}
+
+/// `DIR/.rcpt/mirror/`: files fetched and not yet checked.
+pub fn staging(dir: &Path) -> PathBuf {
+    dir.join(crate::storage::posix::PRIVATE_DIR).join("mirror")
+}
+
+/// Where a fetched object is read from while it is checked: the staging
+/// area first, then the mirror itself.
+#[derive(Debug)]
+struct Union {
+    staged: PosixStore,
+    public: PosixStore,
+}
+
+impl PublicRead for Union {
+    fn describe(&self) -> String {
+        self.public.describe()
+    }
+    fn read(&self, key: &PublicKey, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
+        match self.staged.read(key, max)? {
+            Some(bytes) => Ok(Some(bytes)),
+            None => self.public.read(key, max),
+        }
+    }
+    fn read_checkpoint(&self, max: usize) -> Result<Option<Versioned>, StoreError> {
+        self.public.read_checkpoint(max)
+    }
+}
+
+/// The read limit of a tile of `family`.
+fn max_bytes(family: Family) -> usize {
+    match family {
+        Family::Entries => MAX_ENTRY_BUNDLE_BYTES,
+        Family::Hashes(_) => MAX_HASH_TILE_BYTES,
+    }
+}
+
+/// Bring the mirror in `dir` up to the log at `client`'s base URL.
+pub async fn mirror(
+    client: &Client,
+    dir: &Path,
+    key: &NoteVerifier,
+) -> Result<MirrorReport, MirrorError> {
+    let url = client.url("checkpoint");
+    let text = client
+        .get("checkpoint", MAX_NOTE_BYTES)
+        .await?
+        .ok_or_else(|| MirrorError::NoCheckpoint { url: url.clone() })?;
+    let new = crate::log::verify_checkpoint(&text, key, None)
+        .map_err(|e| MirrorError::Checkpoint(format!("{url}: {e}")))?;
+    std::fs::create_dir_all(dir).map_err(|source| MirrorError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let public = PosixStore::new(dir);
+    let old = local_checkpoint(&public, dir, key)?;
+    let (m, old_root) = old
+        .as_ref()
+        .map_or((0, merkle::empty_root()), |(c, _)| (c.size, c.root_hash));
+    let n = new.size;
+    if n < m {
+        return Err(MirrorError::Rollback { old: m, new: n });
+    }
+    if n == m {
+        if new.root_hash != old_root {
+            return Err(MirrorError::Fork { size: m });
+        }
+        return Ok(MirrorReport {
+            old_size: m,
+            new_size: n,
+            fetched: 0,
+            root: old_root,
+        });
+    }
+    let stage = staging(dir);
+    let union = Arc::new(Union {
+        staged: PosixStore::new(&stage),
+        public: public.clone(),
+    });
+    let missing: Vec<TileKey> = needed(m, n)
+        .into_iter()
+        .filter(|k| !public.public_path(&PublicKey::Tile(*k)).is_file())
+        .collect();
+    let fetched = fetch_all(client, &union.staged, &missing, n).await?;
+    let (u, nr) = (Arc::clone(&union), new.root_hash);
+    let checked = tokio::task::spawn_blocking(move || check_new(u, m, n, &old_root, &nr))
+        .await
+        .map_err(|e| MirrorError::Mismatch(format!("the check stopped: {e}")))?;
+    if let Err(e) = checked {
+        // What was fetched is not part of this log's one history: drop it,
+        // so a later run fetches afresh.
+        let _ = std::fs::remove_dir_all(&stage);
+        return Err(e);
+    }
+    let version = old.map(|(_, v)| v);
+    install(&union, &missing, key, n, &text, version.as_ref())?;
+    let _ = std::fs::remove_dir_all(&stage);
+    Ok(MirrorReport {
+        old_size: m,
+        new_size: n,
+        fetched,
+        root: new.root_hash,
+    })
+}
+
+/// The mirror's own checkpoint, verified, with its version, if it has one.
+fn local_checkpoint(
+    store: &PosixStore,
+    dir: &Path,
+    key: &NoteVerifier,
+) -> Result<Option<(Checkpoint, Version)>, MirrorError> {
+    let local = |detail: String| MirrorError::Local {
+        dir: dir.to_path_buf(),
+        detail,
+    };
+    if let Some(s) = Settings::read(store).map_err(|e| local(e.to_string()))?
+        && s.verifier_key != key.to_string()
+    {
+        return Err(local(format!(
+            "it holds the log {} (key {}), not {key}",
+            s.origin, s.verifier_key
+        )));
+    }
+    let Some(read) = store.read_checkpoint(MAX_NOTE_BYTES)? else {
+        return Ok(None);
+    };
+    crate::log::verify_checkpoint(&read.bytes, key, None)
+        .map(|c| Some((c, read.version)))
+        .map_err(|e| local(format!("{e} (not a mirror of this log?)")))
+}
+
+/// Every public file of the tree of `n` leaves that the tree of `m`
+/// leaves does not have: the entry bundles and hash tiles from the ones
+/// holding item `m` (of their level) on.
+fn needed(m: u64, n: u64) -> Vec<TileKey> {
+    let mut out = Vec::new();
+    for t in m / TILE_WIDTH..n.div_ceil(TILE_WIDTH) {
+        out.extend(Width::of(t, n).map(|w| TileKey::entries(t, w)));
+    }
+    let mut level: u8 = 0;
+    while let Some(count) = n.checked_shr(8 * u32::from(level)).filter(|&c| c > 0) {
+        let from = (m >> (8 * u32::from(level))) / TILE_WIDTH;
+        for t in from..count.div_ceil(TILE_WIDTH) {
+            out.extend(Width::of(t, count).and_then(|w| TileKey::hashes(level, t, w)));
+        }
+        level += 1;
+    }
+    out
+}
+
+/// Fetch each key not yet staged, [`FETCH_CONCURRENCY`] at a time, each
+/// written durably into the staging store. Returns how many were fetched.
+async fn fetch_all(
+    client: &Client,
+    stage: &PosixStore,
+    keys: &[TileKey],
+    size: u64,
+) -> Result<u64, MirrorError> {
+    let mut todo = keys
+        .iter()
+        .filter(|k| !stage.public_path(&PublicKey::Tile(**k)).is_file())
+        .copied();
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut fetched = 0u64;
+    loop {
+        while tasks.len() < FETCH_CONCURRENCY {
+            let Some(k) = todo.next() else { break };
+            let (client, stage) = (client.clone(), stage.clone());
+            tasks.spawn(async move { fetch_one(&client, stage, k, size).await });
+        }
+        let Some(done) = tasks.join_next().await else {
+            return Ok(fetched);
+        };
+        done.map_err(|e| MirrorError::Mismatch(format!("a fetch task stopped: {e}")))??;
+        fetched += 1;
+    }
+}
+
+async fn fetch_one(
+    client: &Client,
+    stage: PosixStore,
+    key: TileKey,
+    size: u64,
+) -> Result<(), MirrorError> {
+    let rel = key.path();
+    let bytes = client
+        .get(&rel, max_bytes(key.family()))
+        .await?
+        .ok_or_else(|| MirrorError::Missing {
+            url: client.url(&rel),
+            size,
+        })?;
+    tokio::task::spawn_blocking(move || stage.create_tiles(&[(key, bytes.to_vec())]))
+        .await
+        .map_err(|e| MirrorError::Mismatch(format!("a write task stopped: {e}")))??;
+    Ok(())
+}
+
+/// A fetched object (staged, else already mirrored), which must exist.
+fn read_new(union: &Union, key: &TileKey) -> Result<Vec<u8>, MirrorError> {
+    union
+        .read(&PublicKey::Tile(*key), max_bytes(key.family()))?
+        .ok_or_else(|| MirrorError::Mismatch(format!("{key} was not fetched")))
+}
+
+/// Steps 1 and 2 of the module comment, on the files fetched for the tree
+/// of `n` leaves extending the mirrored tree of `m`.
+fn check_new(
+    union: Arc<Union>,
+    m: u64,
+    n: u64,
+    old_root: &Hash,
+    new_root: &Hash,
+) -> Result<(), MirrorError> {
+    let mismatch = |e: String| MirrorError::Mismatch(e);
+    if m > 0 {
+        let reader = TileReader::over(Arc::clone(&union) as Arc<dyn PublicRead>, n, None);
+        let proof = merkle::prove_consistency(m, n, &reader)
+            .map_err(|e| mismatch(format!("consistency proof from the tiles: {e}")))?;
+        merkle::verify_consistency(m, n, &proof, old_root, new_root).map_err(|e| {
+            MirrorError::Rewritten {
+                old: m,
+                new: n,
+                detail: e.to_string(),
+            }
+        })?;
+    }
+    let public: Arc<dyn PublicRead> = Arc::new(union.public.clone());
+    let mut frontier = if m == 0 {
+        Frontier::new()
+    } else {
+        Frontier::from_reader(m, &TileReader::over(Arc::clone(&public), m, None))
+            .map_err(|e| mismatch(format!("the mirrored tree's edge: {e}")))?
+    };
+    let mut builder = TileBuilder::new(m, |key: &TileKey| {
+        let bytes = public
+            .read(&PublicKey::Tile(*key), MAX_HASH_TILE_BYTES)?
+            .ok_or_else(|| mismatch(format!("the mirror lacks {key}")))?;
+        tiles::decode_hash_tile(&bytes, key.width().items(), &key.path())
+            .map_err(|e| mismatch(e.to_string()))
+    })?;
+    let old_partial = old_partial_entries(&*public, m)?;
+    for t in m / TILE_WIDTH..n.div_ceil(TILE_WIDTH) {
+        let Some(width) = Width::of(t, n) else {
+            continue;
+        };
+        let key = TileKey::entries(t, width);
+        let bytes = read_new(&union, &key)?;
+        let entries =
+            tiles::decode_entry_bundle(&bytes).map_err(|e| mismatch(format!("{key}: {e}")))?;
+        if entries.len() != width.items() {
+            return Err(mismatch(format!(
+                "{key} holds {} entries, not {}",
+                entries.len(),
+                width.items()
+            )));
+        }
+        for (k, entry) in entries.iter().enumerate() {
+            let index = t * TILE_WIDTH + k as u64;
+            if index < m {
+                if old_partial.get(k).map(Vec::as_slice) != Some(*entry) {
+                    return Err(MirrorError::Rewritten {
+                        old: m,
+                        new: n,
+                        detail: format!("entry {index} differs from the mirrored one"),
+                    });
+                }
+                continue;
+            }
+            frontier
+                .push(merkle::leaf_hash(entry), |id, h| builder.node(id, h))
+                .map_err(|e| mismatch(e.to_string()))?;
+        }
+        for tile in builder.take_full() {
+            compare(&union, &tile.key, &tile.bytes())?;
+        }
+    }
+    for tile in builder.take_partial() {
+        compare(&union, &tile.key, &tile.bytes())?;
+    }
+    if frontier.root() != *new_root {
+        return Err(mismatch(format!(
+            "the entries give root {}, the checkpoint {}",
+            STANDARD.encode(frontier.root()),
+            STANDARD.encode(new_root)
+        )));
+    }
+    Ok(())
+}
+
+/// The entries of the mirrored partial bundle at size `m` (none when `m`
+/// ends a full bundle).
+fn old_partial_entries(public: &dyn PublicRead, m: u64) -> Result<Vec<Vec<u8>>, MirrorError> {
+    let Some(width @ Width::Partial(_)) = Width::of(m / TILE_WIDTH, m) else {
+        return Ok(Vec::new());
+    };
+    let key = TileKey::entries(m / TILE_WIDTH, width);
+    let bytes = public
+        .read(&PublicKey::Tile(key), MAX_ENTRY_BUNDLE_BYTES)?
+        .ok_or_else(|| MirrorError::Mismatch(format!("the mirror lacks {key}")))?;
+    let entries = tiles::decode_entry_bundle(&bytes)
+        .map_err(|e| MirrorError::Mismatch(format!("the mirror's {key}: {e}")))?;
+    Ok(entries.into_iter().map(<[u8]>::to_vec).collect())
+}
+
+/// A rebuilt tile must equal the fetched one, byte for byte.
+fn compare(union: &Union, key: &TileKey, built: &[u8]) -> Result<(), MirrorError> {
+    if read_new(union, key)? != built {
+        return Err(MirrorError::Mismatch(format!(
+            "tile {key} is not the tile the entries give"
+        )));
+    }
+    Ok(())
+}
+
+/// Move the staged files into the mirror (create-only, durable, a chunk
+/// at a time), keep the checkpoint, then publish it by compare-and-swap on
+/// the version read at the start.
+fn install(
+    union: &Union,
+    keys: &[TileKey],
+    key: &NoteVerifier,
+    size: u64,
+    checkpoint: &[u8],
+    old: Option<&Version>,
+) -> Result<(), MirrorError> {
+    for chunk in keys.chunks(INSTALL_CHUNK) {
+        let mut objects = Vec::with_capacity(chunk.len());
+        for k in chunk {
+            objects.push((*k, read_new(union, k)?));
+        }
+        union.public.create_tiles(&objects)?;
+    }
+    let store = &union.public;
+    if Settings::read(store)
+        .map_err(|e| MirrorError::Mismatch(e.to_string()))?
+        .is_none()
+    {
+        let s = Settings {
+            format: SETTINGS_FORMAT,
+            origin: key.name.clone(),
+            public_key: STANDARD.encode(key.key.as_bytes()),
+            verifier_key: key.to_string(),
+            key_file: None,
+        };
+        let json =
+            serde_json::to_vec_pretty(&s).map_err(|e| MirrorError::Mismatch(e.to_string()))?;
+        store.write_private(&PrivateKey::Settings, &json)?;
+    }
+    store.write_private(&PrivateKey::Checkpoint(size), checkpoint)?;
+    store.replace_checkpoint(old, checkpoint)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn needed_files_cover_the_new_part_only() {
+        let rel = |m, n| needed(m, n).iter().map(TileKey::path).collect::<Vec<_>>();
+        assert_eq!(rel(0, 3), ["tile/entries/000.p/3", "tile/0/000.p/3"]);
+        assert_eq!(
+            rel(3, 300),
+            [
+                "tile/entries/000",
+                "tile/entries/001.p/44",
+                "tile/0/000",
+                "tile/0/001.p/44",
+                "tile/1/000.p/1"
+            ]
+        );
+        assert_eq!(
+            rel(300, 600),
+            [
+                "tile/entries/001",
+                "tile/entries/002.p/88",
+                "tile/0/001",
+                "tile/0/002.p/88",
+                "tile/1/000.p/2"
+            ]
+        );
+        assert_eq!(
+            rel(512, 513),
+            ["tile/entries/002.p/1", "tile/0/002.p/1", "tile/1/000.p/2"]
+        );
+    }
+}

@@ -1,0 +1,699 @@
+//! policy: C2SP tlog-policy files (logs, witnesses, groups, quorum) and
+//! the evaluation of a checkpoint against one.
+//!
+//! Boundary: the octets of a policy file in, a [`Policy`] out; a signed
+//! checkpoint note in, an [`Evaluation`] out (which listed log signed it,
+//! which listed witness cosigned, failed or stayed silent, and whether the
+//! quorum is met). No I/O. Signatures are checked by [`crate::note`] (log,
+//! type 0x01) and [`crate::cosig`] (witnesses, type 0x04). Rules and
+//! refusals: `spec/witness.md`.
+
+use crate::cosig::{self, CosigError, CosigStatus, WitnessVerifier};
+use crate::keys::NoteVerifier;
+use crate::limits::{MAX_POLICY_BYTES, MAX_POLICY_GROUPS, MAX_POLICY_LOGS, MAX_POLICY_WITNESSES};
+use crate::note::{self, Checkpoint, Note, NoteCheck, NoteError};
+
+/// The predefined name: "it can be used when defining the quorum, but it is
+/// invalid as a group member".
+pub const NONE: &[u8] = b"none";
+
+/// A name of a witness or group: opaque octets ("names must be handled as
+/// opaque octet strings").
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Name(pub Vec<u8>);
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(&self.0))
+    }
+}
+
+/// A `log <vkey> [<url>]` line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyLog {
+    /// The log's key; its name is the log's origin.
+    pub verifier: NoteVerifier,
+    /// Optional URL, opaque octets.
+    pub url: Option<Vec<u8>>,
+}
+
+/// A `witness <name> <vkey> [<url>]` line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyWitness {
+    /// The name inside the policy (for groups and the quorum).
+    pub name: Name,
+    /// The witness's cosignature key (type 0x04).
+    pub verifier: WitnessVerifier,
+    /// Optional URL (the tlog-witness submission prefix), opaque octets.
+    pub url: Option<Vec<u8>>,
+}
+
+/// A group or quorum member: an index into [`Policy::witnesses`] or
+/// [`Policy::groups`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Member {
+    /// A witness.
+    Witness(usize),
+    /// A group defined on an earlier line.
+    Group(usize),
+}
+
+/// A `group <name> all|any|<k> <name>...` line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyGroup {
+    /// The group's name.
+    pub name: Name,
+    /// k: the group witnesses a checkpoint when at least k members do.
+    pub threshold: usize,
+    /// The members, each defined on an earlier line.
+    pub members: Vec<Member>,
+}
+
+/// The `quorum` line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Quorum {
+    /// `quorum none`: no cosignature required.
+    None,
+    /// A witness or a group.
+    Member(Member),
+}
+
+/// A parsed tlog-policy file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// Log lines, in file order.
+    pub logs: Vec<PolicyLog>,
+    /// Witness lines, in file order.
+    pub witnesses: Vec<PolicyWitness>,
+    /// Group lines, in file order (members always precede their group).
+    pub groups: Vec<PolicyGroup>,
+    /// The quorum.
+    pub quorum: Quorum,
+}
+
+/// Why a policy file was refused; `line` is 1-based.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// A file over [`MAX_POLICY_BYTES`].
+    #[error("policy file is {size} bytes, over the {limit}-byte limit")]
+    TooLarge {
+        /// Size found.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// An octet outside 0x09, 0x0A, 0x20-0x7E, 0x80-0xFF.
+    #[error(
+        "line {line}: byte 0x{byte:02x} is not allowed (only tab, newline, printable ASCII \
+         and octets 0x80-0xff)"
+    )]
+    Charset {
+        /// Line of the byte.
+        line: usize,
+        /// The byte.
+        byte: u8,
+    },
+    /// A last line without its newline.
+    #[error("line {0}: every line must end with a newline, the last one does not")]
+    NoFinalNewline(usize),
+    /// A first word that is not `log`, `witness`, `group` or `quorum`.
+    #[error("line {line}: unknown keyword {word:?} (expected log, witness, group or quorum)")]
+    UnknownKeyword {
+        /// The line.
+        line: usize,
+        /// The word.
+        word: String,
+    },
+    /// A line with the wrong number of items for its keyword.
+    #[error("line {line}: {keyword} takes {expected}, found {found} item(s)")]
+    Arity {
+        /// The line.
+        line: usize,
+        /// The keyword.
+        keyword: &'static str,
+        /// What the keyword takes.
+        expected: &'static str,
+        /// Items after the keyword.
+        found: usize,
+    },
+    /// A log vkey that does not parse as an Ed25519 (0x01) verifier key.
+    #[error("line {line}: log key: {detail}")]
+    LogKey {
+        /// The line.
+        line: usize,
+        /// Why.
+        detail: String,
+    },
+    /// A witness vkey that does not parse as a cosignature (0x04) key.
+    #[error("line {line}: witness key")]
+    WitnessKey {
+        /// The line.
+        line: usize,
+        /// Why.
+        #[source]
+        source: CosigError,
+    },
+    /// Two log lines wrap the same public key.
+    #[error("line {line}: duplicate log: the same public key is listed on line {first}")]
+    DuplicateLog {
+        /// The line.
+        line: usize,
+        /// The earlier line.
+        first: usize,
+    },
+    /// Two witness lines wrap the same public key.
+    #[error("line {line}: duplicate witness: the same public key is listed on line {first}")]
+    DuplicateWitness {
+        /// The line.
+        line: usize,
+        /// The earlier line.
+        first: usize,
+    },
+    /// A witness or group name defined twice (or `none` redefined).
+    #[error("line {line}: name {name} is already defined")]
+    DuplicateName {
+        /// The line.
+        line: usize,
+        /// The name.
+        name: Name,
+    },
+    /// A member or quorum name not defined on an earlier line.
+    #[error("line {line}: name {name} is not defined on an earlier line")]
+    Undefined {
+        /// The line.
+        line: usize,
+        /// The name.
+        name: Name,
+    },
+    /// `none` listed as a group member.
+    #[error("line {0}: the predefined name none cannot be a group member")]
+    NoneMember(usize),
+    /// A name listed as a member a second time.
+    #[error("line {line}: {name} is already a group member (each name may be listed once)")]
+    MemberTwice {
+        /// The line.
+        line: usize,
+        /// The name.
+        name: Name,
+    },
+    /// A threshold that is not `all`, `any` or a decimal k with 1 <= k <= n.
+    #[error("line {line}: threshold {found:?} must be all, any or a decimal k with 1 <= k <= {n}")]
+    Threshold {
+        /// The line.
+        line: usize,
+        /// The text found.
+        found: String,
+        /// Number of members.
+        n: usize,
+    },
+    /// A second quorum line.
+    #[error("line {line}: a second quorum line (the first is on line {first})")]
+    QuorumTwice {
+        /// The line.
+        line: usize,
+        /// The first quorum line.
+        first: usize,
+    },
+    /// No quorum line.
+    #[error("policy has no quorum line (write `quorum none` to require no witnesses)")]
+    NoQuorum,
+    /// More logs, witnesses or groups than the named limits.
+    #[error("line {line}: more than {limit} {what}")]
+    TooMany {
+        /// The line.
+        line: usize,
+        /// logs, witnesses or groups.
+        what: &'static str,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+/// The parser's working state: the policy so far and the names defined.
+struct Builder {
+    logs: Vec<(PolicyLog, usize)>,
+    witnesses: Vec<(PolicyWitness, usize)>,
+    groups: Vec<PolicyGroup>,
+    /// Names of witnesses and groups, and what they name.
+    names: Vec<(Name, Member)>,
+    /// Names already listed as a group member.
+    listed: Vec<Member>,
+    quorum: Option<(Quorum, usize)>,
+}
+
+/// tlog-policy "Structure": whitespace is "sequences of ASCII space and tab
+/// characters *only*".
+fn words(line: &[u8]) -> Vec<&[u8]> {
+    line.split(|&b| b == b' ' || b == b'\t')
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// tlog-policy "Character set": "the allowed octet values are 0x09 (tab),
+/// 0x0A (newline), 0x20-0x7E, and 0x80-0xFF."
+fn check_charset(bytes: &[u8]) -> Result<(), PolicyError> {
+    let mut line = 1;
+    for &byte in bytes {
+        match byte {
+            b'\n' => line += 1,
+            b'\t' | 0x20..=0x7e | 0x80..=0xff => {}
+            _ => return Err(PolicyError::Charset { line, byte }),
+        }
+    }
+    Ok(())
+}
+
+impl Policy {
+    /// Parse a policy file (size limit and character set first).
+    pub fn parse(bytes: &[u8]) -> Result<Policy, PolicyError> {
+        if bytes.len() > MAX_POLICY_BYTES {
+            return Err(PolicyError::TooLarge {
+                size: bytes.len(),
+                limit: MAX_POLICY_BYTES,
+            });
+        }
+        check_charset(bytes)?;
+        let mut b = Builder {
+            logs: Vec::new(),
+            witnesses: Vec::new(),
+            groups: Vec::new(),
+            names: Vec::new(),
+            listed: Vec::new(),
+            quorum: None,
+        };
+        let mut lines: Vec<&[u8]> = bytes.split(|&c| c == b'\n').collect();
+        // Every line ends in a newline, so the text after the last is empty.
+        if lines.pop().is_some_and(|rest| !rest.is_empty()) {
+            return Err(PolicyError::NoFinalNewline(lines.len() + 1));
+        }
+        for (i, line) in lines.iter().enumerate() {
+            b.line(i + 1, line)?;
+        }
+        let (quorum, _) = b.quorum.ok_or(PolicyError::NoQuorum)?;
+        Ok(Policy {
+            logs: b.logs.into_iter().map(|(l, _)| l).collect(),
+            witnesses: b.witnesses.into_iter().map(|(w, _)| w).collect(),
+            groups: b.groups,
+            quorum,
+        })
+    }
+
+    /// The listed logs whose key name is `origin` (tlog-policy: the log
+    /// vkey's name "MUST correspond to the log's origin line").
+    pub fn logs_for_origin<'a>(&'a self, origin: &'a str) -> impl Iterator<Item = &'a PolicyLog> {
+        self.logs.iter().filter(move |l| l.verifier.name == origin)
+    }
+
+    /// Whether the quorum is met when exactly the witnesses with
+    /// `cosigned[i]` true have witnessed (one flag per [`Policy::witnesses`]).
+    ///
+    /// A group witnesses a checkpoint "if and only if at least k of its n
+    /// members have witnessed that checkpoint". Members precede their group,
+    /// so one pass in file order settles every group.
+    pub fn quorum_met(&self, cosigned: &[bool]) -> bool {
+        let mut groups: Vec<bool> = Vec::with_capacity(self.groups.len());
+        let met = |m: &Member, groups: &[bool]| match *m {
+            Member::Witness(i) => cosigned.get(i).copied().unwrap_or(false),
+            Member::Group(g) => groups.get(g).copied().unwrap_or(false),
+        };
+        for group in &self.groups {
+            let count = group.members.iter().filter(|m| met(m, &groups)).count();
+            groups.push(count >= group.threshold);
+        }
+        match &self.quorum {
+            Quorum::None => true,
+            Quorum::Member(m) => met(m, &groups),
+        }
+    }
+
+    /// Evaluate a signed checkpoint note: its log signature by the listed
+    /// logs of its origin, each listed witness's cosignature, the quorum.
+    pub fn evaluate(&self, note: &Note) -> Result<Evaluation, NoteError> {
+        let checkpoint = Checkpoint::parse(&note.text)?;
+        let logs: Vec<NoteVerifier> = self
+            .logs_for_origin(&checkpoint.origin)
+            .map(|l| l.verifier.clone())
+            .collect();
+        let log = if logs.is_empty() {
+            LogStatus::UnknownOrigin
+        } else {
+            match note::check(note, &logs) {
+                NoteCheck::Verified { names } => LogStatus::Verified { names },
+                NoteCheck::Failed { name, key_hash } => LogStatus::Failed { name, key_hash },
+                NoteCheck::NotEvaluated => LogStatus::NotSigned,
+            }
+        };
+        let verifiers: Vec<WitnessVerifier> =
+            self.witnesses.iter().map(|w| w.verifier.clone()).collect();
+        let witnesses: Vec<CosigStatus> = cosig::check(note, &verifiers);
+        let cosigned: Vec<bool> = witnesses
+            .iter()
+            .map(|s| matches!(s, CosigStatus::Verified { .. }))
+            .collect();
+        let quorum_met = self.quorum_met(&cosigned);
+        Ok(Evaluation {
+            checkpoint,
+            log,
+            witnesses,
+            quorum_met,
+        })
+    }
+}
+
+impl Builder {
+    /// One line: comment, blank, or a keyword line.
+    fn line(&mut self, line: usize, text: &[u8]) -> Result<(), PolicyError> {
+        let items = words(text);
+        let Some((&keyword, args)) = items.split_first() else {
+            return Ok(()); // blank: whitespace only
+        };
+        if keyword.starts_with(b"#") {
+            return Ok(()); // "lines starting with "#", possibly preceded by whitespace"
+        }
+        match keyword {
+            b"log" => self.log(line, args),
+            b"witness" => self.witness(line, args),
+            b"group" => self.group(line, args),
+            b"quorum" => self.quorum(line, args),
+            _ => Err(PolicyError::UnknownKeyword {
+                line,
+                word: String::from_utf8_lossy(keyword).into_owned(),
+            }),
+        }
+    }
+
+    /// `log <vkey> [<url>]`.
+    fn log(&mut self, line: usize, args: &[&[u8]]) -> Result<(), PolicyError> {
+        let (vkey, url) = match args {
+            [vkey] => (*vkey, None),
+            [vkey, url] => (*vkey, Some(url.to_vec())),
+            _ => return Err(arity(line, "log", "<vkey> [<url>]", args.len())),
+        };
+        if self.logs.len() >= MAX_POLICY_LOGS {
+            return Err(too_many(line, "logs", MAX_POLICY_LOGS));
+        }
+        let verifier = std::str::from_utf8(vkey)
+            .map_err(|_| "a vkey is UTF-8 text".to_owned())
+            .and_then(|t| NoteVerifier::parse(t).map_err(|e| e.to_string()))
+            .map_err(|detail| PolicyError::LogKey { line, detail })?;
+        if let Some((_, first)) = self
+            .logs
+            .iter()
+            .find(|(l, _)| l.verifier.key == verifier.key)
+        {
+            let first = *first;
+            return Err(PolicyError::DuplicateLog { line, first });
+        }
+        self.logs.push((PolicyLog { verifier, url }, line));
+        Ok(())
+    }
+
+    /// `witness <name> <vkey> [<url>]`.
+    fn witness(&mut self, line: usize, args: &[&[u8]]) -> Result<(), PolicyError> {
+        let (name, vkey, url) = match args {
+            [name, vkey] => (*name, *vkey, None),
+            [name, vkey, url] => (*name, *vkey, Some(url.to_vec())),
+            _ => return Err(arity(line, "witness", "<name> <vkey> [<url>]", args.len())),
+        };
+        if self.witnesses.len() >= MAX_POLICY_WITNESSES {
+            return Err(too_many(line, "witnesses", MAX_POLICY_WITNESSES));
+        }
+        let name = self.new_name(line, name)?;
+        let verifier = std::str::from_utf8(vkey)
+            .map_err(|_| CosigError::VerifierFormat(String::from_utf8_lossy(vkey).into_owned()))
+            .and_then(WitnessVerifier::parse)
+            .map_err(|source| PolicyError::WitnessKey { line, source })?;
+        let same_key = |(w, _): &&(PolicyWitness, usize)| w.verifier.key == verifier.key;
+        if let Some((_, first)) = self.witnesses.iter().find(same_key) {
+            let first = *first;
+            return Err(PolicyError::DuplicateWitness { line, first });
+        }
+        let index = self.witnesses.len();
+        self.names.push((name.clone(), Member::Witness(index)));
+        self.witnesses.push((
+            PolicyWitness {
+                name,
+                verifier,
+                url,
+            },
+            line,
+        ));
+        Ok(())
+    }
+
+    /// `group <name> all|any|<k> <name>...`.
+    fn group(&mut self, line: usize, args: &[&[u8]]) -> Result<(), PolicyError> {
+        let [name, threshold, members @ ..] = args else {
+            return Err(arity(
+                line,
+                "group",
+                "<name> all|any|<k> <name>...",
+                args.len(),
+            ));
+        };
+        if members.is_empty() {
+            return Err(arity(
+                line,
+                "group",
+                "<name> all|any|<k> <name>...",
+                args.len(),
+            ));
+        }
+        if self.groups.len() >= MAX_POLICY_GROUPS {
+            return Err(too_many(line, "groups", MAX_POLICY_GROUPS));
+        }
+        let name = self.new_name(line, name)?;
+        let threshold = parse_threshold(line, threshold, members.len())?;
+        let mut resolved = Vec::with_capacity(members.len());
+        for &member in members {
+            if member == NONE {
+                return Err(PolicyError::NoneMember(line));
+            }
+            let m = self.resolve(line, member)?;
+            if self.listed.contains(&m) {
+                let name = Name(member.to_vec());
+                return Err(PolicyError::MemberTwice { line, name });
+            }
+            self.listed.push(m);
+            resolved.push(m);
+        }
+        self.names
+            .push((name.clone(), Member::Group(self.groups.len())));
+        self.groups.push(PolicyGroup {
+            name,
+            threshold,
+            members: resolved,
+        });
+        Ok(())
+    }
+
+    /// `quorum <name>`: exactly one, naming `none` or an earlier name.
+    fn quorum(&mut self, line: usize, args: &[&[u8]]) -> Result<(), PolicyError> {
+        let [name] = args else {
+            return Err(arity(line, "quorum", "<name>", args.len()));
+        };
+        if let Some((_, first)) = self.quorum {
+            return Err(PolicyError::QuorumTwice { line, first });
+        }
+        let quorum = if *name == NONE {
+            Quorum::None
+        } else {
+            Quorum::Member(self.resolve(line, name)?)
+        };
+        self.quorum = Some((quorum, line));
+        Ok(())
+    }
+
+    /// A name being defined: not `none`, not defined before.
+    fn new_name(&self, line: usize, name: &[u8]) -> Result<Name, PolicyError> {
+        if name == NONE || self.names.iter().any(|(n, _)| n.0 == name) {
+            let name = Name(name.to_vec());
+            return Err(PolicyError::DuplicateName { line, name });
+        }
+        Ok(Name(name.to_vec()))
+    }
+
+    /// A name defined on an earlier line.
+    fn resolve(&self, line: usize, name: &[u8]) -> Result<Member, PolicyError> {
+        self.names
+            .iter()
+            .find(|(n, _)| n.0 == name)
+            .map(|(_, m)| *m)
+            .ok_or_else(|| PolicyError::Undefined {
+                line,
+                name: Name(name.to_vec()),
+            })
+    }
+}
+
+/// `all` (k = n), `any` (k = 1), or decimal k, 1 <= k <= n. Decision: the
+/// decimal has no sign and no leading zero (spec/witness.md).
+fn parse_threshold(line: usize, text: &[u8], n: usize) -> Result<usize, PolicyError> {
+    let bad = || PolicyError::Threshold {
+        line,
+        found: String::from_utf8_lossy(text).into_owned(),
+        n,
+    };
+    match text {
+        b"all" => Ok(n),
+        b"any" => Ok(1),
+        [b'1'..=b'9', rest @ ..] if rest.iter().all(u8::is_ascii_digit) => {
+            let k: usize = std::str::from_utf8(text)
+                .ok()
+                .and_then(|t| t.parse().ok())
+                .ok_or_else(bad)?;
+            if k > n { Err(bad()) } else { Ok(k) }
+        }
+        _ => Err(bad()),
+    }
+}
+
+fn arity(line: usize, keyword: &'static str, expected: &'static str, found: usize) -> PolicyError {
+    PolicyError::Arity {
+        line,
+        keyword,
+        expected,
+        found,
+    }
+}
+
+fn too_many(line: usize, what: &'static str, limit: usize) -> PolicyError {
+    PolicyError::TooMany { line, what, limit }
+}
+
+/// The log signature of a checkpoint under a policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogStatus {
+    /// A listed log of the origin signed, and no listed log's line failed.
+    Verified {
+        /// Key names that verified (the origin).
+        names: Vec<String>,
+    },
+    /// A line with a listed log's name and key hash did not verify.
+    Failed {
+        /// Key name.
+        name: String,
+        /// Key hash.
+        key_hash: [u8; 4],
+    },
+    /// The policy lists logs for this origin, but none of them signed.
+    NotSigned,
+    /// The policy lists no log for this origin.
+    UnknownOrigin,
+}
+
+/// A checkpoint weighed against a policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Evaluation {
+    /// The checkpoint body.
+    pub checkpoint: Checkpoint,
+    /// The log signature.
+    pub log: LogStatus,
+    /// One status per [`Policy::witnesses`], same order.
+    pub witnesses: Vec<CosigStatus>,
+    /// Whether the verified cosignatures meet the quorum.
+    pub quorum_met: bool,
+}
+
+/// The one-word summary of an [`Evaluation`], most serious first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Signed by a listed log, no listed key failed, quorum met.
+    Verified,
+    /// A listed log's signature line did not verify.
+    LogFailed,
+    /// A listed witness's cosignature did not verify (indexes into
+    /// [`Policy::witnesses`]). Reported even when the quorum is met
+    /// without it: a known key's bad signature is a refusal.
+    CosignatureFailed(Vec<usize>),
+    /// The verified cosignatures do not meet the quorum.
+    QuorumNotMet,
+    /// No listed log applies to the origin, or none signed: the
+    /// checkpoint cannot be evaluated under this policy.
+    LogNotEvaluated,
+}
+
+impl Evaluation {
+    /// Indexes of the listed witnesses whose cosignature failed.
+    pub fn failed_witnesses(&self) -> Vec<usize> {
+        self.witnesses
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s, CosigStatus::Failed(_)))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// Failures first (log, cosignature, quorum), then "not evaluated".
+    pub fn verdict(&self) -> Verdict {
+        if matches!(self.log, LogStatus::Failed { .. }) {
+            return Verdict::LogFailed;
+        }
+        let failed = self.failed_witnesses();
+        if !failed.is_empty() {
+            return Verdict::CosignatureFailed(failed);
+        }
+        if !self.quorum_met {
+            return Verdict::QuorumNotMet;
+        }
+        match self.log {
+            LogStatus::Verified { .. } => Verdict::Verified,
+            _ => Verdict::LogNotEvaluated,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::keys::SigningKey;
+
+    fn wkey(seed: u8, name: &str) -> String {
+        WitnessVerifier::new(name, SigningKey::from_bytes(&[seed; 32]).verifying_key())
+            .unwrap()
+            .to_string()
+    }
+
+    #[test]
+    fn example_policy_of_the_spec_parses() {
+        let text = format!(
+            "log {}\n\nwitness X1 {}\nwitness X2 {}\nwitness X3 {}\ngroup X-witnesses 2 X1 X2 X3\n\n\
+             witness Y1 {}\nwitness Y2 {}\nwitness Y3 {}\ngroup Y-witnesses any Y1 Y2 Y3\n\n\
+             group X-and-Y all X-witnesses Y-witnesses\nquorum X-and-Y\n",
+            NoteVerifier::new(
+                "example.com/log",
+                SigningKey::from_bytes(&[1; 32]).verifying_key()
+            )
+            .unwrap(),
+            wkey(2, "x1"),
+            wkey(3, "x2"),
+            wkey(4, "x3"),
+            wkey(5, "y1"),
+            wkey(6, "y2"),
+            wkey(7, "y3"),
+        );
+        let p = Policy::parse(text.as_bytes()).unwrap();
+        assert_eq!(p.logs.len(), 1);
+        assert_eq!(p.witnesses.len(), 6);
+        assert_eq!(p.groups.len(), 3);
+        assert_eq!(p.quorum, Quorum::Member(Member::Group(2)));
+        // Two X and one Y: met. One X and three Y: not. Two X and no Y: not.
+        assert!(p.quorum_met(&[true, true, false, true, false, false]));
+        assert!(!p.quorum_met(&[true, false, false, true, true, true]));
+        assert!(!p.quorum_met(&[true, true, true, false, false, false]));
+    }
+
+    #[test]
+    fn quorum_none_and_thresholds() {
+        let p = Policy::parse(b"quorum none\n").unwrap();
+        assert!(p.quorum_met(&[]));
+        assert_eq!(parse_threshold(1, b"3", 3), Ok(3));
+        assert!(parse_threshold(1, b"4", 3).is_err());
+        assert!(parse_threshold(1, b"0", 3).is_err());
+        assert!(parse_threshold(1, b"01", 3).is_err());
+        assert!(parse_threshold(1, b"+1", 3).is_err());
+        assert!(parse_threshold(1, b"99999999999999999999999", 3).is_err());
+    }
+}

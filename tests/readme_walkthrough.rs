@@ -1,0 +1,125 @@
+//! The README's walkthrough, run as a script: the block after the
+//! `<!-- walkthrough: ... -->` marker, with `rcpt` on PATH as the binary
+//! under test, in a fresh temporary directory.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::Path;
+use std::process::Command;
+
+/// The first ```sh block after the walkthrough marker.
+fn walkthrough() -> String {
+    block_after("<!-- walkthrough: tests/readme_walkthrough.rs runs the next block -->")
+}
+
+/// The first ```sh block after `marker` in README.md.
+fn block_after(marker: &str) -> String {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let after = readme
+        .split_once(marker)
+        .expect("the README marks its walkthrough block")
+        .1;
+    let block = after
+        .split_once("```sh\n")
+        .expect("a sh block after the marker")
+        .1;
+    block
+        .split_once("\n```")
+        .expect("the block ends")
+        .0
+        .to_string()
+}
+
+/// Run `script` with bash (-euo pipefail) in a fresh directory, `rcpt` on PATH.
+fn run_script(script: &str) -> (String, String, std::process::ExitStatus) {
+    let bin = assert_cmd::cargo::cargo_bin("rcpt");
+    let bin_dir = bin.parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", script])
+        .current_dir(tmp.path())
+        .env("PATH", path)
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status,
+    )
+}
+
+/// The gating walkthrough: an admitted fresh receipt passes the gate, then
+/// a ref moves and the same command fails with `policy.fresh` (the script
+/// itself asserts the exit status 1 and the reason).
+#[test]
+fn the_readme_gating_walkthrough_runs_as_written() {
+    let script =
+        block_after("<!-- gating walkthrough: tests/readme_walkthrough.rs runs the next block -->");
+    assert!(script.contains("--fresh repo"), "{script}");
+    let (stdout, stderr, status) = run_script(&script);
+    assert!(
+        status.success(),
+        "exit {status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert_eq!(
+        stdout
+            .matches("1 verified, 0 failed, 0 not evaluated")
+            .count(),
+        1,
+        "the fresh receipt passed once: {stdout}"
+    );
+}
+
+#[test]
+fn the_readme_walkthrough_runs_as_written() {
+    let script = walkthrough();
+    assert!(script.contains("rcpt verify"), "{script}");
+    let bin = assert_cmd::cargo::cargo_bin("rcpt");
+    let bin_dir = bin.parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &script])
+        .current_dir(tmp.path())
+        .env("PATH", path)
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    // Both verifications passed: the bundle, then the second with --since.
+    assert_eq!(
+        stdout
+            .matches("1 verified, 0 failed, 0 not evaluated")
+            .count(),
+        2,
+        "{stdout}"
+    );
+    // The script left the crate untouched: it ran in its own directory.
+    assert!(
+        !Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("gate.key")
+            .exists()
+    );
+}

@@ -1,0 +1,302 @@
+//! Test support for the HTTP service: logs, keys, receipts, a started
+//! `rcpt log serve` process, a raw HTTP/1.1 exchange (so paths reach the
+//! server byte for byte) and the crate's own pooled client for load.
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
+use rcpt::dsse::Envelope;
+use rcpt::keys::{NoteVerifier, SigningKey};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub const ORIGIN: &str = "example.com/served";
+pub const ISSUER: &str = "gate-a";
+
+/// The binary under test; `RCPT_TEST_BIN` points a long run at a frozen copy.
+pub fn bin() -> String {
+    std::env::var("RCPT_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rcpt").to_string())
+}
+
+pub fn issuer_key() -> SigningKey {
+    SigningKey::from_bytes(&[21u8; 32])
+}
+
+pub fn log_key() -> SigningKey {
+    SigningKey::from_bytes(&[22u8; 32])
+}
+
+pub fn log_verifier() -> NoteVerifier {
+    NoteVerifier::new(ORIGIN, log_key().verifying_key()).unwrap()
+}
+
+/// A valid receipt envelope signed by `key` for issuer `issuer`, distinct per `n`.
+pub fn envelope_by(n: u64, issuer: &str, key: &SigningKey) -> String {
+    let json = format!(
+        r#"{{"version":1,"issuer":"{issuer}","issued_at":{n},"substrate":"git",
+        "change_id":"blake3:{h}","inverse_delta_id":null,"reversibility":null,"read_set":[],
+        "precondition":null,"policy_id":"sha256:{h}","verdict":{{"deny":{{"reasons":["r"]}}}},
+        "applied":false,"replay":{{"class":"unknown"}}}}"#,
+        h = "ab".repeat(32)
+    );
+    let payload = rcpt::receipt::payload_from_json(json.as_bytes()).unwrap();
+    Envelope::sign(RECEIPT_PAYLOAD_TYPE, payload.bytes, key).to_json()
+}
+
+/// A valid receipt envelope of the accepted issuer, distinct per `n`.
+pub fn envelope(n: u64) -> String {
+    envelope_by(n, ISSUER, &issuer_key())
+}
+
+pub fn entry_of(envelope_json: &str) -> Vec<u8> {
+    Envelope::from_json(envelope_json.as_bytes())
+        .unwrap()
+        .to_entry()
+}
+
+/// The trust file accepting `ISSUER` (and naming the log key, for `verify`).
+pub fn write_trust(tmp: &Path) -> PathBuf {
+    use base64::Engine;
+    let pubkey =
+        base64::engine::general_purpose::STANDARD.encode(issuer_key().verifying_key().as_bytes());
+    let trust = serde_json::json!({
+        "issuers": [{"name": ISSUER, "public_key": pubkey}],
+        "logs": [{"verifier_key": log_verifier().to_string()}],
+    });
+    let path = tmp.join("trust.json");
+    std::fs::write(&path, trust.to_string()).unwrap();
+    path
+}
+
+/// `rcpt log init` of a fresh log `tmp/NAME` (key file beside it).
+pub fn init_log(tmp: &Path, name: &str) -> PathBuf {
+    let key = tmp.join("log.key");
+    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&log_key())).unwrap();
+    let dir = tmp.join(name);
+    let st = Command::new(bin())
+        .args(["log", "init"])
+        .arg(&dir)
+        .args(["--origin", ORIGIN, "--key"])
+        .arg(&key)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    dir
+}
+
+/// A running `rcpt log serve`.
+pub struct Served {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub stderr: PathBuf,
+}
+
+impl Served {
+    /// Start `rcpt log serve DIR --listen 127.0.0.1:0 --trust TRUST EXTRA...`
+    /// and wait for the bound address on stdout.
+    pub fn start(dir: &Path, trust: &Path, extra: &[&str]) -> Served {
+        let stderr = dir.with_extension(format!("stderr-{}", rand_suffix()));
+        let mut child = Command::new(bin())
+            .args(["log", "serve"])
+            .arg(dir)
+            .args(["--listen", "127.0.0.1:0", "--trust"])
+            .arg(trust)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| {
+                panic!(
+                    "no address line: {line:?}; stderr: {}",
+                    std::fs::read_to_string(&stderr).unwrap_or_default()
+                )
+            })
+            .parse()
+            .unwrap();
+        Served {
+            child,
+            addr,
+            stderr,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn signal(&self, sig: &str) {
+        let st = Command::new("kill")
+            .args(["-s", sig, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+
+    /// SIGTERM, then the exit status (bounded wait).
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        self.signal("TERM");
+        wait_bounded(&mut self.child, Duration::from_secs(60))
+    }
+
+    pub fn kill(mut self) {
+        self.signal("KILL");
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn rand_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Wait for `child` at most `limit`, else kill it and fail.
+pub fn wait_bounded(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("process did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// One raw HTTP/1.1 exchange (`Connection: close`): status, headers
+/// (lower-case names), body.
+pub struct Raw {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Raw {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Send `method target` with optional body and extra header lines.
+pub fn raw(addr: SocketAddr, method: &str, target: &str, headers: &[&str], body: &[u8]) -> Raw {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut req = format!("{method} {target} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n");
+    for h in headers {
+        req.push_str(h);
+        req.push_str("\r\n");
+    }
+    if !body.is_empty() || method == "POST" {
+        req.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    let mut all = Vec::new();
+    let _ = s.read_to_end(&mut all);
+    parse_response(&all, method == "HEAD")
+}
+
+fn parse_response(all: &[u8], head: bool) -> Raw {
+    let split = all
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(all)));
+    let head_text = String::from_utf8_lossy(&all[..split]).into_owned();
+    let mut lines = head_text.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let body = if head {
+        Vec::new()
+    } else {
+        all[split + 4..].to_vec()
+    };
+    Raw {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// A tokio runtime for client-side load.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Recursively list the regular files under `dir/tile`, as paths relative to `dir`.
+pub fn tile_files(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.join("tile")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `rcpt log check DIR` passes.
+pub fn log_check(dir: &Path) {
+    let out = Command::new(bin())
+        .args(["log", "check"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "log check {}: {}{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
