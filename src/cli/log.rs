@@ -186,7 +186,7 @@ pub struct EndpointArg {
 
 impl EndpointArg {
     /// The store of the log at `dir`: an `s3://` location's bucket, else the directory.
-    fn store(&self, dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
+    pub(crate) fn store(&self, dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
         match dir.to_str().filter(|d| d.starts_with("s3://")) {
             Some(location) => s3_store(location, self.endpoint.as_deref(), self.lease_ttl),
             None if self.endpoint.is_some() => Err(UsageError(format!(
