@@ -40,6 +40,8 @@ pub mod note;
 pub mod policy;
 pub mod reason;
 pub mod receipt;
+#[cfg(feature = "s3")]
+pub mod s3;
 pub mod storage;
 pub mod strictjson;
 pub mod tiles;

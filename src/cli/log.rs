@@ -23,9 +23,12 @@ use rcpt::limits::{
 use rcpt::log::admit::{self, AcceptedIssuers, Admitted};
 use rcpt::log::{InitOptions, Log, LogError, LogWriter};
 use rcpt::reason::Reason;
+use rcpt::storage::Store;
+use rcpt::storage::posix::PosixStore;
 use std::ffi::OsString;
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Subcommand)]
@@ -47,6 +50,8 @@ pub enum LogCommand {
         /// the accepted issuer its receipt names.
         #[arg(long)]
         trust: Option<PathBuf>,
+        #[command(flatten)]
+        at: EndpointArg,
     },
     /// Append envelopes (.json files, or '-' for JSON Lines on stdin).
     #[command(after_help = "Example:
@@ -75,6 +80,8 @@ pub enum LogCommand {
         /// Envelope files (.json), or '-' for JSON Lines of envelopes on standard input.
         #[arg(required = true, value_name = "FILE")]
         files: Vec<String>,
+        #[command(flatten)]
+        at: EndpointArg,
     },
     /// Print the latest checkpoint.
     #[command(after_help = "Example:
@@ -170,6 +177,63 @@ pub struct LogKeyArg {
     /// settings when they exist. Always a key string, never a file name.
     #[arg(long = "log-key", value_name = "VKEY")]
     log_key: Option<String>,
+    #[command(flatten)]
+    at: EndpointArg,
+}
+
+/// Where an `s3://BUCKET/PREFIX` log's object store answers.
+#[derive(clap::Args)]
+pub struct EndpointArg {
+    /// For a log at s3://BUCKET/PREFIX: the S3 endpoint, http://HOST:PORT
+    /// (default: $AWS_ENDPOINT_URL_S3, then $AWS_ENDPOINT_URL). Credentials
+    /// and region come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+    /// AWS_SESSION_TOKEN and AWS_REGION.
+    #[arg(long, value_name = "URL")]
+    endpoint: Option<String>,
+    /// For a log at s3://: seconds a writer's lease lives without renewal
+    /// (a standby takes over about this long after a writer dies).
+    #[arg(long, value_name = "SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=600))]
+    lease_ttl: u64,
+}
+
+impl EndpointArg {
+    /// The store of the log at `dir`: an `s3://` location's bucket, else the directory.
+    pub(crate) fn store(&self, dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
+        match dir.to_str().filter(|d| d.starts_with("s3://")) {
+            Some(location) => s3_store(location, self.endpoint.as_deref(), self.lease_ttl),
+            None if self.endpoint.is_some() => Err(UsageError(format!(
+                "--endpoint is for logs at s3://BUCKET/PREFIX, not the directory {}",
+                dir.display()
+            ))
+            .into()),
+            None => Ok(Arc::new(PosixStore::new(dir))),
+        }
+    }
+}
+
+/// The S3 store at `location` (`s3://BUCKET/PREFIX`).
+#[cfg(feature = "s3")]
+fn s3_store(
+    location: &str,
+    endpoint: Option<&str>,
+    lease_ttl: u64,
+) -> anyhow::Result<Arc<dyn Store>> {
+    use rcpt::s3::{BlockingClient, LeaseConfig, Location, S3Store, Settings};
+    let lease = LeaseConfig::new(std::time::Duration::from_secs(lease_ttl))
+        .map_err(|e| UsageError(e.to_string()))?;
+    let location = Location::parse(location).map_err(|e| UsageError(e.to_string()))?;
+    let settings = Settings::from_env(endpoint).map_err(|e| UsageError(e.to_string()))?;
+    let client = BlockingClient::new(settings, &location).context("starting the S3 client")?;
+    Ok(Arc::new(S3Store::new(Arc::new(client), location, lease)))
+}
+
+#[cfg(not(feature = "s3"))]
+fn s3_store(location: &str, _: Option<&str>, _: u64) -> anyhow::Result<Arc<dyn Store>> {
+    Err(UsageError(format!(
+        "{location}: this rcpt was built without object-storage support (cargo feature s3)"
+    ))
+    .into())
 }
 
 impl LogKeyArg {
@@ -181,8 +245,7 @@ impl LogKeyArg {
             })?),
             None => None,
         };
-        let store = std::sync::Arc::new(rcpt::storage::posix::PosixStore::new(dir));
-        Ok(Log::open_store(store, key.as_ref())?)
+        Ok(Log::open_store(self.at.store(dir)?, key.as_ref())?)
     }
 }
 
@@ -193,7 +256,8 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             origin,
             key,
             trust,
-        } => init(&dir, &origin, &key, trust.as_deref()),
+            at,
+        } => init(&dir, &at, &origin, &key, trust.as_deref()),
         LogCommand::Append {
             dir,
             key,
@@ -202,6 +266,7 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             wait,
             batch,
             files,
+            at,
         } => {
             let opts = AppendOptions {
                 key,
@@ -210,7 +275,7 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
                 wait,
                 max_batch: batch as usize,
             };
-            append(&dir, &opts, &files)
+            append(&dir, &at.store(&dir)?, &opts, &files)
         }
         LogCommand::Checkpoint { dir, key } => {
             let log = key.open(&dir)?;
@@ -273,14 +338,35 @@ fn read_accepted(path: &Path) -> anyhow::Result<AcceptedIssuers> {
     AcceptedIssuers::from_json(&bytes).with_context(|| format!("trust file {}", path.display()))
 }
 
-fn init(dir: &Path, origin: &str, key_path: &Path, trust: Option<&Path>) -> anyhow::Result<u8> {
+fn init(
+    dir: &Path,
+    at: &EndpointArg,
+    origin: &str,
+    key_path: &Path,
+    trust: Option<&Path>,
+) -> anyhow::Result<u8> {
     let key = read_key(key_path)?;
     let accepted = trust.map(read_accepted).transpose()?;
-    let opts = InitOptions {
-        key_file: Some(key_path),
-        accepted: accepted.as_ref(),
+    let log = if dir.to_str().is_some_and(|d| d.starts_with("s3://")) {
+        // The key file's path is recorded as given, made absolute: it is
+        // on this machine, the log is not.
+        let key_file = std::path::absolute(key_path)
+            .with_context(|| format!("reading the path {}", key_path.display()))?;
+        Log::init_store(
+            at.store(dir)?,
+            origin,
+            &key,
+            Some(key_file),
+            accepted.as_ref(),
+        )?
+    } else {
+        at.store(dir)?; // refuses --endpoint with a directory
+        let opts = InitOptions {
+            key_file: Some(key_path),
+            accepted: accepted.as_ref(),
+        };
+        Log::create_with(dir, origin, &key, opts)?
     };
-    let log = Log::create_with(dir, origin, &key, opts)?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -515,8 +601,13 @@ struct AppendOptions {
     max_batch: usize,
 }
 
-fn append(dir: &Path, opts: &AppendOptions, files: &[String]) -> anyhow::Result<u8> {
-    let log = Log::open(dir).map_err(|e| match e {
+fn append(
+    dir: &Path,
+    store: &Arc<dyn Store>,
+    opts: &AppendOptions,
+    files: &[String],
+) -> anyhow::Result<u8> {
+    let log = Log::open_store(store.clone(), None).map_err(|e| match e {
         LogError::NoLogKey { location } => LogError::NotWritable { location },
         e => e,
     })?;
@@ -542,7 +633,7 @@ fn append(dir: &Path, opts: &AppendOptions, files: &[String]) -> anyhow::Result<
             dir.display()
         );
     }
-    let mut writer = LogWriter::open(dir, &read_key(&key_path)?, opts.wait)?;
+    let mut writer = LogWriter::open_store(store.clone(), &read_key(&key_path)?, opts.wait)?;
     let has_stdin = files.iter().any(|f| f == "-");
     let mut inputs = Inputs {
         files: files.iter(),

@@ -75,6 +75,12 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 4096,
           value_parser = clap::value_parser!(u64).range(1..=rcpt::net::serve::MAX_QUEUE as u64))]
     queue_max: u64,
+    /// Stand by until the writer lock is free instead of failing at once (on
+    /// s3://, take over when the serving sequencer's lease expires).
+    #[arg(long)]
+    wait: bool,
+    #[command(flatten)]
+    at: super::log::EndpointArg,
 }
 
 /// `250ms`, `2s` or `0s`, at most [`MAX_BATCH_WAIT`].
@@ -137,10 +143,14 @@ fn parse_log_key(text: Option<&str>, file: Option<&Path>) -> anyhow::Result<Note
     Ok(NoteVerifier::parse(&text).map_err(|e| UsageError(format!("{what}: {e}{hint}")))?)
 }
 
-fn signing_key(dir: &Path, key: Option<&Path>) -> anyhow::Result<SigningKey> {
+fn signing_key(
+    dir: &Path,
+    store: &Arc<dyn rcpt::storage::Store>,
+    key: Option<&Path>,
+) -> anyhow::Result<SigningKey> {
     let path = match key {
         Some(k) => k.to_path_buf(),
-        None => Log::open(dir)?
+        None => Log::open_store(Arc::clone(store), None)?
             .key_file()
             .map(Path::to_path_buf)
             .ok_or_else(|| {
@@ -156,6 +166,7 @@ fn signing_key(dir: &Path, key: Option<&Path>) -> anyhow::Result<SigningKey> {
 }
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
+    let store = args.at.store(&args.dir)?;
     // Accepted issuers: --trust, else those the log was initialised with.
     let accepted = match &args.trust {
         Some(path) => {
@@ -164,18 +175,22 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
                 UsageError(format!("trust file {}: {e:#}", path.display()))
             })?
         }
-        None => Log::open(&args.dir)?.accepted_issuers()?.ok_or_else(|| {
-            UsageError(format!(
-                "no accepted issuers: {} was initialised without --trust; pass --trust FILE \
+        None => Log::open_store(Arc::clone(&store), None)?
+            .accepted_issuers()?
+            .ok_or_else(|| {
+                UsageError(format!(
+                    "no accepted issuers: {} was initialised without --trust; pass --trust FILE \
                  with \"issuers\" (the service admits only receipts signed by an accepted \
                  issuer under its own name)",
-                args.dir.display()
-            ))
-        })?,
+                    args.dir.display()
+                ))
+            })?,
     };
     let config = ServeConfig {
-        key: signing_key(&args.dir, args.key.as_deref())?,
+        key: signing_key(&args.dir, &store, args.key.as_deref())?,
         dir: args.dir,
+        store: Some(store),
+        wait: args.wait,
         accepted,
         batch_max: args.batch_max as usize,
         batch_wait: args.batch_wait,

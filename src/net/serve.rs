@@ -65,8 +65,14 @@ pub const CACHE_NONE: &str = "no-store";
 /// How the service runs.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
-    /// The log directory.
+    /// The log directory (for a log on object storage, its `s3://` location, for messages).
     pub dir: PathBuf,
+    /// Where the log lives: `None` is the directory `dir`; an object store
+    /// (`s3://`) is given here.
+    pub store: Option<Arc<dyn Store>>,
+    /// Wait for the writer lock (a standby: on object storage, until the
+    /// holder's lease is released or expires) instead of failing at once.
+    pub wait: bool,
     /// The log's signing key.
     pub key: SigningKey,
     /// Accepted issuers (at least one, by type): an envelope needs a
@@ -78,6 +84,16 @@ pub struct ServeConfig {
     pub batch_wait: Duration,
     /// Most submissions in the service at once (1..=[`MAX_QUEUE`]).
     pub queue_max: usize,
+}
+
+impl ServeConfig {
+    /// The store of the log: the one given, or the directory.
+    fn open_store(&self) -> Arc<dyn Store> {
+        match &self.store {
+            Some(store) => Arc::clone(store),
+            None => Arc::new(crate::storage::posix::PosixStore::new(&self.dir)),
+        }
+    }
 }
 
 /// Why the service could not start or stopped.
@@ -150,7 +166,7 @@ impl Server {
                 "--queue-max must be 1..={MAX_QUEUE}"
             )));
         }
-        let writer = LogWriter::open(&config.dir, &config.key, false)?;
+        let writer = LogWriter::open_store(config.open_store(), &config.key, config.wait)?;
         let listener = std::net::TcpListener::bind(addr).map_err(|source| ServeError::Bind {
             addr: addr.to_string(),
             source,
@@ -378,7 +394,7 @@ impl Batcher {
                     // Reopen: the writer's open repairs whatever the failed
                     // append left past the checkpoint (spec/log.md).
                     writer = None;
-                    match LogWriter::open(&self.config.dir, &self.config.key, false) {
+                    match LogWriter::open_store(self.config.open_store(), &self.config.key, false) {
                         Ok(w) => writer = Some(w),
                         Err(_) => self.shared.writer_alive.store(false, Ordering::Relaxed),
                     }

@@ -90,6 +90,15 @@ pub enum StoreError {
         /// The lock (file or object).
         lock: String,
     },
+    /// This writer's hold on the store was lost (its lease expired or was
+    /// taken over): it must not write again.
+    #[error("{store}: {detail}; this writer stopped (another sequencer may hold the log now)")]
+    LockLost {
+        /// The store.
+        store: String,
+        /// How the hold was lost.
+        detail: String,
+    },
     /// The store serves public objects only.
     #[error("{store} is read-only here (public files only); writing needs the log itself")]
     ReadOnly {

@@ -1,0 +1,154 @@
+//! `rcpt log serve s3://…` on radosgw, with a standby: the serving
+//! sequencer is SIGKILLed; a second `serve --wait` on the same bucket,
+//! standing by, takes over when the dead one's lease expires and goes on
+//! appending; every acknowledged entry is kept and `log check` passes.
+//! The measured failover time is printed (no timed assertion). Skipped,
+//! with the reason on stderr, when `RCPT_S3_ENDPOINT` is not set.
+#![cfg(feature = "s3")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod s3_support;
+mod serve_support;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+use serve_support::{ORIGIN, envelope, log_key, raw, write_trust};
+
+struct Ctx {
+    log: String,
+    endpoint: String,
+    trust: std::path::PathBuf,
+    key: std::path::PathBuf,
+}
+
+fn rcpt(c: &Ctx, sub: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rcpt"));
+    cmd.args([
+        "log",
+        sub,
+        c.log.as_str(),
+        "--endpoint",
+        c.endpoint.as_str(),
+    ]);
+    cmd
+}
+
+/// Starts `serve` (with `--wait` for a standby); the address once it listens
+/// (a standby listens only once it holds the lease).
+fn serve(c: &Ctx, standby: bool) -> (Child, std::sync::mpsc::Receiver<SocketAddr>) {
+    let mut cmd = rcpt(c, "serve");
+    cmd.args([
+        "--lease-ttl",
+        "2",
+        "--listen",
+        "127.0.0.1:0",
+        "--batch-wait",
+        "10ms",
+        "--trust",
+    ])
+    .arg(&c.trust)
+    .arg("--key")
+    .arg(&c.key);
+    if standby {
+        cmd.arg("--wait");
+    }
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        if BufReader::new(stdout).read_line(&mut line).is_ok()
+            && let Some(addr) = line.trim().strip_prefix("listening on ")
+        {
+            let _ = tx.send(addr.parse().unwrap());
+        }
+    });
+    (child, rx)
+}
+
+fn submit(addr: SocketAddr, n: u64) -> u64 {
+    let r = raw(
+        addr,
+        "POST",
+        "/add",
+        &["Content-Type: application/json"],
+        envelope(n).as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    v["index"].as_u64().unwrap()
+}
+
+#[test]
+fn a_standby_serve_takes_over_when_the_serving_one_is_killed() {
+    let Some((settings, bucket)) = s3_support::server() else {
+        return;
+    };
+    let location = s3_support::fresh_location(&bucket, "serve");
+    let tmp = tempfile::tempdir().unwrap();
+    let key = tmp.path().join("log.key");
+    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&log_key())).unwrap();
+    let c = Ctx {
+        log: format!("s3://{}/{}", location.bucket, location.prefix),
+        endpoint: settings.endpoint.url(),
+        trust: write_trust(tmp.path()),
+        key,
+    };
+    let init = rcpt(&c, "init")
+        .args(["--origin", ORIGIN, "--key"])
+        .arg(&c.key)
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+
+    let (mut primary, primary_addr) = serve(&c, false);
+    let primary_addr = primary_addr.recv().unwrap();
+    let (mut standby, standby_addr) = serve(&c, true);
+    for n in 0..5 {
+        assert_eq!(submit(primary_addr, n), n);
+    }
+    // The standby does not listen while the primary holds the lease.
+    assert!(standby_addr.try_recv().is_err());
+
+    let killed = Instant::now();
+    primary.kill().unwrap(); // SIGKILL: no release, the lease must expire
+    primary.wait().unwrap();
+    let standby_addr = standby_addr.recv().unwrap();
+    eprintln!(
+        "measured: SIGKILL of the serving sequencer to the standby listening: {:?} (lease TTL 2 s)",
+        killed.elapsed()
+    );
+    for n in 5..10 {
+        assert_eq!(submit(standby_addr, n), n);
+    }
+    // The same envelope again keeps its first index.
+    assert_eq!(submit(standby_addr, 2), 2);
+    standby.kill().unwrap();
+    standby.wait().unwrap();
+
+    let check = rcpt(&c, "check").output().unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let cp = rcpt(&c, "checkpoint").output().unwrap();
+    assert!(String::from_utf8_lossy(&cp.stdout).starts_with(&format!("{ORIGIN}\n10\n")));
+}
