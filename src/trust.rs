@@ -172,15 +172,6 @@ impl Trust {
         }
     }
 
-    /// The names bound to the key with this keyid (a key may be listed
-    /// under several names; unnamed listings add none).
-    pub fn names_of_keyid<'a>(&'a self, id: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.issuers
-            .iter()
-            .filter(move |i| keys::keyid(&i.key) == id)
-            .filter_map(|i| i.name.as_deref())
-    }
-
     /// Add a log key, skipping exact duplicates.
     pub fn add_log(&mut self, verifier: NoteVerifier) {
         if !self.logs.contains(&verifier) {

@@ -384,22 +384,7 @@ fn since_accepts_an_extension_and_refuses_a_fork() {
 
 /// `rcpt log consistency DIR --from M --to N --json` written to `out`.
 fn consistency_file(dir: &Path, from: u64, to: u64, out: &Path) -> PathBuf {
-    let json = rcpt()
-        .args(["log", "consistency"])
-        .arg(dir)
-        .args([
-            "--from",
-            &from.to_string(),
-            "--to",
-            &to.to_string(),
-            "--json",
-        ])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    std::fs::write(out, json).unwrap();
+    std::fs::write(out, support::consistency_json(dir, from, to)).unwrap();
     out.to_path_buf()
 }
 

@@ -183,6 +183,9 @@ struct VerifiedCheckpoint {
 pub struct Verifier {
     trust: Trust,
     issuer_keys: Vec<VerifyingKey>,
+    /// (keyid, bound name) of each trusted issuer listing, computed once
+    /// for the issuer binding (not per bundle).
+    issuer_names: Vec<(String, Option<String>)>,
     /// `--since`: the input, and the old checkpoint's body parsed once.
     since: Option<(ConsistencyInput, Result<Checkpoint, Failure>)>,
     cache: Mutex<HashMap<[u8; 32], Arc<VerifiedCheckpoint>>>,
@@ -249,10 +252,16 @@ impl Verifier {
             return Err(VerifierError::NoLogKeys);
         }
         let issuer_keys = trust.issuer_keys();
+        let issuer_names = trust
+            .issuers
+            .iter()
+            .map(|i| (crate::keys::keyid(&i.key), i.name.clone()))
+            .collect();
         let gate = GateConfig::new(&trust.require, Gate::default());
         Ok(Verifier {
             trust,
             issuer_keys,
+            issuer_names,
             since: since.map(|s| {
                 let body = since_body(&s.old_checkpoint);
                 (s, body)
@@ -497,17 +506,25 @@ impl Verifier {
         }
     }
 
+    /// The names the key with this keyid is trusted under.
+    fn names_of_keyid<'a>(&'a self, id: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.issuer_names
+            .iter()
+            .filter(move |(k, _)| k == id)
+            .filter_map(|(_, n)| n.as_deref())
+    }
+
     /// Pass when a key that verified is trusted under the name `issuer`.
     fn issuer_binding(&self, keyids: &[String], issuer: &str) -> CheckResult {
         if keyids
             .iter()
-            .any(|id| self.trust.names_of_keyid(id).any(|n| n == issuer))
+            .any(|id| self.names_of_keyid(id).any(|n| n == issuer))
         {
             return Ok(CheckVerdict::Pass);
         }
         let mut names: Vec<&str> = keyids
             .iter()
-            .flat_map(|id| self.trust.names_of_keyid(id))
+            .flat_map(|id| self.names_of_keyid(id))
             .collect();
         names.sort_unstable();
         names.dedup();

@@ -381,21 +381,7 @@ impl Demo {
 
     /// `rcpt log consistency --from M --to N --json`, as bytes.
     pub fn consistency(&self, from: u64, to: u64) -> Vec<u8> {
-        rcpt()
-            .args(["log", "consistency"])
-            .arg(&self.log)
-            .args([
-                "--from",
-                &from.to_string(),
-                "--to",
-                &to.to_string(),
-                "--json",
-            ])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone()
+        consistency_json(&self.log, from, to)
     }
 
     /// A trust file trusting the issuer and this log.
@@ -410,4 +396,23 @@ impl Demo {
         std::fs::write(&path, trust.to_string()).unwrap();
         path
     }
+}
+
+/// `rcpt log consistency LOG --from M --to N --json`, as bytes.
+pub fn consistency_json(log: &Path, from: u64, to: u64) -> Vec<u8> {
+    rcpt()
+        .args(["log", "consistency"])
+        .arg(log)
+        .args([
+            "--from",
+            &from.to_string(),
+            "--to",
+            &to.to_string(),
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone()
 }
