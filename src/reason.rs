@@ -98,6 +98,12 @@ reasons! {
     CheckpointOriginMismatch = "checkpoint.origin_mismatch",
     /// The checkpoint's size is not the bundle's `tree_size`.
     CheckpointSizeMismatch = "checkpoint.size_mismatch",
+    /// `--policy`: the valid cosignatures of listed witnesses do not meet
+    /// the policy's quorum.
+    CheckpointQuorum = "checkpoint.quorum",
+    /// `--policy`: a cosignature line of a listed witness (its name and key
+    /// ID) does not verify over this checkpoint.
+    CheckpointCosignature = "checkpoint.cosignature",
     /// An inclusion proof hash is not base64 of 32 bytes, or too many.
     InclusionMalformed = "inclusion.malformed",
     /// The inclusion proof does not reach the checkpoint root.

@@ -10,7 +10,8 @@ use rayon::prelude::*;
 use rcpt::gate::require::{self, Requirements, VerdictArm};
 use rcpt::io::{InputError, LineReader, Source};
 use rcpt::keys::{self, NoteVerifier};
-use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_PROOF_FILE_BYTES};
+use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_POLICY_BYTES, MAX_PROOF_FILE_BYTES};
+use rcpt::policy::Policy;
 use rcpt::trust::Trust;
 use rcpt::verify::corpus::{self, CorpusResult};
 use rcpt::verify::report::{Format, Renderer};
@@ -76,6 +77,11 @@ pub struct VerifyArgs {
     /// proof per tree size (needs --since).
     #[arg(long, value_name = "PROOF", requires = "since")]
     pub consistency: Vec<Source>,
+    /// A tlog-policy file (spec/witness.md): its `log` lines are trusted log
+    /// keys too, and each checkpoint must be signed by a log it lists and
+    /// cosigned by its quorum of witnesses (check `checkpoint.witnesses`).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<Source>,
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: FormatArg,
@@ -83,7 +89,7 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "DIR", conflicts_with_all = [
         "trust", "issuer_keys", "issuer_key_files", "log_keys", "log_key_files", "since",
         "require_verdict", "issuer", "change_id", "policy_id", "applied", "max_age", "now",
-        "fresh", "not_evaluated"
+        "fresh", "not_evaluated", "policy"
     ])]
     pub corpus: Option<std::path::PathBuf>,
     /// Require the verdict to be this arm (repeat: any of them); else failed `policy.verdict`.
@@ -260,6 +266,17 @@ fn key_file_text(source: &Source, flag: &str) -> anyhow::Result<String> {
     String::from_utf8(bytes).map_err(|_| UsageError(format!("{flag} {source}: not text")).into())
 }
 
+/// `--policy FILE`, read (capped) and parsed: any problem is a bad invocation.
+fn load_policy(args: &VerifyArgs) -> anyhow::Result<Option<Policy>> {
+    let Some(source) = &args.policy else {
+        return Ok(None);
+    };
+    let bytes = read_input(source, MAX_POLICY_BYTES, "--policy file")?;
+    let policy =
+        Policy::parse(&bytes).map_err(|e| UsageError(format!("--policy {source}: {e}")))?;
+    Ok(Some(policy))
+}
+
 /// The --since / --consistency input, if given.
 fn load_since(args: &VerifyArgs) -> anyhow::Result<Option<ConsistencyInput>> {
     let Some(since) = &args.since else {
@@ -323,12 +340,22 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
         .chain(&args.trust)
         .chain(&args.issuer_key_files);
     let sources = sources.chain(&args.log_key_files).chain(&args.since);
+    let sources = sources.chain(&args.policy);
     super::stdin_at_most_once(sources.chain(&args.consistency))?;
     check_bundle_paths(&args.bundles)?;
     let gate = gate_of(&args)?;
-    let verifier = Verifier::new(load_trust(&args)?, load_since(&args)?)
+    let policy = load_policy(&args)?;
+    let mut trust = load_trust(&args)?;
+    for log in policy.iter().flat_map(|p| &p.logs) {
+        trust.add_log(log.verifier.clone());
+    }
+    let verifier = Verifier::new(trust, load_since(&args)?)
         .map_err(|e| UsageError(e.to_string()))?
         .with_gate(gate);
+    let verifier = match policy {
+        Some(policy) => verifier.with_policy(policy),
+        None => verifier,
+    };
     let format = match args.format {
         FormatArg::Human => Format::Human,
         FormatArg::Json => Format::Json,

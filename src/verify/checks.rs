@@ -6,6 +6,7 @@ use super::{
 };
 use crate::bundle::{BundleError, RawBundle, decode_hashes};
 use crate::canonical::{self, dagcbor};
+use crate::cosig::CosigStatus;
 use crate::digest::Digest;
 use crate::digest::to_hex;
 use crate::dsse::{self, Envelope, SignatureCheck};
@@ -16,6 +17,7 @@ use crate::keys::VerifyingKey;
 use crate::limits::{MAX_BUNDLE_BYTES, MAX_JSON_DEPTH, MAX_PAYLOAD_BYTES, MAX_PROOF_FILE_BYTES};
 use crate::merkle::{self, Hash};
 use crate::note::{self, Checkpoint, Note, NoteCheck};
+use crate::policy::{Evaluation, LogStatus, Member, Policy, Quorum, Verdict};
 use crate::receipt::{Invariant, Receipt, SchemaError};
 use crate::trust::Trust;
 use crate::witness::error_chain;
@@ -35,6 +37,8 @@ pub(crate) mod name {
     pub const PAYLOAD_SCHEMA: &str = "payload.schema";
     pub const RECEIPT_ID: &str = "receipt_id";
     pub const CHECKPOINT_SIGNATURE: &str = "checkpoint.signature";
+    /// Only with a tlog-policy (`--policy`): log listed, witness quorum met.
+    pub const CHECKPOINT_WITNESSES: &str = "checkpoint.witnesses";
     pub const CHECKPOINT_MATCH: &str = "checkpoint.match";
     pub const INCLUSION: &str = "inclusion";
     pub const CONSISTENCY: &str = "consistency";
@@ -171,10 +175,12 @@ fn parse_proof_file(file: usize, bytes: &[u8]) -> Result<Vec<ConsistencyProof>, 
     Ok(proofs)
 }
 
-/// A checkpoint as verified once: the signature result and the parsed body.
+/// A checkpoint as verified once: the signature result, the witness
+/// check under the policy (when there is one) and the parsed body.
 #[derive(Debug)]
 struct VerifiedCheckpoint {
     signature: CheckResult,
+    witnesses: Option<CheckResult>,
     body: Result<Checkpoint, Failure>,
 }
 
@@ -190,6 +196,8 @@ pub struct Verifier {
     since: Option<(ConsistencyInput, Result<Checkpoint, Failure>)>,
     cache: Mutex<HashMap<[u8; 32], Arc<VerifiedCheckpoint>>>,
     gate: GateConfig,
+    /// `--policy`: the tlog-policy every checkpoint must satisfy.
+    policy: Option<Arc<Policy>>,
 }
 
 /// What the gating checks need (spec/gate.md): the requirements, the
@@ -268,7 +276,27 @@ impl Verifier {
             }),
             cache: Mutex::new(HashMap::new()),
             gate,
+            policy: None,
         })
+    }
+
+    /// The same verifier, demanding that every checkpoint satisfy `policy`
+    /// (C2SP tlog-policy; spec/witness.md "Verifying with a policy").
+    ///
+    /// The policy's `log` lines are added to the trusted log keys, so
+    /// `checkpoint.signature` accepts them (with any `--log-key` or trust
+    /// file log); the new check `checkpoint.witnesses` then demands a
+    /// signature by a log the *policy* lists for the origin and the
+    /// policy's quorum of valid witness cosignatures.
+    pub fn with_policy(mut self, policy: Policy) -> Verifier {
+        for log in &policy.logs {
+            self.trust.add_log(log.verifier.clone());
+        }
+        self.policy = Some(Arc::new(policy));
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.clear();
+        }
+        self
     }
 
     /// The same verifier, gating as `gate` says (requirements on top of
@@ -548,6 +576,12 @@ impl Verifier {
             name: name::CHECKPOINT_SIGNATURE,
             result: cp.signature.clone(),
         });
+        if let Some(witnesses) = &cp.witnesses {
+            checks.push(Check {
+                name: name::CHECKPOINT_WITNESSES,
+                result: witnesses.clone(),
+            });
+        }
         let body = match &cp.body {
             Ok(body) => body,
             Err(f) => {
@@ -607,6 +641,10 @@ impl Verifier {
                 };
                 return VerifiedCheckpoint {
                     signature: Ok(CheckVerdict::Fail(f.clone())),
+                    witnesses: self
+                        .policy
+                        .as_ref()
+                        .map(|_| Err(skipped(name::CHECKPOINT_SIGNATURE))),
                     body: Err(f),
                 };
             }
@@ -627,7 +665,12 @@ impl Verifier {
             reason: Reason::CheckpointMalformed,
             detail: format!("checkpoint body: {e}"),
         });
-        VerifiedCheckpoint { signature, body }
+        let witnesses = self.policy.as_ref().map(|p| witnesses_check(p, &note));
+        VerifiedCheckpoint {
+            signature,
+            witnesses,
+            body,
+        }
     }
 
     /// `--since`: the old checkpoint is of this bundle's log, is trusted, and
@@ -698,6 +741,96 @@ impl Verifier {
             ),
         }
     }
+}
+
+/// `checkpoint.witnesses`: the note weighed against the policy
+/// (spec/witness.md "Verifying with a policy"), most serious first.
+///
+/// - a listed witness's line does not verify: failed `checkpoint.cosignature`
+///   (even when the quorum is met without it);
+/// - the quorum is not met: failed `checkpoint.quorum`;
+/// - a listed log's line does not verify: not run (`checkpoint.signature`
+///   fails on it, since the policy's logs are trusted log keys);
+/// - no log the policy lists for the origin signed: not evaluated,
+///   `log.untrusted`;
+/// - a body that is not a checkpoint: not run (`checkpoint.match` fails on it).
+///
+/// Lines of keys the policy does not list (other witnesses, grease) are
+/// ignored; the note's 100-line cap was applied when it was parsed.
+fn witnesses_check(policy: &Policy, note: &Note) -> CheckResult {
+    let Ok(eval) = policy.evaluate(note) else {
+        return Err(skipped(name::CHECKPOINT_MATCH));
+    };
+    let origin = &eval.checkpoint.origin;
+    match eval.verdict() {
+        Verdict::Verified => Ok(CheckVerdict::Pass),
+        Verdict::LogFailed => Err(skipped(name::CHECKPOINT_SIGNATURE)),
+        Verdict::CosignatureFailed(failed) => fail(
+            Reason::CheckpointCosignature,
+            cosignature_failures(policy, &eval, &failed),
+        ),
+        Verdict::QuorumNotMet => fail(Reason::CheckpointQuorum, quorum_detail(policy, &eval)),
+        Verdict::LogNotEvaluated => Err(NotEvaluated {
+            reason: Reason::LogUntrusted,
+            detail: match eval.log {
+                LogStatus::UnknownOrigin => format!(
+                    "the --policy file lists no log for origin \"{origin}\": add its `log` line \
+                     if you trust that log"
+                ),
+                _ => format!(
+                    "no log the --policy file lists for origin \"{origin}\" signed this checkpoint"
+                ),
+            },
+        }),
+    }
+}
+
+/// What each failed listed witness's line showed.
+fn cosignature_failures(policy: &Policy, eval: &Evaluation, failed: &[usize]) -> String {
+    let each: Vec<String> = failed
+        .iter()
+        .filter_map(
+            |&i| match (policy.witnesses.get(i), eval.witnesses.get(i)) {
+                (Some(w), Some(CosigStatus::Failed(e))) => {
+                    Some(format!("witness {} ({}): {e}", w.name, w.verifier.name))
+                }
+                _ => None,
+            },
+        )
+        .collect();
+    format!(
+        "{}; a listed witness's cosignature that does not verify is refused (was the \
+         checkpoint altered, or the line copied from another checkpoint?)",
+        each.join("; ")
+    )
+}
+
+/// Which listed witnesses cosigned, against the quorum.
+fn quorum_detail(policy: &Policy, eval: &Evaluation) -> String {
+    let cosigned: Vec<String> = policy
+        .witnesses
+        .iter()
+        .zip(&eval.witnesses)
+        .filter(|(_, s)| matches!(s, CosigStatus::Verified { .. }))
+        .map(|(w, _)| w.name.to_string())
+        .collect();
+    let quorum = match &policy.quorum {
+        Quorum::None => Some("none".to_string()),
+        Quorum::Member(Member::Witness(i)) => policy.witnesses.get(*i).map(|w| w.name.to_string()),
+        Quorum::Member(Member::Group(g)) => policy.groups.get(*g).map(|g| g.name.to_string()),
+    }
+    .unwrap_or_default();
+    format!(
+        "{} of the {} listed witnesses cosigned ({}); the policy's quorum \"{quorum}\" is not \
+         met (cosignatures by witnesses the policy does not list do not count)",
+        cosigned.len(),
+        policy.witnesses.len(),
+        if cosigned.is_empty() {
+            "none".to_string()
+        } else {
+            cosigned.join(", ")
+        }
+    )
 }
 
 /// The body of the `--since` checkpoint note, or why it is malformed.

@@ -7,7 +7,9 @@
 //!
 //! A case's optional `"gate"` object states the gating flags it is run
 //! with (spec/gate.md): `"require"` (the trust file's `"require"` keys),
-//! `"now"` (Unix seconds) and `"fresh"` (a directory inside DIR).
+//! `"now"` (Unix seconds), `"fresh"` (a directory inside DIR) and
+//! `"policy"` (a tlog-policy file inside DIR, as `--policy` takes it;
+//! spec/witness.md).
 //!
 //! A corpus grows by series: a subdirectory of DIR holding its own
 //! `manifest.json` and `SHA256SUMS` is a series, frozen on its own, so new
@@ -18,8 +20,9 @@ use crate::digest::to_hex;
 use crate::gate::require::RequireFile;
 use crate::io::{self, InputError};
 use crate::limits::{
-    MAX_CORPUS_FILE_BYTES, MAX_JSON_DEPTH, MAX_KEY_FILE_BYTES, MAX_MANIFEST_BYTES,
+    MAX_CORPUS_FILE_BYTES, MAX_JSON_DEPTH, MAX_KEY_FILE_BYTES, MAX_MANIFEST_BYTES, MAX_POLICY_BYTES,
 };
+use crate::policy::Policy;
 use crate::strictjson;
 use crate::trust::{Trust, TrustError};
 use serde::Deserialize;
@@ -57,6 +60,9 @@ pub struct CaseGate {
     /// `--fresh`: a directory relative to the corpus directory.
     #[serde(default)]
     pub fresh: Option<String>,
+    /// `--policy`: a tlog-policy file relative to the corpus directory.
+    #[serde(default)]
+    pub policy: Option<String>,
 }
 
 impl CaseGate {
@@ -77,6 +83,19 @@ impl CaseGate {
             fresh,
             now: self.now,
         })
+    }
+
+    /// The case's `--policy`, read (capped) and parsed, when it names one.
+    fn to_policy(&self, dir: &Path) -> Result<Option<Policy>, String> {
+        let Some(rel) = &self.policy else {
+            return Ok(None);
+        };
+        let path =
+            inside(dir, rel).ok_or_else(|| format!("policy path {rel:?} leaves the corpus"))?;
+        let bytes = io::read_path(&path, MAX_POLICY_BYTES).map_err(|e| io::error_chain(&e))?;
+        Policy::parse(&bytes)
+            .map(Some)
+            .map_err(|e| format!("policy {rel}: {e}"))
     }
 }
 
@@ -180,6 +199,8 @@ pub fn load(dir: &Path) -> Result<(Manifest, Trust), CorpusError> {
         if let Some(gate) = &case.gate {
             gate.to_gate(dir)
                 .map_err(|e| bad(format!("case {}: gate: {e}", case.file)))?;
+            gate.to_policy(dir)
+                .map_err(|e| bad(format!("case {}: gate: {e}", case.file)))?;
         }
     }
     Ok((manifest, trust))
@@ -250,7 +271,11 @@ pub fn check_sums(dir: &Path) -> Result<(Vec<ChecksumMismatch>, usize), CorpusEr
 pub fn run_case(dir: &Path, trust: &Trust, verifier: &Verifier, case: &Case) -> CaseResult {
     let gated = case.gate.as_ref().and_then(|g| {
         let gate = g.to_gate(dir).ok()?;
-        Some(Verifier::new(trust.clone(), None).ok()?.with_gate(gate))
+        let verifier = Verifier::new(trust.clone(), None).ok()?.with_gate(gate);
+        Some(match g.to_policy(dir).ok()? {
+            Some(policy) => verifier.with_policy(policy),
+            None => verifier,
+        })
     });
     let verifier = gated.as_ref().unwrap_or(verifier);
     let report = match inside(dir, &case.file) {
