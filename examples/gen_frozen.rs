@@ -69,10 +69,18 @@ struct Series {
     /// Fixture files the series' cases read besides bundles (e.g. a
     /// `--fresh` root), written under the series directory.
     fixtures: &'static [(&'static str, &'static str)],
+    /// Fixture files computed from the series (e.g. a tlog-policy naming
+    /// its log key), written under the series directory.
+    computed: fn(&Series) -> Result<Vec<(&'static str, String)>>,
+}
+
+/// No computed fixture files.
+fn no_files(_: &Series) -> Result<Vec<(&'static str, String)>> {
+    Ok(Vec::new())
 }
 
 /// Every series; the first is the default.
-static SERIES: [Series; 2] = [
+static SERIES: [Series; 3] = [
     Series {
         name: "v1",
         dir: "",
@@ -85,6 +93,7 @@ static SERIES: [Series; 2] = [
         final_filler: 1030,
         final_indexes: &[0, 1, 511, 512, 1023],
         fixtures: &[],
+        computed: no_files,
     },
     Series {
         name: "gate",
@@ -98,8 +107,187 @@ static SERIES: [Series; 2] = [
         final_filler: 3,
         final_indexes: &[],
         fixtures: GATE_ROOT,
+        computed: no_files,
+    },
+    Series {
+        name: "witnessed",
+        dir: "witnessed",
+        readme: WITNESSED_README,
+        origin: "rcpt.example/frozen-witnessed-log",
+        log_key: "witnessed log",
+        first_n: 2001,
+        table: witnessed_table,
+        small_sizes: &[],
+        final_filler: 3,
+        final_indexes: &[],
+        fixtures: &[],
+        computed: witnessed_policies,
     },
 ];
+
+// ---------------------------------------------------------------------------
+// The witnessed table
+// ---------------------------------------------------------------------------
+
+/// The `witnessed` series' README, written with it.
+const WITNESSED_README: &str = "# Frozen receipt corpus: witnessed series\n\n\
+Written once by `cargo run --example gen_frozen -- --series witnessed fixtures/frozen-receipts` \
+and never regenerated; frozen on its own (its own SHA256SUMS). Cases exercise `rcpt verify \
+--policy` (spec/witness.md \"Verifying with a policy\"): the checkpoint of each bundle carries \
+cosignature/v1 lines of the witnesses in `witnesses.policy` (a 2-of-3 quorum), of a witness \
+no policy lists, and grease lines. A manifest case's `\"gate\"` object names the policy file it \
+runs with (`\"policy\"`). `other-log.policy` lists the same witnesses but another log only. \
+Witness keys: seeds SHA-256(\"rcpt frozen corpus v1: witness 1\") and so on, as every key of the \
+generator; cosignature times are fixed.\n";
+
+/// The witnesses of `witnesses.policy`: (key label, policy name, key name).
+const WITNESSES: [(&str, &str, &str); 3] = [
+    ("witness 1", "w1", "witness.example/w1"),
+    ("witness 2", "w2", "witness.example/w2"),
+    ("witness 3", "w3", "witness.example/w3"),
+];
+/// A witness no policy lists: (key label, key name).
+const STRANGER_WITNESS: (&str, &str) = ("stranger witness", "stranger.example/witness");
+/// The fixed time of every cosignature of the series (POSIX seconds).
+const COSIGNED_AT: u64 = 1_790_000_000;
+
+/// `witnesses.policy` (the series' log, 2 of w1 w2 w3) and
+/// `other-log.policy` (the same witnesses, the unknown log only).
+fn witnessed_policies(series: &Series) -> Result<Vec<(&'static str, String)>> {
+    let witness_lines: String = WITNESSES
+        .iter()
+        .map(|(label, name, key_name)| {
+            let vkey = rcpt::cosig::WitnessVerifier::new(key_name, key(label).verifying_key())?;
+            Ok(format!("witness {name} {vkey}\n"))
+        })
+        .collect::<Result<_>>()?;
+    let quorum = "group witnesses 2 w1 w2 w3\nquorum witnesses\n";
+    let policy = |origin: &str, label: &str| -> Result<String> {
+        let log = NoteVerifier::new(origin, key(label).verifying_key())?;
+        Ok(format!(
+            "# rcpt frozen corpus, series witnessed: 2 of 3 witnesses\nlog {log}\n\n{witness_lines}{quorum}"
+        ))
+    };
+    Ok(vec![
+        ("witnesses.policy", policy(series.origin, series.log_key)?),
+        ("other-log.policy", policy(UNKNOWN_ORIGIN, "unknown log")?),
+    ])
+}
+
+/// The `witnessed` cases (row `i` has key number `2001 + i`).
+#[rustfmt::skip]
+fn witnessed_table() -> Vec<Row> {
+    use Cosig::{Bad, By, Grease, OtherCheckpoint, Short, Stranger};
+    use Edit::Checkpoint;
+    use NoteEdit::Cosign;
+    use Payload::Base;
+    let policy = || json!({"policy": "witnesses.policy"});
+    let cap = |n: usize| -> Vec<Cosig> { [By(0), By(1)].into_iter().chain((0..n).map(Grease)).collect() };
+    vec![
+        row("quorum-met", "cosigned by w1 and w2: 2 of 3", Base, VERIFIED)
+            .edit(Checkpoint(Cosign(vec![By(0), By(1)]))).gate(policy()),
+        row("quorum-met-all", "cosigned by w1, w2 and w3", Base, VERIFIED)
+            .edit(Checkpoint(Cosign(vec![By(0), By(1), By(2)]))).gate(policy()),
+        row("quorum-not-met", "cosigned by w1 only: 1 of 3", Base, failed("checkpoint.quorum"))
+            .edit(Checkpoint(Cosign(vec![By(0)]))).gate(policy()),
+        row("no-cosignature", "signed by the log only", Base, failed("checkpoint.quorum"))
+            .gate(policy()),
+        row("bad-cosignature", "w1 and w2 cosigned; w3's line has a flipped signature bit",
+            Base, failed("checkpoint.cosignature"))
+            .edit(Checkpoint(Cosign(vec![By(0), By(1), Bad(2)]))).gate(policy()),
+        row("cosignature-other-checkpoint", "w1 cosigned; w2's line is its cosignature of another checkpoint",
+            Base, failed("checkpoint.cosignature"))
+            .edit(Checkpoint(Cosign(vec![By(0), OtherCheckpoint(1)]))).gate(policy()),
+        row("cosignature-short", "w1 and w2 cosigned; a line with w3's name and key ID holds 68 bytes, not 72",
+            Base, failed("checkpoint.cosignature"))
+            .edit(Checkpoint(Cosign(vec![By(0), By(1), Short(2)]))).gate(policy()),
+        row("grease", "grease lines before, between and after the cosignatures of w1 and w2", Base, VERIFIED)
+            .edit(Checkpoint(Cosign(vec![Grease(0), By(0), Grease(1), By(1), Grease(2)]))).gate(policy()),
+        row("unknown-cosigner-only", "cosigned by a witness no policy lists: ignored", Base,
+            failed("checkpoint.quorum"))
+            .edit(Checkpoint(Cosign(vec![Stranger]))).gate(policy()),
+        row("unknown-cosigner-ignored", "w1, an unlisted witness, w2", Base, VERIFIED)
+            .edit(Checkpoint(Cosign(vec![By(0), Stranger, By(1)]))).gate(policy()),
+        row("line-cap-met", "log, w1, w2 and 97 grease lines: 100 signature lines", Base, VERIFIED)
+            .edit(Checkpoint(Cosign(cap(97)))).gate(policy()),
+        row("line-cap-exceeded", "log, w1, w2 and 98 grease lines: 101 signature lines",
+            Base, failed("checkpoint.malformed"))
+            .edit(Checkpoint(Cosign(cap(98)))).gate(policy()),
+        row("log-not-in-policy", "quorum met, but the policy lists another log only: not evaluated",
+            Base, error("log.untrusted"))
+            .edit(Checkpoint(Cosign(vec![By(0), By(1)]))).gate(json!({"policy": "other-log.policy"})),
+        row("no-policy", "cosigned by w1 only, verified without --policy: no witness check", Base, VERIFIED)
+            .edit(Checkpoint(Cosign(vec![By(0)]))),
+        row("tlog-proof-quorum-met", "the quorum-met checkpoint as a C2SP tlog-proof", Base, VERIFIED)
+            .edit(Edit::TlogProof(Cosign(vec![By(0), By(1)]))).gate(policy()),
+        row("tlog-proof-quorum-not-met", "a tlog-proof cosigned by w2 only", Base, failed("checkpoint.quorum"))
+            .edit(Edit::TlogProof(Cosign(vec![By(1)]))).gate(policy()),
+    ]
+}
+
+/// One signature line appended to a checkpoint by [`NoteEdit::Cosign`].
+#[derive(Clone, Copy)]
+enum Cosig {
+    /// A valid cosignature by `WITNESSES[i]`.
+    By(usize),
+    /// `By(i)` with one signature bit flipped.
+    Bad(usize),
+    /// `WITNESSES[i]`'s valid cosignature of another checkpoint (size + 1).
+    OtherCheckpoint(usize),
+    /// `WITNESSES[i]`'s name and key ID, then 64 bytes (not 72).
+    Short(usize),
+    /// A valid cosignature by [`STRANGER_WITNESS`].
+    Stranger,
+    /// Grease line `i`: an unknown key.
+    Grease(usize),
+}
+
+impl Cosig {
+    /// The line, newline-terminated, over checkpoint `body`.
+    fn line(self, body: &str) -> Result<String> {
+        let witness = |i: usize| WITNESSES.get(i).context("no such witness");
+        let cosign = |body: &str, label: &str, name: &str, at: u64| -> Result<String> {
+            Ok(rcpt::cosig::sign(
+                body,
+                name,
+                &key(label),
+                COSIGNED_AT + at,
+            )?)
+        };
+        Ok(match self {
+            Cosig::By(i) => {
+                let (label, _, name) = witness(i)?;
+                cosign(body, label, name, i as u64)?
+            }
+            Cosig::Bad(i) => {
+                let (label, _, name) = witness(i)?;
+                let line = cosign(body, label, name, i as u64)?;
+                let (prefix, b64) = line.trim_end().rsplit_once(' ').context("line")?;
+                let mut raw = STANDARD.decode(b64)?;
+                *raw.get_mut(4 + 8 + 10).context("short")? ^= 0x01;
+                format!("{prefix} {}\n", STANDARD.encode(raw))
+            }
+            Cosig::OtherCheckpoint(i) => {
+                let (label, _, name) = witness(i)?;
+                let mut lines: Vec<String> = body.lines().map(str::to_string).collect();
+                let size: u64 = lines.get(1).context("size line")?.parse()?;
+                *lines.get_mut(1).context("size line")? = (size + 1).to_string();
+                cosign(&(lines.join("\n") + "\n"), label, name, i as u64)?
+            }
+            Cosig::Short(i) => {
+                let (label, _, name) = witness(i)?;
+                let id = rcpt::cosig::key_id(name, &key(label).verifying_key());
+                let raw: Vec<u8> = id.iter().copied().chain([7u8; 64]).collect();
+                format!("— {name} {}\n", STANDARD.encode(raw))
+            }
+            Cosig::Stranger => {
+                let (label, name) = STRANGER_WITNESS;
+                cosign(body, label, name, 9)?
+            }
+            Cosig::Grease(i) => grease_line(&format!("w{i}")) + "\n",
+        })
+    }
+}
 
 /// The `gate` series' README, written with it.
 const GATE_README: &str = "# Frozen receipt corpus: gating series\n\n\
@@ -347,6 +535,10 @@ enum Edit {
     DuplicateKey { key: &'static str, value: String },
     /// Append this many spaces.
     PadSpaces(usize),
+    /// Edit the checkpoint note, then write the bundle as a C2SP
+    /// tlog-proof (the log entry in `extra`), as `rcpt log prove --format
+    /// tlog-proof` does.
+    TlogProof(NoteEdit),
 }
 
 /// Which inclusion proof hash.
@@ -369,6 +561,8 @@ enum NoteEdit {
     ResignBy(&'static str),
     /// Append this many unknown-key signature lines.
     AppendGreaseLines(usize),
+    /// Append these lines (cosignatures, grease) after the log's signature.
+    Cosign(Vec<Cosig>),
 }
 
 /// What a case expects.
@@ -909,6 +1103,17 @@ impl Edit {
                 bytes.extend(std::iter::repeat_n(b' ', *count));
                 bytes
             }
+            Edit::TlogProof(edit) => {
+                let bundle = Bundle::from_json(text.as_bytes())?;
+                let note = edit.apply(&bundle.log.checkpoint, &bundle.log.origin)?;
+                let proof = rcpt::tlogproof::TlogProof::new(
+                    Some(bundle.envelope.to_entry()),
+                    bundle.log.index,
+                    bundle.log.inclusion.clone(),
+                    &note,
+                )?;
+                proof.to_text().into_bytes()
+            }
             json_edit => {
                 let mut bundle: J = serde_json::from_str(&text)?;
                 json_edit.apply_json(&mut bundle)?;
@@ -965,7 +1170,11 @@ impl Edit {
                 let note = at(b, "/log/checkpoint")?;
                 *note = json!(edit.apply(note.as_str().context("checkpoint")?, &origin)?);
             }
-            Edit::Keep | Edit::TruncateHalf | Edit::DuplicateKey { .. } | Edit::PadSpaces(_) => {
+            Edit::Keep
+            | Edit::TruncateHalf
+            | Edit::DuplicateKey { .. }
+            | Edit::PadSpaces(_)
+            | Edit::TlogProof(_) => {
                 bail!("not a JSON edit")
             }
         }
@@ -1019,6 +1228,11 @@ impl NoteEdit {
                     .collect();
                 format!("{note}{extra}")
             }
+            NoteEdit::Cosign(lines) => {
+                let body = format!("{body}\n");
+                let extra: String = lines.iter().map(|c| c.line(&body)).collect::<Result<_>>()?;
+                format!("{note}{extra}")
+            }
         })
     }
 }
@@ -1059,8 +1273,12 @@ impl Row {
     /// The case of the row with key number `n` (envelope not yet logged).
     fn case(self, n: i64, keys: &Issuers) -> Result<Case> {
         let payload = self.payload.bytes(n)?;
+        let extension = match self.edit {
+            Edit::TlogProof(_) => "tlog-proof",
+            _ => "json",
+        };
         Ok(Case {
-            file: format!("bundles/{}.json", self.stem),
+            file: format!("bundles/{}.{extension}", self.stem),
             comment: self.comment.to_string(),
             envelope: self.signing.envelope(payload, keys)?,
             log: self.log,
@@ -1252,6 +1470,9 @@ fn generate(series: &Series, out: &Path) -> Result<()> {
     )?;
     write_new(&out.join("README.md"), series.readme.as_bytes())?;
     for (path, contents) in series.fixtures {
+        write_new(&out.join(path), contents.as_bytes())?;
+    }
+    for (path, contents) in (series.computed)(series)? {
         write_new(&out.join(path), contents.as_bytes())?;
     }
     let mut files = Vec::new();

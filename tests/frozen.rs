@@ -213,6 +213,10 @@ fn every_series_is_frozen_and_matches_its_manifest() {
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
     assert!(names.contains(&"gate".to_string()), "series: {names:?}");
+    assert!(
+        names.contains(&"witnessed".to_string()),
+        "series: {names:?}"
+    );
     for dir in &series {
         let sums = std::fs::read_to_string(dir.join("SHA256SUMS")).unwrap();
         let listed: BTreeSet<String> = sums
@@ -286,6 +290,86 @@ fn gate_series_covers_every_requirement_and_its_flags_decide() {
                 ungated,
                 Outcome::Verified,
                 "{}: the gate decides",
+                case.file
+            );
+        }
+    }
+}
+
+/// The witnessed series covers each `--policy` outcome (spec/witness.md
+/// "Verifying with a policy"); its policy decides (without it the bundles
+/// whose quorum or cosignature fails verify), and `checkpoint.witnesses`
+/// is reported right after `checkpoint.signature` exactly when a policy is
+/// given.
+#[test]
+fn witnessed_series_covers_each_policy_outcome_and_the_policy_decides() {
+    let dir = corpus().join("witnessed");
+    let (manifest, trust) = rcpt::verify::corpus::load(&dir).unwrap();
+    let expect: BTreeMap<&str, (&str, Option<&str>)> = manifest
+        .cases
+        .iter()
+        .map(|c| {
+            (
+                c.file.as_str(),
+                (c.expect.as_str(), c.reason.map(|r| r.as_str())),
+            )
+        })
+        .collect();
+    for (file, want) in [
+        ("bundles/quorum-met.json", ("verified", None)),
+        (
+            "bundles/quorum-not-met.json",
+            ("failed", Some("checkpoint.quorum")),
+        ),
+        (
+            "bundles/bad-cosignature.json",
+            ("failed", Some("checkpoint.cosignature")),
+        ),
+        (
+            "bundles/cosignature-other-checkpoint.json",
+            ("failed", Some("checkpoint.cosignature")),
+        ),
+        ("bundles/grease.json", ("verified", None)),
+        (
+            "bundles/unknown-cosigner-only.json",
+            ("failed", Some("checkpoint.quorum")),
+        ),
+        ("bundles/unknown-cosigner-ignored.json", ("verified", None)),
+        ("bundles/line-cap-met.json", ("verified", None)),
+        (
+            "bundles/line-cap-exceeded.json",
+            ("failed", Some("checkpoint.malformed")),
+        ),
+        (
+            "bundles/log-not-in-policy.json",
+            ("error", Some("log.untrusted")),
+        ),
+        (
+            "bundles/tlog-proof-quorum-not-met.tlog-proof",
+            ("failed", Some("checkpoint.quorum")),
+        ),
+    ] {
+        assert_eq!(expect.get(file), Some(&want), "witnessed series: {file}");
+    }
+    let plain = Verifier::new(trust.clone(), None).unwrap();
+    for case in &manifest.cases {
+        let with_policy = case.gate.as_ref().is_some_and(|g| g.policy.is_some());
+        let report = rcpt::verify::corpus::run_case(&dir, &trust, &plain, case).report;
+        let names: Vec<&str> = report.checks.iter().map(|c| c.name).collect();
+        let at = names.iter().position(|n| *n == "checkpoint.witnesses");
+        if with_policy {
+            let sig = names.iter().position(|n| *n == "checkpoint.signature");
+            assert_eq!(at, sig.map(|s| s + 1), "{}: {names:?}", case.file);
+        } else {
+            assert_eq!(at, None, "{}: no policy, no witness check", case.file);
+        }
+        let reason = case.reason.map(|r| r.as_str());
+        if matches!(reason, Some("checkpoint.quorum" | "checkpoint.cosignature")) {
+            let ungated = plain.verify_file(&dir.join(&case.file)).outcome();
+            assert_eq!(
+                ungated,
+                Outcome::Verified,
+                "{}: the policy decides",
                 case.file
             );
         }

@@ -38,7 +38,7 @@ fn first_difference(a: &[u8], b: &[u8]) -> usize {
 }
 
 /// Every series of the generator, with the subdirectory it writes ("" for the root).
-const SERIES: [(&str, &str); 2] = [("v1", ""), ("gate", "gate")];
+const SERIES: [(&str, &str); 3] = [("v1", ""), ("gate", "gate"), ("witnessed", "witnessed")];
 
 #[test]
 fn regenerating_the_frozen_corpus_reproduces_every_committed_file() {
