@@ -25,7 +25,13 @@ use rcpt::bundle::RawBundle;
 use rcpt::canonical::{self, dagcbor, json as cjson};
 use rcpt::dsse::{self, Envelope, SignatureCheck};
 use rcpt::keys::NoteVerifier;
+use rcpt::cosig::{self, CosigStatus, WitnessVerifier};
 use rcpt::limits::{MAX_ENTRY_BYTES, MAX_NOTE_SIGNATURES, MAX_PROOF_HASHES};
+use rcpt::limits::{MAX_ADD_CHECKPOINT_BYTES, MAX_ADD_CHECKPOINT_PROOF_LINES};
+use rcpt::limits::{MAX_POLICY_BYTES, MAX_POLICY_GROUPS, MAX_POLICY_LOGS, MAX_POLICY_WITNESSES};
+use rcpt::policy::{LogStatus, Member, Policy, Quorum, Verdict};
+use rcpt::tlogproof::TlogProof;
+use rcpt::witness::AddCheckpointRequest;
 use rcpt::merkle::{self, Hash, MemoryTree};
 use rcpt::note::{self, Checkpoint, Note, NoteCheck};
 use rcpt::receipt::{self, Invariant, PayloadError};
@@ -42,7 +48,7 @@ const FROZEN_TRUST: &[u8] = include_bytes!("../fixtures/frozen-receipts/trust.js
 const FROZEN_MANIFEST: &[u8] = include_bytes!("../fixtures/frozen-receipts/manifest.json");
 
 /// The names of every fuzz target, in the order fuzz/run-all.sh runs them.
-pub const TARGETS: [&str; 9] = [
+pub const TARGETS: [&str; 13] = [
     "dagcbor",
     "receipt_json",
     "dsse_envelope",
@@ -52,6 +58,10 @@ pub const TARGETS: [&str; 9] = [
     "merkle_consistency",
     "tiles",
     "trust",
+    "tlog_policy",
+    "cosignature",
+    "add_checkpoint",
+    "tlog_proof",
 ];
 
 /// Run the check of target `name` on `data`; false for an unknown name.
@@ -66,6 +76,10 @@ pub fn run(name: &str, data: &[u8]) -> bool {
         "merkle_consistency" => merkle_consistency,
         "tiles" => tiles,
         "trust" => trust,
+        "tlog_policy" => tlog_policy,
+        "cosignature" => cosignature,
+        "add_checkpoint" => add_checkpoint,
+        "tlog_proof" => tlog_proof,
         _ => return false,
     };
     check(data);
@@ -734,4 +748,174 @@ pub fn trust(data: &[u8]) {
     assert_eq!(trust.issuer_keys().len(), trust.issuers.len());
     let usable = !trust.issuers.is_empty() && !trust.logs.is_empty();
     assert_eq!(Verifier::new(trust, None).is_ok(), usable);
+}
+
+// ---------------------------------------------------------------------------
+// Witnesses: tlog-policy, cosignature/v1, add-checkpoint, tlog-proof
+// ---------------------------------------------------------------------------
+
+/// The witnessed series: trust file, 2-of-3 policy, a cosigned checkpoint.
+const WITNESSED_TRUST: &[u8] =
+    include_bytes!("../fixtures/frozen-receipts/witnessed/trust.json");
+const WITNESSED_POLICY: &[u8] =
+    include_bytes!("../fixtures/frozen-receipts/witnessed/witnesses.policy");
+const WITNESSED_BUNDLE: &[u8] =
+    include_bytes!("../fixtures/frozen-receipts/witnessed/bundles/quorum-met.json");
+
+/// The witnessed series' policy.
+fn witnessed_policy() -> &'static Policy {
+    static POLICY: OnceLock<Policy> = OnceLock::new();
+    POLICY.get_or_init(|| Policy::parse(WITNESSED_POLICY).expect("witnesses.policy parses"))
+}
+
+/// The checkpoint note of the witnessed series (cosigned by w1 and w2).
+fn witnessed_note() -> &'static Note {
+    static NOTE: OnceLock<Note> = OnceLock::new();
+    NOTE.get_or_init(|| {
+        let raw = RawBundle::parse(WITNESSED_BUNDLE).expect("quorum-met.json parses");
+        Note::parse(raw.log.checkpoint.as_bytes()).expect("its checkpoint parses")
+    })
+}
+
+/// A verifier of the witnessed series under its policy.
+fn witnessed_verifier() -> &'static Verifier {
+    static VERIFIER: OnceLock<Verifier> = OnceLock::new();
+    VERIFIER.get_or_init(|| {
+        let trust = Trust::from_json(WITNESSED_TRUST).expect("witnessed trust.json loads");
+        Verifier::new(trust, None)
+            .expect("witnessed trust is usable")
+            .with_policy(witnessed_policy().clone())
+    })
+}
+
+/// tlog-policy: what parses is within the limits, names resolve to
+/// earlier definitions, each member is listed once, thresholds are 1..=n;
+/// with every witness cosigning the quorum is met, with none only `none`
+/// is; octets the format forbids are refused; and the evaluation of a
+/// fixed cosigned checkpoint is consistent with its verdict.
+pub fn tlog_policy(data: &[u8]) {
+    let parsed = Policy::parse(data);
+    assert_eq!(parsed, Policy::parse(data), "parsing is not deterministic");
+    let forbidden = data
+        .iter()
+        .any(|&b| b != b'\t' && b != b'\n' && (b < 0x20 || b == 0x7f));
+    let Ok(policy) = parsed else { return };
+    assert!(!forbidden, "a policy with a forbidden octet parsed");
+    assert!(data.len() <= MAX_POLICY_BYTES);
+    assert!(data.ends_with(b"\n"), "a policy whose last line has no newline parsed");
+    assert!(policy.logs.len() <= MAX_POLICY_LOGS);
+    assert!(policy.witnesses.len() <= MAX_POLICY_WITNESSES);
+    assert!(policy.groups.len() <= MAX_POLICY_GROUPS);
+    let mut listed = BTreeSet::new();
+    for (g, group) in policy.groups.iter().enumerate() {
+        assert!((1..=group.members.len()).contains(&group.threshold));
+        for m in &group.members {
+            match *m {
+                Member::Witness(i) => assert!(i < policy.witnesses.len()),
+                Member::Group(h) => assert!(h < g, "a group member defined later"),
+            }
+            assert!(listed.insert(format!("{m:?}")), "a member listed twice");
+        }
+    }
+    let n = policy.witnesses.len();
+    assert!(policy.quorum_met(&vec![true; n]), "all witnesses do not meet the quorum");
+    assert_eq!(
+        policy.quorum_met(&vec![false; n]),
+        policy.quorum == Quorum::None,
+        "no witness meets a quorum other than none"
+    );
+    let eval = policy.evaluate(witnessed_note()).expect("a checkpoint");
+    assert_eq!(eval.witnesses.len(), n);
+    if eval.verdict() == Verdict::Verified {
+        assert!(eval.quorum_met);
+        assert!(matches!(eval.log, LogStatus::Verified { .. }));
+    }
+}
+
+/// cosignature/v1 lines: each listed witness's status follows from its
+/// lines (absent without one, cosigned only when a 72-byte line verifies,
+/// at that line's timestamp); a witness vkey that parses prints back to
+/// one that parses equal; a checkpoint cosigned by a fixed key verifies.
+pub fn cosignature(data: &[u8]) {
+    let verifiers: Vec<WitnessVerifier> = witnessed_policy()
+        .witnesses
+        .iter()
+        .map(|w| w.verifier.clone())
+        .collect();
+    if let Ok(note) = Note::parse(data) {
+        let statuses = cosig::check(&note, &verifiers);
+        assert_eq!(statuses.len(), verifiers.len());
+        for (w, status) in verifiers.iter().zip(&statuses) {
+            let lines: Vec<_> = note.signatures.iter().filter(|l| w.matches(l)).collect();
+            match status {
+                CosigStatus::Absent => assert!(lines.is_empty()),
+                CosigStatus::Failed(_) => assert!(!lines.is_empty()),
+                CosigStatus::Verified { timestamp } => {
+                    let first = lines.first().expect("a verified witness has a line");
+                    assert_eq!(first.sig.len(), cosig::TIMESTAMPED_SIGNATURE_LEN);
+                    let ts = u64::from_be_bytes(first.sig[..8].try_into().unwrap());
+                    assert_eq!(ts, *timestamp);
+                    assert!(ts <= cosig::MAX_TIMESTAMP);
+                }
+            }
+        }
+        for line in &note.signatures {
+            let decoded = cosig::Cosignature::decode(line);
+            let ts_ok = line.sig.len() == cosig::TIMESTAMPED_SIGNATURE_LEN
+                && u64::from_be_bytes(line.sig[..8].try_into().unwrap()) <= cosig::MAX_TIMESTAMP;
+            assert_eq!(decoded.is_ok(), ts_ok, "decode disagrees with the format");
+        }
+    }
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(v) = WitnessVerifier::parse(text) {
+            assert_eq!(WitnessVerifier::parse(&v.to_string()), Ok(v));
+        }
+        if Checkpoint::parse(text).is_ok() {
+            let key = rcpt::keys::SigningKey::from_bytes(&[9; 32]);
+            let line = cosig::sign(text, "fuzz.example/w", &key, 1).expect("cosign a checkpoint");
+            let note = Note::parse(format!("{text}\n{line}").as_bytes()).expect("cosigned note");
+            let w = WitnessVerifier::new("fuzz.example/w", key.verifying_key()).unwrap();
+            assert_eq!(
+                cosig::check(&note, &[w]),
+                vec![CosigStatus::Verified { timestamp: 1 }]
+            );
+        }
+    }
+}
+
+/// tlog-witness `add-checkpoint` request body: what parses prints back to
+/// the same bytes, within the limits, its note text a checkpoint.
+pub fn add_checkpoint(data: &[u8]) {
+    let Ok(req) = AddCheckpointRequest::parse(data) else {
+        return;
+    };
+    assert!(data.len() <= MAX_ADD_CHECKPOINT_BYTES);
+    assert!(req.proof.len() <= MAX_ADD_CHECKPOINT_PROOF_LINES);
+    assert!(req.note.signatures.len() <= MAX_NOTE_SIGNATURES);
+    assert_eq!(req.checkpoint.to_text(), req.note.text);
+    let body = AddCheckpointRequest::to_body(req.old_size, &req.proof, &print_note(&req.note));
+    assert_eq!(body.as_bytes(), data, "request does not print back");
+}
+
+/// tlog-proof: what parses prints back to the same bytes; the verifier
+/// gives it exactly the report of the bundle it states (under the
+/// witnessed policy); a verified one has the policy's quorum.
+pub fn tlog_proof(data: &[u8]) {
+    let verifier = witnessed_verifier();
+    let report = verifier.verify_bytes(data);
+    let names: BTreeSet<&str> = report.checks.iter().map(|c| c.name).collect();
+    assert_eq!(names.len(), report.checks.len(), "a check is reported twice");
+    let Ok(proof) = TlogProof::parse(data) else {
+        return;
+    };
+    assert_eq!(proof.to_text().as_bytes(), data, "tlog-proof does not print back");
+    assert_eq!(TlogProof::parse(proof.to_text().as_bytes()), Ok(proof.clone()));
+    if let Ok(bundle) = proof.to_bundle() {
+        let direct = verifier.verify_bytes(bundle.to_json().as_bytes());
+        assert_eq!(report, direct, "a tlog-proof and its bundle differ");
+    }
+    if report.outcome() == Outcome::Verified {
+        let eval = witnessed_policy().evaluate(&proof.note).expect("a checkpoint");
+        assert_eq!(eval.verdict(), Verdict::Verified);
+    }
 }

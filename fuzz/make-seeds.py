@@ -125,3 +125,33 @@ put("merkle_inclusion", "raw-max", b"\0" + struct.pack(">QQ", 2**64 - 2, 2**64 -
 put("merkle_inclusion", "raw-small", b"\0" + struct.pack(">QQ", 3, 5) + h * 5)
 put("merkle_consistency", "raw-max", b"\0" + struct.pack(">QQ", 2**63 + 1, 2**64 - 1) + b"\1" + h * 66)
 put("merkle_consistency", "raw-small", b"\0" + struct.pack(">QQ", 3, 7) + b"\1" + h * 5)
+
+# Witnesses: the witnessed series' policies, cosigned checkpoints, an
+# add-checkpoint body built from one, and its tlog-proofs.
+WITNESSED = os.path.join(FROZEN, "witnessed")
+for name in ("witnesses.policy", "other-log.policy"):
+    put("tlog_policy", name, read(os.path.join(WITNESSED, name)))
+put("tlog_policy", "quorum-none", "quorum none\n")
+put("tlog_policy", "undefined-quorum", "quorum nobody\n")
+put("tlog_policy", "cr-line", "quorum none\r\n")
+policy = read(os.path.join(WITNESSED, "witnesses.policy")).decode()
+put("tlog_policy", "nested-groups", policy.replace(
+    "group witnesses 2 w1 w2 w3\nquorum witnesses\n",
+    "group a any w1 w2\ngroup b all a w3\nquorum b\n"))
+for stem in ("quorum-met", "bad-cosignature", "cosignature-other-checkpoint",
+             "cosignature-short", "grease", "unknown-cosigner-ignored", "line-cap-met"):
+    note = json.loads(read(os.path.join(WITNESSED, "bundles", stem + ".json")))["log"]["checkpoint"]
+    put("cosignature", stem, note)
+    if stem == "quorum-met":
+        put("cosignature", "body", note.split("\n\n")[0] + "\n")
+        put("add_checkpoint", "old-0", "old 0\n\n" + note)
+        put("add_checkpoint", "old-3-proof", "old 3\n" + base64.b64encode(h).decode() + "\n\n" + note)
+        put("add_checkpoint", "no-blank-line", "old 3\n" + note)
+for line in policy.splitlines():
+    if line.startswith("witness w1 "):
+        put("cosignature", "vkey-w1", line.split(" ")[2])
+for stem in ("tlog-proof-quorum-met", "tlog-proof-quorum-not-met"):
+    put("tlog_proof", stem, read(os.path.join(WITNESSED, "bundles", stem + ".tlog-proof")))
+proof = read(os.path.join(WITNESSED, "bundles", "tlog-proof-quorum-met.tlog-proof"))
+put("tlog_proof", "no-extra", b"\n".join(l for l in proof.split(b"\n") if not l.startswith(b"extra ")))
+put("tlog_proof", "version-2", proof.replace(b"tlog-proof@v1", b"tlog-proof@v2", 1))

@@ -68,6 +68,10 @@ replay_tests!(
     merkle_consistency,
     tiles,
     trust,
+    tlog_policy,
+    cosignature,
+    add_checkpoint,
+    tlog_proof,
 );
 
 /// The target list, the fuzz_targets/ files and the corpus directories agree,
