@@ -71,11 +71,14 @@ struct Series {
     fixtures: &'static [(&'static str, &'static str)],
     /// Fixture files computed from the series (e.g. a tlog-policy naming
     /// its log key), written under the series directory.
-    computed: fn(&Series) -> Result<Vec<(&'static str, String)>>,
+    computed: fn(&Series) -> Result<Vec<Fixture>>,
 }
 
+/// A computed fixture file: path under the series directory, contents.
+type Fixture = (&'static str, String);
+
 /// No computed fixture files.
-fn no_files(_: &Series) -> Result<Vec<(&'static str, String)>> {
+fn no_files(_: &Series) -> Result<Vec<Fixture>> {
     Ok(Vec::new())
 }
 
@@ -153,7 +156,7 @@ const COSIGNED_AT: u64 = 1_790_000_000;
 
 /// `witnesses.policy` (the series' log, 2 of w1 w2 w3) and
 /// `other-log.policy` (the same witnesses, the unknown log only).
-fn witnessed_policies(series: &Series) -> Result<Vec<(&'static str, String)>> {
+fn witnessed_policies(series: &Series) -> Result<Vec<Fixture>> {
     let witness_lines: String = WITNESSES
         .iter()
         .map(|(label, name, key_name)| {

@@ -23,21 +23,21 @@
 
 use rcpt::bundle::RawBundle;
 use rcpt::canonical::{self, dagcbor, json as cjson};
+use rcpt::cosig::{self, CosigStatus, WitnessVerifier};
 use rcpt::dsse::{self, Envelope, SignatureCheck};
 use rcpt::keys::NoteVerifier;
-use rcpt::cosig::{self, CosigStatus, WitnessVerifier};
-use rcpt::limits::{MAX_ENTRY_BYTES, MAX_NOTE_SIGNATURES, MAX_PROOF_HASHES};
 use rcpt::limits::{MAX_ADD_CHECKPOINT_BYTES, MAX_ADD_CHECKPOINT_PROOF_LINES};
+use rcpt::limits::{MAX_ENTRY_BYTES, MAX_NOTE_SIGNATURES, MAX_PROOF_HASHES};
 use rcpt::limits::{MAX_POLICY_BYTES, MAX_POLICY_GROUPS, MAX_POLICY_LOGS, MAX_POLICY_WITNESSES};
-use rcpt::policy::{LogStatus, Member, Policy, Quorum, Verdict};
-use rcpt::tlogproof::TlogProof;
-use rcpt::witness::AddCheckpointRequest;
 use rcpt::merkle::{self, Hash, MemoryTree};
 use rcpt::note::{self, Checkpoint, Note, NoteCheck};
+use rcpt::policy::{LogStatus, Member, Policy, Quorum, Verdict};
 use rcpt::receipt::{self, Invariant, PayloadError};
 use rcpt::tiles;
+use rcpt::tlogproof::TlogProof;
 use rcpt::trust::Trust;
 use rcpt::verify::{Outcome, Verifier};
+use rcpt::witness::AddCheckpointRequest;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -755,8 +755,7 @@ pub fn trust(data: &[u8]) {
 // ---------------------------------------------------------------------------
 
 /// The witnessed series: trust file, 2-of-3 policy, a cosigned checkpoint.
-const WITNESSED_TRUST: &[u8] =
-    include_bytes!("../fixtures/frozen-receipts/witnessed/trust.json");
+const WITNESSED_TRUST: &[u8] = include_bytes!("../fixtures/frozen-receipts/witnessed/trust.json");
 const WITNESSED_POLICY: &[u8] =
     include_bytes!("../fixtures/frozen-receipts/witnessed/witnesses.policy");
 const WITNESSED_BUNDLE: &[u8] =
@@ -802,7 +801,10 @@ pub fn tlog_policy(data: &[u8]) {
     let Ok(policy) = parsed else { return };
     assert!(!forbidden, "a policy with a forbidden octet parsed");
     assert!(data.len() <= MAX_POLICY_BYTES);
-    assert!(data.ends_with(b"\n"), "a policy whose last line has no newline parsed");
+    assert!(
+        data.ends_with(b"\n"),
+        "a policy whose last line has no newline parsed"
+    );
     assert!(policy.logs.len() <= MAX_POLICY_LOGS);
     assert!(policy.witnesses.len() <= MAX_POLICY_WITNESSES);
     assert!(policy.groups.len() <= MAX_POLICY_GROUPS);
@@ -818,7 +820,10 @@ pub fn tlog_policy(data: &[u8]) {
         }
     }
     let n = policy.witnesses.len();
-    assert!(policy.quorum_met(&vec![true; n]), "all witnesses do not meet the quorum");
+    assert!(
+        policy.quorum_met(&vec![true; n]),
+        "all witnesses do not meet the quorum"
+    );
     assert_eq!(
         policy.quorum_met(&vec![false; n]),
         policy.quorum == Quorum::None,
@@ -904,18 +909,31 @@ pub fn tlog_proof(data: &[u8]) {
     let verifier = witnessed_verifier();
     let report = verifier.verify_bytes(data);
     let names: BTreeSet<&str> = report.checks.iter().map(|c| c.name).collect();
-    assert_eq!(names.len(), report.checks.len(), "a check is reported twice");
+    assert_eq!(
+        names.len(),
+        report.checks.len(),
+        "a check is reported twice"
+    );
     let Ok(proof) = TlogProof::parse(data) else {
         return;
     };
-    assert_eq!(proof.to_text().as_bytes(), data, "tlog-proof does not print back");
-    assert_eq!(TlogProof::parse(proof.to_text().as_bytes()), Ok(proof.clone()));
+    assert_eq!(
+        proof.to_text().as_bytes(),
+        data,
+        "tlog-proof does not print back"
+    );
+    assert_eq!(
+        TlogProof::parse(proof.to_text().as_bytes()),
+        Ok(proof.clone())
+    );
     if let Ok(bundle) = proof.to_bundle() {
         let direct = verifier.verify_bytes(bundle.to_json().as_bytes());
         assert_eq!(report, direct, "a tlog-proof and its bundle differ");
     }
     if report.outcome() == Outcome::Verified {
-        let eval = witnessed_policy().evaluate(&proof.note).expect("a checkpoint");
+        let eval = witnessed_policy()
+            .evaluate(&proof.note)
+            .expect("a checkpoint");
         assert_eq!(eval.verdict(), Verdict::Verified);
     }
 }
