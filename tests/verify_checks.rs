@@ -200,3 +200,25 @@ fn asked_requirements_follow_in_their_fixed_order() {
         .verify_bytes(&bundle);
     assert_eq!(names(&report), CHECKS);
 }
+
+/// With a policy, `checkpoint.witnesses` comes right after
+/// `checkpoint.signature` for every bundle that reads; the rest of the
+/// list is unchanged. Under `quorum none` and the corpus log (the policy
+/// adds nothing to demand), every outcome is what it was without it.
+#[test]
+fn a_policy_adds_checkpoint_witnesses_after_the_checkpoint_signature() {
+    let vkey = std::fs::read_to_string(corpus().join("keys/log.vkey")).unwrap();
+    let policy =
+        rcpt::policy::Policy::parse(format!("log {}\nquorum none\n", vkey.trim()).as_bytes())
+            .unwrap();
+    let plain = corpus_reports(&verifier());
+    let with = corpus_reports(&verifier().with_policy(policy));
+    let mut want = CHECKS.to_vec();
+    want.insert(13, "checkpoint.witnesses");
+    for ((file, before), (_, after)) in plain.iter().zip(&with) {
+        assert_eq!(after.outcome(), before.outcome(), "{file}");
+        if names(before) != ["bundle"] {
+            assert_eq!(names(after), want, "{file}");
+        }
+    }
+}
