@@ -13,7 +13,8 @@ secs="${SECONDS_PER_TARGET:-600}"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(dagcbor receipt_json dsse_envelope bundle note_checkpoint
-           merkle_inclusion merkle_consistency tiles trust)
+           merkle_inclusion merkle_consistency tiles trust
+           tlog_policy cosignature add_checkpoint tlog_proof)
 fi
 unset CARGO_TARGET_DIR  # cargo fuzz builds in fuzz/target
 nice -n 10 cargo fuzz build --sanitizer none --debug-assertions || exit 1

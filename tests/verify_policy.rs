@@ -360,3 +360,62 @@ fn cosigned_by_rcpt_witnesses_a_bundle_needs_the_quorum() {
     let (code, _) = verify_json(&trust, &policy_file, &bundle);
     assert_eq!(code, 1);
 }
+
+/// `verify --corpus` runs the witnessed series with each case's policy.
+#[test]
+fn the_corpus_runs_the_witnessed_series_with_its_policies() {
+    let out = rcpt()
+        .args(["verify", "--corpus"])
+        .arg(corpus())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let series = stdout
+        .split("== series ")
+        .find(|s| s.lines().next().is_some_and(|l| l.ends_with("witnessed")))
+        .unwrap_or_else(|| panic!("no witnessed series in:\n{stdout}"));
+    assert!(series.contains("bundles/quorum-not-met.json"));
+    assert!(series.contains("failed [checkpoint.quorum]"), "{series}");
+    assert!(
+        series.contains("failed [checkpoint.cosignature]"),
+        "{series}"
+    );
+    assert!(series.contains("as expected, 0 not"), "{series}");
+}
+
+/// A case's policy path must stay inside the corpus, and must parse: else
+/// the corpus cannot be run (exit 2).
+#[test]
+fn a_corpus_policy_outside_the_corpus_or_refused_is_a_bad_invocation() {
+    for (policy, words) in [
+        ("../witnesses.policy", "leaves the corpus"),
+        ("keys/log.vkey", "policy keys/log.vkey"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("witnessed");
+        std::fs::create_dir_all(dir.join("bundles")).unwrap();
+        for f in ["trust.json", "witnesses.policy", "keys/log.vkey"] {
+            std::fs::create_dir_all(dir.join(f).parent().unwrap()).unwrap();
+            std::fs::copy(file(f), dir.join(f)).unwrap();
+        }
+        std::fs::copy(
+            file("bundles/quorum-met.json"),
+            dir.join("bundles/quorum-met.json"),
+        )
+        .unwrap();
+        let manifest = serde_json::json!({"trust": "trust.json", "cases": [{
+            "file": "bundles/quorum-met.json", "expect": "verified", "reason": null,
+            "gate": {"policy": policy},
+        }]});
+        std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+        let out = rcpt()
+            .args(["verify", "--corpus"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{policy}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(words), "{policy}: {stderr}");
+    }
+}
