@@ -13,3 +13,5 @@ pub mod client;
 pub mod mirror;
 pub mod serve;
 pub mod submit;
+pub mod witness_serve;
+pub mod witnessing;
