@@ -311,4 +311,8 @@ fn a_fork_with_the_same_key_and_origin_gets_no_cosignature() {
         assert!(held.starts_with(&format!("{body_a}\n\n")), "{held}");
         assert!(body_a.contains(&format!("\n{size_a}\n")));
     }
+    // SIGTERM while witnessing is stuck: the service still stops.
+    assert!(served_b.stop().success());
+    let answer = pending.answer();
+    assert!(!answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
