@@ -473,10 +473,12 @@ impl Batcher {
             Arc::clone(&self.sink),
             self.stop.clone(),
         ));
+        let cosigners = cosigned.as_ref().map(|c| c.cosigners.clone()).ok();
         let line = serde_json::json!({"event": "witnessed", "tree_size": log.size(),
-            "published": cosigned.is_ok(), "ms": millis(started.elapsed())});
+            "published": cosigned.is_ok(), "cosigners": cosigners,
+            "ms": millis(started.elapsed())});
         (self.sink)(&line.to_string());
-        let note: Arc<str> = Arc::from(cosigned?);
+        let note: Arc<str> = Arc::from(cosigned?.note);
         self.shared.publish(log.size(), note.to_string());
         Ok(note)
     }

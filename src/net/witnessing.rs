@@ -83,6 +83,15 @@ pub struct Witnessing {
     targets: Vec<Arc<Target>>,
 }
 
+/// A checkpoint a quorum cosigned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Witnessed {
+    /// The checkpoint note with the verified cosignature lines appended.
+    pub note: String,
+    /// The policy names of the witnesses whose lines were appended.
+    pub cosigners: Vec<String>,
+}
+
 /// Witnessing ended without a quorum because the service is stopping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the service stopped before a quorum of witnesses cosigned")]
@@ -147,13 +156,13 @@ impl Witnessing {
         prover: Prover,
         sink: EventSink,
         mut stop: watch::Receiver<bool>,
-    ) -> Result<String, Stopped> {
+    ) -> Result<Witnessed, Stopped> {
         let mut got: Vec<Option<String>> = vec![None; self.policy.witnesses.len()];
         let note: Arc<str> = Arc::from(note);
         let mut round: u32 = 0;
         loop {
             if self.quorum(&got) {
-                return Ok(cosigned(&note, &got));
+                return Ok(self.cosigned(&note, &got));
             }
             let mut tasks = tokio::task::JoinSet::new();
             for t in self.targets.iter().filter(|t| got_none(&got, t.index)) {
@@ -179,7 +188,7 @@ impl Witnessing {
                         // The others are not waited for: a request cut
                         // short is answered 409 next time, and re-learnt.
                         tasks.abort_all();
-                        return Ok(cosigned(&note, &got));
+                        return Ok(self.cosigned(&note, &got));
                     }
                 }
             }
@@ -196,6 +205,21 @@ impl Witnessing {
         }
     }
 
+    /// The note with the cosignature lines appended, in policy order.
+    fn cosigned(&self, note: &str, got: &[Option<String>]) -> Witnessed {
+        let mut out = Witnessed {
+            note: note.to_owned(),
+            cosigners: Vec::new(),
+        };
+        for (w, lines) in self.policy.witnesses.iter().zip(got) {
+            if let Some(lines) = lines {
+                out.note.push_str(lines);
+                out.cosigners.push(w.name.to_string());
+            }
+        }
+        out
+    }
+
     fn quorum(&self, got: &[Option<String>]) -> bool {
         let flags: Vec<bool> = got.iter().map(Option::is_some).collect();
         self.policy.quorum_met(&flags)
@@ -204,15 +228,6 @@ impl Witnessing {
 
 fn got_none(got: &[Option<String>], i: usize) -> bool {
     got.get(i).is_some_and(Option::is_none)
-}
-
-/// The note with the cosignature lines appended, in policy order.
-fn cosigned(note: &str, got: &[Option<String>]) -> String {
-    let mut out = note.to_owned();
-    for lines in got.iter().flatten() {
-        out.push_str(lines);
-    }
-    out
 }
 
 /// `WITNESS_BACKOFF_FIRST · 2^n`, at most [`WITNESS_BACKOFF_MAX`].
