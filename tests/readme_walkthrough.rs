@@ -153,5 +153,8 @@ fn the_readme_witnessing_walkthrough_runs_as_written() {
         })
         .collect();
     assert_eq!(logged.len(), 2, "{stdout}");
-    assert!(logged[0].starts_with("0 ") && logged[1].starts_with("1 "), "{stdout}");
+    assert!(
+        logged[0].starts_with("0 ") && logged[1].starts_with("1 "),
+        "{stdout}"
+    );
 }

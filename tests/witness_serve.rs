@@ -61,7 +61,10 @@ fn assert_cosigned(note: &str, lines: &str, vkey: &str) {
     let w = WitnessVerifier::parse(vkey).unwrap();
     let n = Note::parse(format!("{note}{lines}").as_bytes()).unwrap();
     assert!(
-        matches!(rcpt::cosig::check(&n, &[w])[0], CosigStatus::Verified { .. }),
+        matches!(
+            rcpt::cosig::check(&n, &[w])[0],
+            CosigStatus::Verified { .. }
+        ),
         "{lines}"
     );
 }
@@ -88,7 +91,10 @@ fn every_add_checkpoint_status_over_http() {
 
     // 409: the old size is stale; the body is the size, text/x.tlog.size.
     let (st, ct, text) = post(&rt, &url, body(ORIGIN, &key, &t, 0, 9));
-    assert_eq!((st, ct.as_str(), text.as_str()), (409, "text/x.tlog.size", "5\n"));
+    assert_eq!(
+        (st, ct.as_str(), text.as_str()),
+        (409, "text/x.tlog.size", "5\n")
+    );
 
     // 200: from 5 to 9 with a consistency proof.
     let (st, _, lines) = post(&rt, &url, body(ORIGIN, &key, &t, 5, 9));
@@ -262,8 +268,14 @@ fn sigkill_under_load_then_restart_keeps_every_answered_cosignature() {
     let (st, ct, text) = post(&rt, &w.url(), body(ORIGIN, &key, &t, 0, 1999));
     assert_eq!((st, ct.as_str()), (409, "text/x.tlog.size"), "{text}");
     let recorded: u64 = text.trim().parse().unwrap();
-    assert!(recorded >= answered, "recorded {recorded} < answered {answered}");
-    assert!(attempted.contains(&recorded), "{recorded} was never asked for");
+    assert!(
+        recorded >= answered,
+        "recorded {recorded} < answered {answered}"
+    );
+    assert!(
+        attempted.contains(&recorded),
+        "{recorded} was never asked for"
+    );
     // The stored note is the cosigned checkpoint of that size.
     let hash = rcpt::witness::origin_hash(ORIGIN);
     let r = raw(w.addr, "GET", &format!("/{hash}/checkpoint"), &[], b"");

@@ -150,14 +150,20 @@ impl Pending {
         self.0.set_read_timeout(Some(HELD_BACK)).unwrap();
         let mut byte = [0u8; 1];
         match self.0.read(&mut byte) {
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
             other => panic!("the submission was answered before a quorum: {other:?}"),
         }
     }
 
     /// The answer's status line.
     fn answer(mut self) -> String {
-        self.0.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        self.0
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
         let mut all = Vec::new();
         self.0.read_to_end(&mut all).unwrap();
         String::from_utf8_lossy(&all).into_owned()
@@ -227,7 +233,11 @@ fn two_of_three_witnesses_publish_and_two_down_hold_everything_back() {
         .arg(&file)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     serve_support::log_check(&dir);
 }
 

@@ -127,8 +127,10 @@ fn serve(dir: &Path, listen: &str, key: Option<&Path>) -> anyhow::Result<u8> {
     let sink: RequestSink = Arc::new(|line: &str| {
         let _ = writeln!(std::io::stderr().lock(), "{line}");
     });
-    sink(&serde_json::json!({"event": "listening", "addr": addr.to_string(), "witness": name})
-        .to_string());
+    sink(
+        &serde_json::json!({"event": "listening", "addr": addr.to_string(), "witness": name})
+            .to_string(),
+    );
     let requests = server.run(Arc::clone(&sink))?;
     sink(&serde_json::json!({"event": "stopped", "requests": requests}).to_string());
     Ok(EXIT_OK)

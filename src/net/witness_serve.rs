@@ -394,7 +394,10 @@ mod tests {
     fn monitoring_paths() {
         let h = "ab".repeat(32);
         assert_eq!(monitoring_hash(&format!("/{h}/checkpoint")), Some(&*h));
-        assert_eq!(monitoring_hash(&format!("/{}/checkpoint", "AB".repeat(32))), None);
+        assert_eq!(
+            monitoring_hash(&format!("/{}/checkpoint", "AB".repeat(32))),
+            None
+        );
         assert_eq!(monitoring_hash(&format!("/{h}x/checkpoint")), None);
         assert_eq!(monitoring_hash("/checkpoint"), None);
     }
