@@ -296,3 +296,52 @@ fn sigkill_under_load_then_restart_keeps_every_answered_cosignature() {
     // No stray temporary file counts as state.
     assert!(dir.join("state").read_dir().unwrap().count() >= 1);
 }
+
+/// `witness serve` and offline `witness cosign` on one directory share the
+/// record and its compare-and-swap: each sees what the other cosigned.
+#[test]
+fn served_and_offline_cosigning_share_one_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, _) = init_witness(tmp.path(), "w1", 41, &logs_policy(ORIGIN, &log_key()));
+    let w = WitnessProc::start(&dir, "127.0.0.1:0");
+    let rt = serve_support::runtime();
+    let t = tree(20, "a");
+    let key = log_key();
+    assert_eq!(post(&rt, &w.url(), body(ORIGIN, &key, &t, 0, 5)).0, 200);
+    // Offline, from the size the server cosigned.
+    let cp = tmp.path().join("cp9");
+    std::fs::write(&cp, checkpoint(ORIGIN, &key, &t, 9)).unwrap();
+    let proof = tmp.path().join("proof");
+    let lines: Vec<String> = rcpt::merkle::prove_consistency(5, 9, &t)
+        .unwrap()
+        .iter()
+        .map(|h| {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD.encode(h)
+        })
+        .collect();
+    std::fs::write(&proof, lines.join("\n") + "\n").unwrap();
+    let cosign = |old: &str| {
+        std::process::Command::new(witness_support::bin())
+            .args(["witness", "cosign"])
+            .arg(&dir)
+            .args(["--old-size", old, "--proof"])
+            .arg(&proof)
+            .arg(&cp)
+            .output()
+            .unwrap()
+    };
+    // From 0 the offline command is told the server's size.
+    let out = cosign("0");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--old-size 5"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(cosign("5").status.success());
+    // The server now answers from the offline cosignature.
+    let (st, _, text) = post(&rt, &w.url(), body(ORIGIN, &key, &t, 5, 12));
+    assert_eq!((st, text.as_str()), (409, "9\n"));
+    assert_eq!(post(&rt, &w.url(), body(ORIGIN, &key, &t, 9, 12)).0, 200);
+}
