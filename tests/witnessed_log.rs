@@ -336,3 +336,49 @@ fn a_fork_with_the_same_key_and_origin_gets_no_cosignature() {
     let answer = pending.answer();
     assert!(!answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
+
+/// A policy whose quorum the witnesses with a URL cannot meet, or one that
+/// does not parse, is a bad invocation (exit 2), before anything is served.
+#[test]
+fn a_witness_policy_that_cannot_be_met_is_refused_at_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = init_log(tmp.path(), "log");
+    let trust = write_trust(tmp.path());
+    let vkey = |seed: u8| {
+        rcpt::cosig::WitnessVerifier::new(
+            &format!("witness.example/{seed}"),
+            witness_key(seed).verifying_key(),
+        )
+        .unwrap()
+        .to_string()
+    };
+    let cases = [
+        // Only one of the two needed has a URL.
+        format!(
+            "witness a {} http://127.0.0.1:9\nwitness b {}\ngroup g 2 a b\nquorum g\n",
+            vkey(1),
+            vkey(2)
+        ),
+        // An https URL: this build has no TLS.
+        format!("witness a {} https://127.0.0.1:9\nquorum a\n", vkey(1)),
+        // Not a policy.
+        "quorum nobody\n".to_string(),
+    ];
+    for (i, text) in cases.iter().enumerate() {
+        let policy = tmp.path().join(format!("bad{i}.policy"));
+        std::fs::write(&policy, text).unwrap();
+        let out = std::process::Command::new(serve_support::bin())
+            .args(["log", "serve"])
+            .arg(&dir)
+            .args(["--listen", "127.0.0.1:0", "--trust"])
+            .arg(&trust)
+            .arg("--witness-policy")
+            .arg(&policy)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {stderr}");
+        assert!(stderr.contains("--witness-policy"), "{stderr}");
+        assert!(out.stdout.is_empty(), "{text}");
+    }
+}
