@@ -345,3 +345,41 @@ fn served_and_offline_cosigning_share_one_record() {
     assert_eq!((st, text.as_str()), (409, "9\n"));
     assert_eq!(post(&rt, &w.url(), body(ORIGIN, &key, &t, 9, 12)).0, 200);
 }
+
+/// A client that never finishes its body gets 408 after the body timeout,
+/// and one that never finishes its headers is disconnected: neither holds
+/// the witness, which answers others meanwhile.
+#[test]
+fn slow_clients_time_out() {
+    use std::io::{Read, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let (w, _) = setup(tmp.path());
+    let mut body_stalled = std::net::TcpStream::connect(w.addr).unwrap();
+    body_stalled
+        .write_all(
+            b"POST /add-checkpoint HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nold 0\n",
+        )
+        .unwrap();
+    let mut head_stalled = std::net::TcpStream::connect(w.addr).unwrap();
+    head_stalled
+        .write_all(b"POST /add-checkpoint HTTP/1.1\r\nHost: t\r\n")
+        .unwrap();
+    // Meanwhile the witness answers.
+    let rt = serve_support::runtime();
+    let t = tree(3, "a");
+    assert_eq!(
+        post(&rt, &w.url(), body(ORIGIN, &log_key(), &t, 0, 3)).0,
+        200
+    );
+    let limit = rcpt::net::witness_serve::WITNESS_BODY_TIMEOUT * 6;
+    for s in [&body_stalled, &head_stalled] {
+        s.set_read_timeout(Some(limit)).unwrap();
+    }
+    let mut answer = Vec::new();
+    body_stalled.read_to_end(&mut answer).unwrap();
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    let mut rest = Vec::new();
+    // Closed by the server (EOF, possibly after a 408 head), not left open.
+    head_stalled.read_to_end(&mut rest).unwrap();
+}

@@ -334,7 +334,8 @@ fn a_fork_with_the_same_key_and_origin_gets_no_cosignature() {
     // SIGTERM while witnessing is stuck: the service still stops.
     assert!(served_b.stop().success());
     let answer = pending.answer();
-    assert!(!answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("not_witnessed"), "{answer}");
 }
 
 /// A policy whose quorum the witnesses with a URL cannot meet, or one that

@@ -328,7 +328,7 @@ struct Job {
     /// the arrival of its first entry, not after the writer picked it up.
     arrived: Instant,
     want_bundle: bool,
-    reply: oneshot::Sender<Result<Answer, String>>,
+    reply: oneshot::Sender<Result<Answer, NotLogged>>,
 }
 
 /// Where an integrated submission landed, with a reader of the log at the
@@ -385,7 +385,10 @@ impl Batcher {
         let (mut batches, mut integrated) = (0u64, 0u64);
         while let Some(mut jobs) = self.next_batch(&rx) {
             let Some(w) = writer.as_mut() else {
-                reply_all(jobs, "the log writer has stopped after an error");
+                reply_all(
+                    jobs,
+                    &NotLogged::Failed("the log writer has stopped after an error".into()),
+                );
                 continue;
             };
             let entries: Vec<Vec<u8>> = jobs
@@ -415,7 +418,7 @@ impl Batcher {
                 Err(e) => {
                     let detail = format!("the log append failed: {e}");
                     self.log_line(&line(0, w.log().size(), Some(detail.clone())));
-                    reply_all(jobs, &detail);
+                    reply_all(jobs, &NotLogged::Failed(detail));
                     // Reopen: the writer's open repairs whatever the failed
                     // append left past the checkpoint (spec/log.md).
                     writer = None;
@@ -489,7 +492,7 @@ impl Batcher {
         let Ok(checkpoint) = self.publish(log) else {
             let detail = "the entry is durably logged, but the service stopped before a quorum \
                           of witnesses cosigned its checkpoint; it is published after a restart";
-            reply_all(jobs, detail);
+            reply_all(jobs, &NotLogged::NotWitnessed(detail.into()));
             return;
         };
         let snapshot = if jobs.iter().any(|j| j.want_bundle) {
@@ -515,9 +518,19 @@ impl Batcher {
     }
 }
 
-fn reply_all(jobs: Vec<Job>, detail: &str) {
+/// Why a queued submission gets no index.
+#[derive(Clone, Debug)]
+enum NotLogged {
+    /// The append failed (500).
+    Failed(String),
+    /// Appended durably, but the service stopped before a quorum of
+    /// witnesses cosigned its checkpoint (503: published after a restart).
+    NotWitnessed(String),
+}
+
+fn reply_all(jobs: Vec<Job>, why: &NotLogged) {
     for job in jobs {
-        let _ = job.reply.send(Err(detail.to_string()));
+        let _ = job.reply.send(Err(why.clone()));
     }
 }
 
@@ -932,11 +945,12 @@ async fn add(req: Request<Incoming>, ctx: &Ctx) -> Reply {
     }
     match answer.await {
         Ok(Ok(a)) => answered(receipt_id, kept, a).await,
-        Ok(Err(detail)) => Reply::error(
+        Ok(Err(NotLogged::Failed(detail))) => Reply::error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "log_write_failed",
             &detail,
         ),
+        Ok(Err(NotLogged::NotWitnessed(detail))) => Reply::busy("not_witnessed", &detail),
         Err(_) => Reply::busy("log_unavailable", "the log writer stopped"),
     }
 }
