@@ -383,3 +383,45 @@ fn slow_clients_time_out() {
     // Closed by the server (EOF, possibly after a 408 head), not left open.
     head_stalled.read_to_end(&mut rest).unwrap();
 }
+
+/// Two `witness serve` processes on one directory: concurrent requests
+/// from one old size, spread over both, are still cosigned once (the
+/// compare-and-swap lock is the file system's, across processes).
+#[test]
+fn two_processes_on_one_directory_cosign_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, _) = init_witness(tmp.path(), "w1", 41, &logs_policy(ORIGIN, &log_key()));
+    let procs = [
+        WitnessProc::start(&dir, "127.0.0.1:0"),
+        WitnessProc::start(&dir, "127.0.0.1:0"),
+    ];
+    let t = tree(60, "a");
+    let key = log_key();
+    let rt = serve_support::runtime();
+    assert_eq!(
+        post(&rt, &procs[0].url(), body(ORIGIN, &key, &t, 0, 4)).0,
+        200
+    );
+    let mut old = 4;
+    for round in 0..4u64 {
+        let answers: Vec<(u64, u16, String)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (1..=10u64)
+                .map(|k| {
+                    let (url, t, key) = (procs[(k % 2) as usize].url(), &t, &key);
+                    s.spawn(move || {
+                        let rt = serve_support::runtime();
+                        let (st, _, text) = post(&rt, &url, body(ORIGIN, key, t, old, old + k));
+                        (old + k, st, text)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let won: Vec<u64> = answers.iter().filter(|a| a.1 == 200).map(|a| a.0).collect();
+        assert_eq!(won.len(), 1, "round {round}: {answers:?}");
+        for (_, st, text) in answers.iter().filter(|a| a.1 != 200) {
+            assert_eq!((*st, text.clone()), (409, format!("{}\n", won[0])));
+        }
+        old = won[0];
+    }
+}
