@@ -126,3 +126,35 @@ fn the_readme_walkthrough_runs_as_written() {
             .exists()
     );
 }
+
+/// The witnessing walkthrough: three `rcpt witness serve` processes, a log
+/// served with a 2-of-3 witness policy; a submission answered with at
+/// least two cosignatures, then with one witness stopped exactly two (the
+/// script itself asserts the counts and the stderr line).
+#[cfg(feature = "net")]
+#[test]
+fn the_readme_witnessing_walkthrough_runs_as_written() {
+    let script = block_after(
+        "<!-- witnessing walkthrough: tests/readme_walkthrough.rs runs the next block -->",
+    );
+    assert!(script.contains("--witness-policy log.policy"), "{script}");
+    assert!(script.contains("rcpt witness serve"), "{script}");
+    let (stdout, stderr, status) = run_script(&script);
+    assert!(
+        status.success(),
+        "exit {status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    // One line per submitted receipt: "<index> <receipt id>".
+    let logged: Vec<&str> = stdout
+        .lines()
+        .filter(|l| {
+            l.split_once(' ')
+                .is_some_and(|(i, id)| i.parse::<u64>().is_ok() && id.starts_with("blake3:"))
+        })
+        .collect();
+    assert_eq!(logged.len(), 2, "{stdout}");
+    assert!(
+        logged[0].starts_with("0 ") && logged[1].starts_with("1 "),
+        "{stdout}"
+    );
+}

@@ -79,8 +79,33 @@ pub struct ServeArgs {
     /// s3://, take over when the serving sequencer's lease expires).
     #[arg(long)]
     wait: bool,
+    /// A tlog-policy file naming witnesses (with URLs) and a quorum: each
+    /// checkpoint is published, and submitters answered, only once a quorum
+    /// of them cosigned it.
+    #[arg(long, value_name = "FILE")]
+    witness_policy: Option<PathBuf>,
     #[command(flatten)]
     at: super::log::EndpointArg,
+}
+
+/// The witnesses of `--witness-policy FILE`.
+fn witnessing(path: &Path) -> anyhow::Result<Arc<rcpt::net::witnessing::Witnessing>> {
+    use std::io::Read;
+    let what = || format!("--witness-policy {}", path.display());
+    let file = std::fs::File::open(path).with_context(what)?;
+    let mut bytes = Vec::new();
+    let max = rcpt::limits::MAX_POLICY_BYTES;
+    file.take(max as u64 + 1)
+        .read_to_end(&mut bytes)
+        .with_context(what)?;
+    if bytes.len() > max {
+        return Err(UsageError(format!("{} is over {max} bytes", what())).into());
+    }
+    let policy = rcpt::policy::Policy::parse(&bytes)
+        .map_err(|e| UsageError(format!("{}: {:#}", what(), anyhow::Error::new(e))))?;
+    let w = rcpt::net::witnessing::Witnessing::new(policy)
+        .map_err(|e| UsageError(format!("{}: {:#}", what(), anyhow::Error::new(e))))?;
+    Ok(Arc::new(w))
 }
 
 /// `250ms`, `2s` or `0s`, at most [`MAX_BATCH_WAIT`].
@@ -195,6 +220,10 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
         batch_max: args.batch_max as usize,
         batch_wait: args.batch_wait,
         queue_max: args.queue_max as usize,
+        witnessing: match &args.witness_policy {
+            Some(p) => Some(witnessing(p)?),
+            None => None,
+        },
     };
     let server = match Server::bind(config, &args.listen) {
         Err(e @ ServeError::Setting(_)) => {

@@ -58,6 +58,20 @@ pub enum WitnessCommand {
         #[arg(long)]
         time: Option<u64>,
     },
+    /// Serve tlog-witness v1 `POST /add-checkpoint` over HTTP.
+    #[cfg(feature = "net")]
+    #[command(after_help = "Example:
+  rcpt witness serve w1/ --listen 127.0.0.1:7380")]
+    Serve {
+        /// The witness directory (made by `rcpt witness init`).
+        dir: PathBuf,
+        /// Address to listen on (HOST:PORT; port 0 picks a free one, printed on stdout).
+        #[arg(long)]
+        listen: String,
+        /// The private key, if not at the path recorded at init.
+        #[arg(long)]
+        key: Option<PathBuf>,
+    },
 }
 
 pub fn run(cmd: WitnessCommand) -> anyhow::Result<u8> {
@@ -83,7 +97,43 @@ pub fn run(cmd: WitnessCommand) -> anyhow::Result<u8> {
             key.as_deref(),
             time,
         ),
+        #[cfg(feature = "net")]
+        WitnessCommand::Serve { dir, listen, key } => serve(&dir, &listen, key.as_deref()),
     }
+}
+
+fn open(dir: &Path, key: Option<&Path>) -> anyhow::Result<Witness> {
+    match key {
+        Some(k) => Witness::open_with_key(dir, read_key(k)?),
+        None => Witness::open(dir),
+    }
+    .with_context(|| format!("opening witness {}", dir.display()))
+}
+
+/// `rcpt witness serve`: bind, print the address on stdout line 1, write
+/// one JSON line per request on stderr, stop on SIGTERM or SIGINT.
+#[cfg(feature = "net")]
+fn serve(dir: &Path, listen: &str, key: Option<&Path>) -> anyhow::Result<u8> {
+    use rcpt::net::witness_serve::{RequestSink, WitnessServer};
+    use std::io::Write as _;
+    use std::sync::Arc;
+    let witness = open(dir, key)?;
+    let name = witness.name().to_owned();
+    let server = WitnessServer::bind(witness, listen)?;
+    let addr = server.local_addr()?;
+    // The bound address, for whoever started the service (port 0 above).
+    println!("listening on {addr}");
+    std::io::stdout().flush()?;
+    let sink: RequestSink = Arc::new(|line: &str| {
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    });
+    sink(
+        &serde_json::json!({"event": "listening", "addr": addr.to_string(), "witness": name})
+            .to_string(),
+    );
+    let requests = server.run(Arc::clone(&sink))?;
+    sink(&serde_json::json!({"event": "stopped", "requests": requests}).to_string());
+    Ok(EXIT_OK)
 }
 
 /// Read at most `limit` bytes of `path`, refusing a larger file.
@@ -186,11 +236,7 @@ fn cosign(
     key: Option<&Path>,
     time: Option<u64>,
 ) -> anyhow::Result<u8> {
-    let witness = match key {
-        Some(k) => Witness::open_with_key(dir, read_key(k)?),
-        None => Witness::open(dir),
-    }
-    .with_context(|| format!("opening witness {}", dir.display()))?;
+    let witness = open(dir, key)?;
     let proof = match proof {
         Some(p) => read_proof(p, old_size)?,
         None => Vec::new(),

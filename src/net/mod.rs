@@ -1,5 +1,7 @@
 //! net: the log over HTTP — the service (`rcpt log serve`), the submit
-//! client (`rcpt log submit`) and the mirror (`rcpt log mirror`).
+//! client (`rcpt log submit`), the mirror (`rcpt log mirror`), the witness
+//! service (`rcpt witness serve`) and the witnessing client a witnessed log
+//! uses (`rcpt log serve --witness-policy`).
 //!
 //! Boundary: everything that opens a socket is here, behind the cargo
 //! feature `net`; the verifier and the local log commands never reach it
@@ -13,3 +15,5 @@ pub mod client;
 pub mod mirror;
 pub mod serve;
 pub mod submit;
+pub mod witness_serve;
+pub mod witnessing;

@@ -21,6 +21,7 @@ use crate::keys::SigningKey;
 use crate::limits::{MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BUNDLE_BYTES, MAX_ENVELOPE_BYTES};
 use crate::log::admit::{AcceptedIssuers, RefusalClass, admit};
 use crate::log::{Log, LogError, LogWriter};
+use crate::net::witnessing::{Prover, Stopped, Witnessing};
 use crate::storage::{Family, PublicKey, Store, TileKey};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -84,6 +85,9 @@ pub struct ServeConfig {
     pub batch_wait: Duration,
     /// Most submissions in the service at once (1..=[`MAX_QUEUE`]).
     pub queue_max: usize,
+    /// Witnesses whose quorum must cosign each checkpoint before it is
+    /// published (`--witness-policy`); `None` publishes at once.
+    pub witnessing: Option<Arc<Witnessing>>,
 }
 
 impl ServeConfig {
@@ -223,12 +227,15 @@ impl Server {
             writer,
             listener,
         } = self;
-        let shared = Arc::new(Shared::new(writer.log(), &config.dir));
+        let witnessed = config.witnessing.is_some();
+        let shared = Arc::new(Shared::new(writer.log(), &config.dir, witnessed));
         let (tx, rx) = mpsc::channel::<Job>();
         let batcher = Batcher {
             config: config.clone(),
             shared: Arc::clone(&shared),
             sink: Arc::clone(&sink),
+            runtime: runtime.handle().clone(),
+            stop: stop.clone(),
         };
         let thread = std::thread::Builder::new()
             .name("rcpt-log-writer".to_string())
@@ -268,7 +275,8 @@ struct Shared {
     writer_alive: AtomicBool,
 }
 
-/// The latest published checkpoint.
+/// The latest published checkpoint (empty: none yet, a witnessed log
+/// before its first quorum).
 #[derive(Debug, Clone)]
 struct Published {
     size: u64,
@@ -278,11 +286,17 @@ struct Published {
 }
 
 impl Shared {
-    fn new(log: &Log, dir: &Path) -> Shared {
+    /// A witnessed log publishes nothing until its checkpoint is cosigned.
+    fn new(log: &Log, dir: &Path, witnessed: bool) -> Shared {
+        let (size, checkpoint) = if witnessed {
+            (0, Bytes::new())
+        } else {
+            (log.size(), Bytes::from(log.checkpoint().to_string()))
+        };
         Shared {
             published: RwLock::new(Published {
-                size: log.size(),
-                checkpoint: Bytes::from(log.checkpoint().to_string()),
+                size,
+                checkpoint,
                 store: Arc::clone(log.store()),
                 dir: dir.to_path_buf(),
             }),
@@ -297,13 +311,13 @@ impl Shared {
         }
     }
 
-    fn publish(&self, log: &Log) {
+    fn publish(&self, size: u64, checkpoint: String) {
         let mut p = match self.published.write() {
             Ok(p) => p,
             Err(poisoned) => poisoned.into_inner(),
         };
-        p.size = log.size();
-        p.checkpoint = Bytes::from(log.checkpoint().to_string());
+        p.size = size;
+        p.checkpoint = Bytes::from(checkpoint);
     }
 }
 
@@ -314,7 +328,7 @@ struct Job {
     /// the arrival of its first entry, not after the writer picked it up.
     arrived: Instant,
     want_bundle: bool,
-    reply: oneshot::Sender<Result<Answer, String>>,
+    reply: oneshot::Sender<Result<Answer, NotLogged>>,
 }
 
 /// Where an integrated submission landed, with a reader of the log at the
@@ -324,6 +338,8 @@ struct Answer {
     new: bool,
     tree_size: u64,
     snapshot: Option<Arc<Log>>,
+    /// The published checkpoint (with its cosignatures) of `tree_size`.
+    checkpoint: Arc<str>,
 }
 
 /// The writer thread: closes batches and integrates them.
@@ -331,6 +347,10 @@ struct Batcher {
     config: ServeConfig,
     shared: Arc<Shared>,
     sink: RequestSink,
+    /// For the witnessing requests (the writer thread waits on them).
+    runtime: tokio::runtime::Handle,
+    /// Set at shutdown: witnessing gives up.
+    stop: watch::Receiver<bool>,
 }
 
 /// One line of the service log per durable append.
@@ -356,11 +376,19 @@ impl Batcher {
     /// Run until every sender is gone and the queue is empty; returns
     /// (appends made, submissions integrated).
     fn run(self, writer: LogWriter, rx: mpsc::Receiver<Job>) -> (u64, u64) {
+        // A witnessed log first gets its current checkpoint cosigned (after
+        // a restart, the one it may not have published before stopping).
+        if self.config.witnessing.is_some() {
+            let _ = self.publish(writer.log());
+        }
         let mut writer = Some(writer);
         let (mut batches, mut integrated) = (0u64, 0u64);
         while let Some(mut jobs) = self.next_batch(&rx) {
             let Some(w) = writer.as_mut() else {
-                reply_all(jobs, "the log writer has stopped after an error");
+                reply_all(
+                    jobs,
+                    &NotLogged::Failed("the log writer has stopped after an error".into()),
+                );
                 continue;
             };
             let entries: Vec<Vec<u8>> = jobs
@@ -390,7 +418,7 @@ impl Batcher {
                 Err(e) => {
                     let detail = format!("the log append failed: {e}");
                     self.log_line(&line(0, w.log().size(), Some(detail.clone())));
-                    reply_all(jobs, &detail);
+                    reply_all(jobs, &NotLogged::Failed(detail));
                     // Reopen: the writer's open repairs whatever the failed
                     // append left past the checkpoint (spec/log.md).
                     writer = None;
@@ -426,9 +454,47 @@ impl Batcher {
         Some(jobs)
     }
 
-    /// The append is durable and its checkpoint published: answer each job.
+    /// Publish the log's checkpoint: at once, or, for a witnessed log,
+    /// once a quorum of the policy's witnesses cosigned it (waiting as
+    /// long as that takes, unless the service stops).
+    fn publish(&self, log: &Log) -> Result<Arc<str>, Stopped> {
+        let Some(witnessing) = &self.config.witnessing else {
+            let note: Arc<str> = Arc::from(log.checkpoint());
+            self.shared.publish(log.size(), note.to_string());
+            return Ok(note);
+        };
+        let reader = Log::open_store(Arc::clone(log.store()), None).map(Arc::new);
+        let prover: Prover = Arc::new(move |m, n| match &reader {
+            Ok(r) => r.consistency_proof(m, n).map_err(|e| e.to_string()),
+            Err(e) => Err(format!("opening the log for a proof: {e}")),
+        });
+        let started = Instant::now();
+        let cosigned = self.runtime.block_on(witnessing.witness(
+            log.checkpoint(),
+            log.size(),
+            prover,
+            Arc::clone(&self.sink),
+            self.stop.clone(),
+        ));
+        let cosigners = cosigned.as_ref().map(|c| c.cosigners.clone()).ok();
+        let line = serde_json::json!({"event": "witnessed", "tree_size": log.size(),
+            "published": cosigned.is_ok(), "cosigners": cosigners,
+            "ms": millis(started.elapsed())});
+        (self.sink)(&line.to_string());
+        let note: Arc<str> = Arc::from(cosigned?.note);
+        self.shared.publish(log.size(), note.to_string());
+        Ok(note)
+    }
+
+    /// The append is durable: publish its checkpoint, then answer each job
+    /// (not before: a submitter's answer means its entry is published).
     fn answer(&self, log: &Log, jobs: Vec<Job>, results: &[crate::log::Appended]) {
-        self.shared.publish(log);
+        let Ok(checkpoint) = self.publish(log) else {
+            let detail = "the entry is durably logged, but the service stopped before a quorum \
+                          of witnesses cosigned its checkpoint; it is published after a restart";
+            reply_all(jobs, &NotLogged::NotWitnessed(detail.into()));
+            return;
+        };
         let snapshot = if jobs.iter().any(|j| j.want_bundle) {
             Log::open_store(Arc::clone(log.store()), None)
                 .ok()
@@ -441,6 +507,7 @@ impl Batcher {
                 index: a.index,
                 new: a.new,
                 tree_size: log.size(),
+                checkpoint: Arc::clone(&checkpoint),
                 snapshot: if job.want_bundle {
                     snapshot.clone()
                 } else {
@@ -451,9 +518,19 @@ impl Batcher {
     }
 }
 
-fn reply_all(jobs: Vec<Job>, detail: &str) {
+/// Why a queued submission gets no index.
+#[derive(Clone, Debug)]
+enum NotLogged {
+    /// The append failed (500).
+    Failed(String),
+    /// Appended durably, but the service stopped before a quorum of
+    /// witnesses cosigned its checkpoint (503: published after a restart).
+    NotWitnessed(String),
+}
+
+fn reply_all(jobs: Vec<Job>, why: &NotLogged) {
     for job in jobs {
-        let _ = job.reply.send(Err(detail.to_string()));
+        let _ = job.reply.send(Err(why.clone()));
     }
 }
 
@@ -725,6 +802,12 @@ fn within(key: &TileKey, size: u64) -> bool {
 async fn read_public(key: PublicKey, shared: &Shared) -> Reply {
     let published = shared.published();
     let tile = match key {
+        PublicKey::Checkpoint if published.checkpoint.is_empty() => {
+            return Reply::busy(
+                "not_witnessed",
+                "no checkpoint is published yet: waiting for a quorum of witnesses",
+            );
+        }
         PublicKey::Checkpoint => {
             return Reply {
                 status: StatusCode::OK,
@@ -862,11 +945,12 @@ async fn add(req: Request<Incoming>, ctx: &Ctx) -> Reply {
     }
     match answer.await {
         Ok(Ok(a)) => answered(receipt_id, kept, a).await,
-        Ok(Err(detail)) => Reply::error(
+        Ok(Err(NotLogged::Failed(detail))) => Reply::error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "log_write_failed",
             &detail,
         ),
+        Ok(Err(NotLogged::NotWitnessed(detail))) => Reply::busy("not_witnessed", &detail),
         Err(_) => Reply::busy("log_unavailable", "the log writer stopped"),
     }
 }
@@ -908,7 +992,8 @@ async fn answered(receipt_id: String, entry: Option<Vec<u8>>, a: Answer) -> Repl
         let inclusion = log
             .inclusion_proof(a.index, a.tree_size)
             .map_err(|e| e.to_string())?;
-        let checkpoint = log.checkpoint_at(a.tree_size).map_err(|e| e.to_string())?;
+        // The published checkpoint, with any witness cosignatures.
+        let checkpoint = a.checkpoint.to_string();
         let bundle = Bundle {
             receipt_id,
             envelope,

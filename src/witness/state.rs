@@ -5,24 +5,21 @@
 //! latest checkpoint the witness cosigned (body, the log signature lines
 //! it verified, its own cosignature line). A change takes the origin's
 //! lock (`<hex>.lock`, an exclusive `flock`, so it excludes other threads
-//! and other processes alike), re-reads the file, compares it with what
-//! the caller decided from, and only then writes a temporary file, fsyncs
-//! it, renames it over the record and fsyncs the directory. Two updates
+//! and other processes alike), re-reads the file (capped, through
+//! [`crate::io::read_path`]), compares it with what the caller decided
+//! from, and only then writes a temporary file, fsyncs it, renames it over
+//! the record and fsyncs the directory ([`crate::io::write_atomic_via`]). Two updates
 //! from the same old record can therefore never both succeed, and a crash
 //! at any instant leaves the old record or the new one, whole.
 
+use crate::io::{InputError, OUTPUT_FILE_MODE, OutputError};
 use crate::limits::MAX_NOTE_BYTES;
 use crate::merkle::Hash;
 use crate::note::{Checkpoint, Note};
 
 use sha2::Digest as _;
-use std::fs::{File, OpenOptions};
-use std::io::{Read as _, Write as _};
+use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Makes temporary file names unique within this process.
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// The witness's record for one origin: the latest cosigned tree head.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +52,12 @@ pub enum StateError {
         #[source]
         source: std::io::Error,
     },
+    /// A record could not be read.
+    #[error("witness state")]
+    Read(#[source] InputError),
+    /// A record could not be written.
+    #[error("witness state")]
+    Write(#[source] OutputError),
     /// A record that is not a checkpoint note of its origin.
     #[error("witness state {} is corrupt: {detail}; restore it from a backup", path.display())]
     Corrupt {
@@ -144,18 +147,15 @@ impl StateStore {
     /// The record of `origin`, or None if the witness never cosigned it.
     pub fn load(&self, origin: &str) -> Result<Option<Record>, StateError> {
         let path = self.record_path(origin);
-        let file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io(&path)(e)),
-        };
-        let mut bytes = Vec::new();
-        file.take(MAX_NOTE_BYTES as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(io(&path))?;
         let corrupt = |detail: String| StateError::Corrupt {
             path: path.clone(),
             detail,
+        };
+        let bytes = match crate::io::read_path(&path, MAX_NOTE_BYTES) {
+            Ok(b) => b,
+            Err(InputError::NotFound { .. }) => return Ok(None),
+            Err(e @ InputError::TooLarge { .. }) => return Err(corrupt(e.to_string())),
+            Err(e) => return Err(StateError::Read(e)),
         };
         let text = String::from_utf8(bytes).map_err(|e| corrupt(e.to_string()))?;
         let head = parse_record(&text, origin).map_err(corrupt)?;
@@ -205,21 +205,12 @@ impl StateStore {
         Ok(())
     }
 
-    /// Temporary file, fsync, rename over `dest`, fsync the directory.
-    /// A crash before the rename leaves the old record (and a stray
-    /// temporary file, ignored); after it, the new one.
+    /// Temporary file in the store's `tmp` directory, fsync, rename over
+    /// `dest`, fsync the directory. A crash before the rename leaves the
+    /// old record (and a stray temporary file, ignored); after it, the new one.
     fn write_durable(&self, dest: &Path, bytes: &[u8]) -> Result<(), StateError> {
-        let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let tmp = self.tmp.join(format!("{}-{n}", std::process::id()));
-        let mut file = File::create(&tmp).map_err(io(&tmp))?;
-        file.write_all(bytes).map_err(io(&tmp))?;
-        file.sync_all().map_err(io(&tmp))?;
-        drop(file);
-        std::fs::rename(&tmp, dest).map_err(io(dest))?;
-        // The rename is durable once the directory holding the name is.
-        File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io(&self.dir))
+        crate::io::write_atomic_via(&self.tmp, dest, bytes, OUTPUT_FILE_MODE)
+            .map_err(StateError::Write)
     }
 }
 
