@@ -302,7 +302,11 @@ fn two_serves_under_load_never_fork_the_tree() {
     indexes.dedup();
     assert_eq!(indexes.len(), acks.len(), "two submissions share an index");
     for (&n, &index) in &acks {
-        assert_eq!(log.entry(index).unwrap(), entry_of(&envelope(n)), "entry {n}");
+        assert_eq!(
+            log.entry(index).unwrap(),
+            entry_of(&envelope(n)),
+            "entry {n}"
+        );
     }
     assert!(log.size() >= acks.len() as u64);
 
@@ -317,7 +321,11 @@ fn two_serves_under_load_never_fork_the_tree() {
         let first = *roots.entry(size).or_insert(root);
         assert_eq!(first, root, "size {size} observed with two roots: a fork");
         let last = last_size.entry(s.source.clone()).or_insert(0);
-        assert!(*last <= size, "{} went back from {last} to {size}", s.source);
+        assert!(
+            *last <= size,
+            "{} went back from {last} to {size}",
+            s.source
+        );
         *last = size;
         if s.source == standby_url {
             from_standby += 1;

@@ -415,7 +415,11 @@ pub fn mirror(args: MirrorArgs) -> anyhow::Result<u8> {
         // directory (spec/storage.md "Mirroring into object storage").
         let store = super::log::store_at(&args.dir, args.endpoint.as_deref(), 10)?;
         let stage = std::env::temp_dir().join(format!("rcpt-mirror-{}", std::process::id()));
-        runtime.block_on(rcpt::net::mirror::mirror_into(&client, store, &stage, &key))?
+        // `store` outlives the runtime's work: its client's own runtime is
+        // dropped here, outside `block_on`.
+        runtime.block_on(rcpt::net::mirror::mirror_into(
+            &client, &store, &stage, &key,
+        ))?
     } else {
         if args.endpoint.is_some() {
             return Err(UsageError(format!(

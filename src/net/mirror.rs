@@ -197,16 +197,18 @@ pub async fn mirror(
         source,
     })?;
     let public: Arc<dyn Store> = Arc::new(PosixStore::new(dir));
-    mirror_into(client, public, &staging(dir), key).await
+    mirror_into(client, &public, &staging(dir), key).await
 }
 
 /// Bring the mirror in the store `public` (a directory, an object store)
 /// up to the log at `client`'s base URL, staging fetched files in the
 /// local directory `stage` (created if absent, removed when the run ends
-/// with the files installed or refused).
+/// with the files installed or refused). The caller keeps `public`: an
+/// object store's blocking client owns a runtime, which must not be
+/// dropped inside this one.
 pub async fn mirror_into(
     client: &Client,
-    public: Arc<dyn Store>,
+    public: &Arc<dyn Store>,
     stage: &Path,
     key: &NoteVerifier,
 ) -> Result<MirrorReport, MirrorError> {
@@ -217,7 +219,12 @@ pub async fn mirror_into(
         .ok_or_else(|| MirrorError::NoCheckpoint { url: url.clone() })?;
     let new = crate::log::verify_checkpoint(&text, key, None)
         .map_err(|e| MirrorError::Checkpoint(format!("{url}: {e}")))?;
-    let old = local_checkpoint(&*public, key)?;
+    // The store's calls block (an object store's client runs its own
+    // runtime): each runs on a blocking thread, never on this one.
+    let old = {
+        let (public, key) = (Arc::clone(public), key.clone());
+        blocking(move || local_checkpoint(&*public, &key)).await?
+    };
     let (m, old_root) = old
         .as_ref()
         .map_or((0, merkle::empty_root()), |(c, _)| (c.size, c.root_hash));
@@ -238,14 +245,21 @@ pub async fn mirror_into(
     }
     let union = Arc::new(Union {
         staged: PosixStore::new(stage),
-        public: Arc::clone(&public),
+        public: Arc::clone(public),
     });
-    let mut missing: Vec<TileKey> = Vec::new();
-    for k in needed(m, n) {
-        if !has_tile(&*public, &k)? {
-            missing.push(k);
-        }
-    }
+    let missing: Vec<TileKey> = {
+        let public = Arc::clone(public);
+        blocking(move || {
+            let mut missing = Vec::new();
+            for k in needed(m, n) {
+                if !has_tile(&*public, &k)? {
+                    missing.push(k);
+                }
+            }
+            Ok(missing)
+        })
+        .await?
+    };
     let fetched = fetch_all(client, &union.staged, &missing, n).await?;
     let (u, nr) = (Arc::clone(&union), new.root_hash);
     let checked = tokio::task::spawn_blocking(move || check_new(u, m, n, &old_root, &nr))
@@ -258,7 +272,15 @@ pub async fn mirror_into(
         return Err(e);
     }
     let version = old.map(|(_, v)| v);
-    install(&union, &missing, key, n, &text, version.as_ref())?;
+    {
+        let (union, missing, key, text) = (
+            Arc::clone(&union),
+            missing.clone(),
+            key.clone(),
+            text.clone(),
+        );
+        blocking(move || install(&union, &missing, &key, n, &text, version.as_ref())).await?;
+    }
     let _ = std::fs::remove_dir_all(stage);
     Ok(MirrorReport {
         old_size: m,
@@ -266,6 +288,15 @@ pub async fn mirror_into(
         fetched,
         root: new.root_hash,
     })
+}
+
+/// Run `f`, which calls the store, on a blocking thread.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, MirrorError> + Send + 'static,
+) -> Result<T, MirrorError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| MirrorError::Mismatch(format!("a store task stopped: {e}")))?
 }
 
 /// True when the mirror already holds the tile `key` (a directory: the
