@@ -415,6 +415,8 @@ pub fn mirror(args: MirrorArgs) -> anyhow::Result<u8> {
         // directory (spec/storage.md "Mirroring into object storage").
         let store = super::log::store_at(&args.dir, args.endpoint.as_deref(), 10)?;
         let stage = std::env::temp_dir().join(format!("rcpt-mirror-{}", std::process::id()));
+        // Never resumed: whatever an earlier process of this pid left goes.
+        let _ = std::fs::remove_dir_all(&stage);
         // `store` outlives the runtime's work: its client's own runtime is
         // dropped here, outside `block_on`.
         runtime.block_on(rcpt::net::mirror::mirror_into(
