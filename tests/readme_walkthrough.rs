@@ -158,3 +158,45 @@ fn the_readme_witnessing_walkthrough_runs_as_written() {
         "{stdout}"
     );
 }
+
+/// The object-storage walkthrough ("Running on object storage"): a log in
+/// a bucket of the radosgw named by `RCPT_S3_ENDPOINT` (with
+/// `RCPT_S3_BUCKET` and the AWS_* credentials, as `.ci/radosgw/start.sh`
+/// writes them), served with a standby that takes over when the serving
+/// one is killed, then mirrored. Skipped, with the reason on stderr, when
+/// no endpoint is set (a failure instead under `RCPT_REQUIRE_S3=1`).
+#[cfg(feature = "s3")]
+#[test]
+fn the_readme_object_storage_walkthrough_runs_as_written() {
+    let set = |n: &str| std::env::var(n).is_ok_and(|v| !v.is_empty());
+    if !set("RCPT_S3_ENDPOINT") {
+        assert!(
+            std::env::var("RCPT_REQUIRE_S3").as_deref() != Ok("1"),
+            "RCPT_REQUIRE_S3=1 but RCPT_S3_ENDPOINT is not set"
+        );
+        eprintln!(
+            "skipped: RCPT_S3_ENDPOINT is not set (start radosgw with .ci/radosgw/start.sh, then source /tmp/rcpt-radosgw/env)"
+        );
+        return;
+    }
+    let script = block_after(
+        "<!-- object storage walkthrough: tests/readme_walkthrough.rs runs the next block",
+    );
+    assert!(script.contains("s3://$RCPT_S3_BUCKET/"), "{script}");
+    assert!(script.contains("kill -KILL"), "{script}");
+    let (stdout, stderr, status) = run_script(&script);
+    assert!(
+        status.success(),
+        "exit {status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    // The first bundle, then the two served ones (one per sequencer).
+    assert!(
+        stdout.contains("1 verified, 0 failed, 0 not evaluated"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("2 verified, 0 failed, 0 not evaluated"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("mirrored 3 entries (was 0)"), "{stdout}");
+}

@@ -200,15 +200,25 @@ pub struct EndpointArg {
 impl EndpointArg {
     /// The store of the log at `dir`: an `s3://` location's bucket, else the directory.
     pub(crate) fn store(&self, dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
-        match dir.to_str().filter(|d| d.starts_with("s3://")) {
-            Some(location) => s3_store(location, self.endpoint.as_deref(), self.lease_ttl),
-            None if self.endpoint.is_some() => Err(UsageError(format!(
-                "--endpoint is for logs at s3://BUCKET/PREFIX, not the directory {}",
-                dir.display()
-            ))
-            .into()),
-            None => Ok(Arc::new(PosixStore::new(dir))),
-        }
+        store_at(dir, self.endpoint.as_deref(), self.lease_ttl)
+    }
+}
+
+/// The store at `dir`: an `s3://BUCKET/PREFIX` location (answering at
+/// `endpoint`, leases of `lease_ttl` seconds), else the directory.
+pub(crate) fn store_at(
+    dir: &Path,
+    endpoint: Option<&str>,
+    lease_ttl: u64,
+) -> anyhow::Result<Arc<dyn Store>> {
+    match dir.to_str().filter(|d| d.starts_with("s3://")) {
+        Some(location) => s3_store(location, endpoint, lease_ttl),
+        None if endpoint.is_some() => Err(UsageError(format!(
+            "--endpoint is for logs at s3://BUCKET/PREFIX, not the directory {}",
+            dir.display()
+        ))
+        .into()),
+        None => Ok(Arc::new(PosixStore::new(dir))),
     }
 }
 

@@ -20,8 +20,13 @@
 //! leaves the old mirror or the new one, never a checkpoint naming a
 //! missing or unchecked file.
 //!
-//! The mirror is a [`PosixStore`] (every write create-only or
-//! compare-and-swap, durable on return); the staging area is one too. It
+//! The mirror is any [`Store`]: a directory ([`PosixStore`]) or an object
+//! store (`s3://BUCKET/PREFIX`, spec/storage.md "Mirroring into object
+//! storage"); every write to it is create-only or compare-and-swap,
+//! durable on return. The staging area is a local directory: for a
+//! directory mirror, `DIR/.rcpt/mirror/`; for another store, one the
+//! caller names (the CLI uses a temporary directory, so an interrupted run
+//! into object storage fetches again rather than resuming). It
 //! also writes `DIR/.rcpt/settings.json` (origin and public key, no key
 //! file) and `DIR/.rcpt/checkpoints/<size>`, so `rcpt log prove`,
 //! `consistency` and `check` work on it without `--log-key`, at every
@@ -155,7 +160,7 @@ pub fn staging(dir: &Path) -> PathBuf {
 #[derive(Debug)]
 struct Union {
     staged: PosixStore,
-    public: PosixStore,
+    public: Arc<dyn Store>,
 }
 
 impl PublicRead for Union {
@@ -187,6 +192,26 @@ pub async fn mirror(
     dir: &Path,
     key: &NoteVerifier,
 ) -> Result<MirrorReport, MirrorError> {
+    std::fs::create_dir_all(dir).map_err(|source| MirrorError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let public: Arc<dyn Store> = Arc::new(PosixStore::new(dir));
+    mirror_into(client, &public, &staging(dir), key).await
+}
+
+/// Bring the mirror in the store `public` (a directory, an object store)
+/// up to the log at `client`'s base URL, staging fetched files in the
+/// local directory `stage` (created if absent, removed when the run ends
+/// with the files installed or refused). The caller keeps `public`: an
+/// object store's blocking client owns a runtime, which must not be
+/// dropped inside this one.
+pub async fn mirror_into(
+    client: &Client,
+    public: &Arc<dyn Store>,
+    stage: &Path,
+    key: &NoteVerifier,
+) -> Result<MirrorReport, MirrorError> {
     let url = client.url("checkpoint");
     let text = client
         .get("checkpoint", MAX_NOTE_BYTES)
@@ -194,12 +219,12 @@ pub async fn mirror(
         .ok_or_else(|| MirrorError::NoCheckpoint { url: url.clone() })?;
     let new = crate::log::verify_checkpoint(&text, key, None)
         .map_err(|e| MirrorError::Checkpoint(format!("{url}: {e}")))?;
-    std::fs::create_dir_all(dir).map_err(|source| MirrorError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    let public = PosixStore::new(dir);
-    let old = local_checkpoint(&public, dir, key)?;
+    // The store's calls block (an object store's client runs its own
+    // runtime): each runs on a blocking thread, never on this one.
+    let old = {
+        let (public, key) = (Arc::clone(public), key.clone());
+        blocking(move || local_checkpoint(&*public, &key)).await?
+    };
     let (m, old_root) = old
         .as_ref()
         .map_or((0, merkle::empty_root()), |(c, _)| (c.size, c.root_hash));
@@ -218,15 +243,23 @@ pub async fn mirror(
             root: old_root,
         });
     }
-    let stage = staging(dir);
     let union = Arc::new(Union {
-        staged: PosixStore::new(&stage),
-        public: public.clone(),
+        staged: PosixStore::new(stage),
+        public: Arc::clone(public),
     });
-    let missing: Vec<TileKey> = needed(m, n)
-        .into_iter()
-        .filter(|k| !public.public_path(&PublicKey::Tile(*k)).is_file())
-        .collect();
+    let missing: Vec<TileKey> = {
+        let public = Arc::clone(public);
+        blocking(move || {
+            let mut missing = Vec::new();
+            for k in needed(m, n) {
+                if !has_tile(&*public, &k)? {
+                    missing.push(k);
+                }
+            }
+            Ok(missing)
+        })
+        .await?
+    };
     let fetched = fetch_all(client, &union.staged, &missing, n).await?;
     let (u, nr) = (Arc::clone(&union), new.root_hash);
     let checked = tokio::task::spawn_blocking(move || check_new(u, m, n, &old_root, &nr))
@@ -235,12 +268,20 @@ pub async fn mirror(
     if let Err(e) = checked {
         // What was fetched is not part of this log's one history: drop it,
         // so a later run fetches afresh.
-        let _ = std::fs::remove_dir_all(&stage);
+        let _ = std::fs::remove_dir_all(stage);
         return Err(e);
     }
     let version = old.map(|(_, v)| v);
-    install(&union, &missing, key, n, &text, version.as_ref())?;
-    let _ = std::fs::remove_dir_all(&stage);
+    {
+        let (union, missing, key, text) = (
+            Arc::clone(&union),
+            missing.clone(),
+            key.clone(),
+            text.clone(),
+        );
+        blocking(move || install(&union, &missing, &key, n, &text, version.as_ref())).await?;
+    }
+    let _ = std::fs::remove_dir_all(stage);
     Ok(MirrorReport {
         old_size: m,
         new_size: n,
@@ -249,14 +290,30 @@ pub async fn mirror(
     })
 }
 
+/// Run `f`, which calls the store, on a blocking thread.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, MirrorError> + Send + 'static,
+) -> Result<T, MirrorError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| MirrorError::Mismatch(format!("a store task stopped: {e}")))?
+}
+
+/// True when the mirror already holds the tile `key` (a directory: the
+/// file exists; another store: reading it finds it).
+fn has_tile(public: &dyn Store, key: &TileKey) -> Result<bool, MirrorError> {
+    Ok(public
+        .read(&PublicKey::Tile(*key), max_bytes(key.family()))?
+        .is_some())
+}
+
 /// The mirror's own checkpoint, verified, with its version, if it has one.
 fn local_checkpoint(
-    store: &PosixStore,
-    dir: &Path,
+    store: &dyn Store,
     key: &NoteVerifier,
 ) -> Result<Option<(Checkpoint, Version)>, MirrorError> {
     let local = |detail: String| MirrorError::Local {
-        dir: dir.to_path_buf(),
+        dir: PathBuf::from(store.describe()),
         detail,
     };
     if let Some(s) = Settings::read(store).map_err(|e| local(e.to_string()))?
@@ -371,7 +428,7 @@ fn check_new(
             }
         })?;
     }
-    let public: Arc<dyn PublicRead> = Arc::new(union.public.clone());
+    let public: Arc<dyn PublicRead> = Arc::clone(&union.public) as Arc<dyn PublicRead>;
     let mut frontier = if m == 0 {
         Frontier::new()
     } else {
@@ -477,7 +534,7 @@ fn install(
         }
         union.public.create_tiles(&objects)?;
     }
-    let store = &union.public;
+    let store = &*union.public;
     if Settings::read(store)
         .map_err(|e| MirrorError::Mismatch(e.to_string()))?
         .is_none()

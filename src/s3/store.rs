@@ -326,6 +326,9 @@ impl Store for S3Store {
     }
 
     fn read_private(&self, key: &PrivateKey, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
+        // Private state is the writer's: one that lost its lease is told
+        // so here, not by a run its successor retired (spec/storage.md).
+        self.time_left()?;
         let k = self.private_key(key);
         Ok(self
             .s3
@@ -369,6 +372,7 @@ impl Store for S3Store {
     }
 
     fn open_private(&self, key: &PrivateKey) -> Result<Option<Box<dyn RandomRead>>, StoreError> {
+        self.time_left()?;
         let k = self.private_key(key);
         let Some(meta) = self.s3.head(&k).map_err(|e| self.io(&k, e))? else {
             return Ok(None);

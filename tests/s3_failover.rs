@@ -1,0 +1,437 @@
+//! Two `rcpt log serve` processes on one S3 bucket and prefix, under
+//! concurrent submission load: one holds the lease and serves, the other
+//! stands by (`--wait`). The serving one is SIGKILLed mid-load; the
+//! standby takes over once the lease expires; the clients retry against
+//! whichever answers. All the while a poller reads the checkpoint from
+//! both servers' `/checkpoint` and from the checkpoint object itself. A
+//! second run SIGSTOPs the serving one instead and, once the standby
+//! serves, SIGCONTs it: the old sequencer wakes past its lease with
+//! submissions in hand and must not publish them.
+//!
+//! The tree never forks: every observed checkpoint verifies under the log
+//! key, one size never shows two roots, no source ever goes back in size,
+//! and every observed checkpoint extends the previous one (sorted by size,
+//! each consecutive pair checked with a consistency proof made from the
+//! final tiles and verified against the two signed roots). Every
+//! acknowledged entry is at its index at the end, and `rcpt log check`
+//! passes. The failover time is printed (no timed assertion). Skipped,
+//! with the reason on stderr, when `RCPT_S3_ENDPOINT` is not set.
+#![cfg(feature = "s3")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod s3_support;
+mod serve_support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hyper::Method;
+use rcpt::net::client::Client;
+use rcpt::note::{Checkpoint, Note, NoteCheck};
+use rcpt::s3::{BlockingClient, LeaseConfig, Location, S3Store};
+use serve_support::{ORIGIN, entry_of, envelope, log_key, log_verifier, write_trust};
+
+/// Concurrent submitters.
+const CLIENTS: u64 = 12;
+/// Submissions per submitter (each retried until some server answers 200).
+const PER_CLIENT: u64 = 60;
+/// Acknowledged submissions before the serving sequencer is killed.
+const KILL_AFTER_ACKS: u64 = 150;
+/// Longest a submission keeps retrying (bounds the test; far above the
+/// lease TTL).
+const RETRY_FOR: Duration = Duration::from_secs(90);
+/// Longest wait for one answer: a client whose server stopped answering
+/// (SIGSTOP) gives up on it and tries the others.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
+
+struct Ctx {
+    log: String,
+    endpoint: String,
+    trust: std::path::PathBuf,
+    key: std::path::PathBuf,
+}
+
+fn rcpt(c: &Ctx, sub: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rcpt"));
+    cmd.args([
+        "log",
+        sub,
+        c.log.as_str(),
+        "--endpoint",
+        c.endpoint.as_str(),
+    ]);
+    cmd
+}
+
+/// Starts `serve` (`--wait` for the standby); its URL is sent once it
+/// listens (a standby listens only once it holds the lease).
+fn serve(
+    c: &Ctx,
+    standby: bool,
+    stderr: &std::path::Path,
+) -> (Child, std::sync::mpsc::Receiver<String>) {
+    let mut cmd = rcpt(c, "serve");
+    cmd.args([
+        "--lease-ttl",
+        "2",
+        "--listen",
+        "127.0.0.1:0",
+        "--batch-wait",
+        "10ms",
+        "--trust",
+    ])
+    .arg(&c.trust)
+    .arg("--key")
+    .arg(&c.key);
+    if standby {
+        cmd.arg("--wait");
+    }
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        if BufReader::new(stdout).read_line(&mut line).is_ok()
+            && let Some(addr) = line.trim().strip_prefix("listening on ")
+        {
+            let _ = tx.send(format!("http://{addr}"));
+        }
+    });
+    (child, rx)
+}
+
+/// A checkpoint as observed: where, when (order of observation), the text.
+#[derive(Clone, Debug)]
+struct Seen {
+    source: String,
+    text: String,
+}
+
+/// Verifies `text` under the log key; its size and root.
+fn verified(text: &str) -> (u64, [u8; 32]) {
+    let note = Note::parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e}: {text:?}"));
+    assert!(
+        matches!(
+            rcpt::note::check(&note, &[log_verifier()]),
+            NoteCheck::Verified { .. }
+        ),
+        "a checkpoint that does not verify under the log key: {text:?}"
+    );
+    let cp = Checkpoint::parse(&note.text).unwrap();
+    assert_eq!(cp.origin, ORIGIN);
+    (cp.size, cp.root_hash)
+}
+
+/// Submits `envelope(n)` to whichever known server answers 200 first;
+/// the index. Retries (every server, then a pause) for [`RETRY_FOR`].
+async fn submit(urls: &Mutex<Vec<String>>, clients: &mut HashMap<String, Client>, n: u64) -> u64 {
+    let started = Instant::now();
+    loop {
+        let known = urls.lock().unwrap().clone();
+        // The newest server first: once the standby answers, the old one is dead.
+        for url in known.iter().rev() {
+            let client = clients
+                .entry(url.clone())
+                .or_insert_with(|| Client::new(url).unwrap());
+            let sent = tokio::time::timeout(
+                ATTEMPT_TIMEOUT,
+                client.send(Method::POST, "add", Bytes::from(envelope(n)), None, 1 << 16),
+            )
+            .await;
+            if let Ok(Ok(a)) = sent
+                && a.status.as_u16() == 200
+            {
+                let j: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
+                return j["index"].as_u64().unwrap();
+            }
+        }
+        assert!(
+            started.elapsed() < RETRY_FOR,
+            "submission {n}: no server answered for {RETRY_FOR:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// How the serving sequencer is taken out.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Fault {
+    /// SIGKILL: gone for good, its lease left to expire.
+    Kill,
+    /// SIGSTOP until the standby has taken over and acknowledged, then
+    /// SIGCONT: the old sequencer wakes up past its lease (as after a
+    /// long pause or a partition) with batches in hand, and must not
+    /// publish them; it keeps running to the end of the load.
+    Pause,
+}
+
+#[test]
+fn two_serves_under_load_never_fork_the_tree() {
+    failover(Fault::Kill);
+}
+
+#[test]
+fn a_paused_sequencer_waking_after_the_takeover_does_not_fork_the_tree() {
+    failover(Fault::Pause);
+}
+
+fn signal(child: &Child, sig: &str) {
+    let st = Command::new("kill")
+        .args(["-s", sig, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+fn failover(fault: Fault) {
+    let Some((settings, bucket)) = s3_support::server() else {
+        return;
+    };
+    let location = s3_support::fresh_location(&bucket, "failover");
+    let tmp = tempfile::tempdir().unwrap();
+    let key = tmp.path().join("log.key");
+    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&log_key())).unwrap();
+    let c = Ctx {
+        log: format!("s3://{}/{}", location.bucket, location.prefix),
+        endpoint: settings.endpoint.url(),
+        trust: write_trust(tmp.path()),
+        key,
+    };
+    let init = rcpt(&c, "init")
+        .args(["--origin", ORIGIN, "--key"])
+        .arg(&c.key)
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let s3 = Arc::new(BlockingClient::new(settings, &location).unwrap());
+
+    let primary_log = tmp.path().join("primary.log");
+    let (mut primary, primary_url) = serve(&c, false, &primary_log);
+    let primary_url = primary_url.recv().unwrap();
+    let (mut standby, standby_url) = serve(&c, true, &tmp.path().join("standby.log"));
+    let urls = Arc::new(Mutex::new(vec![primary_url.clone()]));
+
+    // The poller: both servers' /checkpoint and the checkpoint object, in turn.
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::new(Mutex::new(Vec::new()));
+    let rt = serve_support::runtime();
+    let poller = {
+        let (urls, stop, seen, s3) = (
+            Arc::clone(&urls),
+            Arc::clone(&stop),
+            Arc::clone(&seen),
+            Arc::clone(&s3),
+        );
+        let object = location.key("checkpoint");
+        rt.spawn(async move {
+            let mut clients: HashMap<String, Client> = HashMap::new();
+            while !stop.load(Ordering::Relaxed) {
+                let known = urls.lock().unwrap().clone();
+                for url in known {
+                    let client = clients
+                        .entry(url.clone())
+                        .or_insert_with(|| Client::new(&url).unwrap());
+                    let got =
+                        tokio::time::timeout(ATTEMPT_TIMEOUT, client.get("checkpoint", 1 << 16))
+                            .await;
+                    if let Ok(Ok(Some(body))) = got {
+                        seen.lock().unwrap().push(Seen {
+                            source: url,
+                            text: String::from_utf8(body.to_vec()).unwrap(),
+                        });
+                    }
+                }
+                let (s3, key) = (Arc::clone(&s3), object.clone());
+                let got = tokio::task::spawn_blocking(move || s3.get(&key, 1 << 16))
+                    .await
+                    .unwrap();
+                if let Ok(Some(o)) = got {
+                    seen.lock().unwrap().push(Seen {
+                        source: "object".into(),
+                        text: String::from_utf8(o.body.to_vec()).unwrap(),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+
+    // The load: CLIENTS submitters, each retrying against whichever answers.
+    let acked = Arc::new(AtomicU64::new(0));
+    let acks: Arc<Mutex<BTreeMap<u64, u64>>> = Arc::new(Mutex::new(BTreeMap::new()));
+    let mut load = Vec::new();
+    for client in 0..CLIENTS {
+        let (urls, acked, acks) = (Arc::clone(&urls), Arc::clone(&acked), Arc::clone(&acks));
+        load.push(rt.spawn(async move {
+            let mut clients = HashMap::new();
+            for i in 0..PER_CLIENT {
+                let n = client * PER_CLIENT + i;
+                let index = submit(&urls, &mut clients, n).await;
+                acks.lock().unwrap().insert(n, index);
+                acked.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+
+    // Kill the serving sequencer mid-load.
+    let wait_from = Instant::now();
+    while acked.load(Ordering::Relaxed) < KILL_AFTER_ACKS {
+        assert!(
+            wait_from.elapsed() < RETRY_FOR,
+            "the primary acknowledged only {} submissions",
+            acked.load(Ordering::Relaxed)
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(
+        standby_url.try_recv().is_err(),
+        "the standby listened while the primary held the lease"
+    );
+    let killed = Instant::now();
+    match fault {
+        Fault::Kill => {
+            primary.kill().unwrap(); // SIGKILL: no release, the lease must expire
+            primary.wait().unwrap();
+        }
+        Fault::Pause => signal(&primary, "STOP"),
+    }
+    let standby_url = standby_url
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the standby never took over");
+    let listening = killed.elapsed();
+    // Nothing is acknowledged now until the clients learn the standby's address.
+    let acked_before = acked.load(Ordering::Relaxed);
+    urls.lock().unwrap().push(standby_url.clone());
+    while acked.load(Ordering::Relaxed) == acked_before {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    eprintln!(
+        "measured ({fault:?}): the serving sequencer stopped under load to the standby listening \
+         {listening:?}, to its first acknowledgement {:?} (lease TTL 2 s)",
+        killed.elapsed()
+    );
+    if fault == Fault::Pause {
+        // The old sequencer wakes with the standby serving; the clients and
+        // the poller still reach both.
+        signal(&primary, "CONT");
+    }
+    for task in load {
+        rt.block_on(task).unwrap();
+    }
+    // A last round of polls after the load, then stop the poller.
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::Relaxed);
+    rt.block_on(poller).unwrap();
+    standby.kill().unwrap();
+    standby.wait().unwrap();
+    let _ = primary.kill();
+    primary.wait().unwrap();
+    if fault == Fault::Pause {
+        // What the woken sequencer did with the batches it held (printed:
+        // it may have held none at the instant it was stopped).
+        let log = std::fs::read_to_string(&primary_log).unwrap();
+        let refused: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains(r#""event":"batch""#) && !l.contains(r#""error":null"#))
+            .collect();
+        eprintln!("the woken sequencer's failed batches: {refused:#?}");
+        // A batch it held fails as what it is: a lost lease (not, say, a
+        // dedup run its successor retired meanwhile).
+        for line in &refused {
+            assert!(line.contains("lost the lease"), "{line}");
+        }
+    }
+
+    // Every acknowledged entry is at its index, each at its own.
+    let acks = std::mem::take(&mut *acks.lock().unwrap());
+    assert_eq!(acks.len() as u64, CLIENTS * PER_CLIENT);
+    let store = Arc::new(S3Store::new(
+        Arc::clone(&s3),
+        Location::parse(&c.log).unwrap(),
+        LeaseConfig::new(Duration::from_secs(2)).unwrap(),
+    ));
+    let log = rcpt::log::Log::open_store(store, None).unwrap();
+    let mut indexes: Vec<u64> = acks.values().copied().collect();
+    indexes.sort_unstable();
+    indexes.dedup();
+    assert_eq!(indexes.len(), acks.len(), "two submissions share an index");
+    for (&n, &index) in &acks {
+        assert_eq!(
+            log.entry(index).unwrap(),
+            entry_of(&envelope(n)),
+            "entry {n}"
+        );
+    }
+    assert!(log.size() >= acks.len() as u64);
+
+    // No fork: one root per size, no source goes back, and the sizes
+    // observed form one chain of consistent trees ending at the final one.
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    let mut roots: BTreeMap<u64, [u8; 32]> = BTreeMap::new();
+    let mut last_size: HashMap<String, u64> = HashMap::new();
+    let mut from_standby = 0;
+    for s in &seen {
+        let (size, root) = verified(&s.text);
+        let first = *roots.entry(size).or_insert(root);
+        assert_eq!(first, root, "size {size} observed with two roots: a fork");
+        let last = last_size.entry(s.source.clone()).or_insert(0);
+        assert!(
+            *last <= size,
+            "{} went back from {last} to {size}",
+            s.source
+        );
+        *last = size;
+        if s.source == standby_url {
+            from_standby += 1;
+        }
+    }
+    assert!(
+        seen.iter().any(|s| s.source == primary_url),
+        "no checkpoint observed from the primary"
+    );
+    assert!(from_standby > 0, "no checkpoint observed from the standby");
+    roots.entry(log.size()).or_insert(log.root());
+    assert_eq!(roots[&log.size()], log.root());
+    let chain: Vec<(u64, [u8; 32])> = roots.into_iter().collect();
+    for pair in chain.windows(2) {
+        let ((m, root_m), (n, root_n)) = (pair[0], pair[1]);
+        if m == 0 {
+            continue; // the empty tree: every tree extends it
+        }
+        let proof = log.consistency_proof(m, n).unwrap();
+        rcpt::merkle::verify_consistency(m, n, &proof, &root_m, &root_n)
+            .unwrap_or_else(|e| panic!("the checkpoint of size {n} does not extend {m}: {e}"));
+    }
+    eprintln!(
+        "{} checkpoint observations, {} distinct sizes, {} acknowledged, final size {}",
+        seen.len(),
+        chain.len(),
+        acks.len(),
+        log.size()
+    );
+    let check = rcpt(&c, "check").output().unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
