@@ -3,8 +3,10 @@
 //! quorum cosigned the checkpoint that holds them; one witness down still
 //! publishes, two down holds everything back until one returns; a witness
 //! whose cosignatures do not verify under the policy key does not count;
-//! and a second log with the same key and origin but other entries (a
-//! fork) cannot get the same witnesses to cosign.
+//! a second log with the same key and origin but other entries (a fork)
+//! cannot get the same witnesses to cosign; and the cosigned checkpoint is
+//! stored in the log (offline `log prove` bundles pass `verify --policy`,
+//! a restart publishes it, one killed before the quorum re-witnesses).
 #![cfg(feature = "net")]
 #![allow(
     clippy::unwrap_used,
@@ -515,6 +517,66 @@ fn the_cosigned_checkpoint_is_stored_in_the_log() {
     assert!(c >= 2);
     let (code, out) = prove_and_verify(&dir, next, &trust, &verify_policy);
     assert_eq!(code, Some(0), "{out}");
+    serve_support::log_check(&dir);
+}
+
+/// The window (spec/witness.md "What is persisted"): with the witnesses
+/// down, an append's checkpoint is in the directory signed by the log
+/// alone while the service still serves the last cosigned one; killed
+/// there, the service restarts, gets that checkpoint witnessed, stores it
+/// cosigned, and only then publishes it. The held entry is in the log.
+#[test]
+fn a_service_killed_before_the_quorum_witnesses_the_stored_checkpoint_at_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut world = World::new(tmp.path(), false);
+    let dir = init_log(tmp.path(), "log");
+    let trust = write_trust(tmp.path());
+    let log = world.serve(&dir, &trust);
+    let size = submit(&log, 1);
+    let witnessed = std::fs::read(dir.join("checkpoint")).unwrap();
+    assert!(cosigned_by(&witnessed, &world.policy_text).1 >= 2);
+
+    for i in 0..3 {
+        world.stop(i);
+    }
+    let mut pending = submit_later(&log, 2);
+    // The append is durable and its checkpoint stored, the log's alone.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let alone = loop {
+        let text = std::fs::read(dir.join("checkpoint")).unwrap();
+        if cosigned_by(&text, &world.policy_text).0 == size + 1 {
+            break text;
+        }
+        assert!(std::time::Instant::now() < deadline, "never appended");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(cosigned_by(&alone, &world.policy_text).1, 0);
+    // The service still serves the last cosigned checkpoint.
+    let r = raw(log.addr, "GET", "/checkpoint", &[], b"");
+    assert_eq!(r.body, witnessed);
+    pending.assert_unanswered();
+    log.kill();
+
+    for i in 0..3 {
+        world.restart(i);
+    }
+    let log = world.serve(&dir, &trust);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while raw(log.addr, "GET", "/checkpoint", &[], b"").status != 200 {
+        assert!(std::time::Instant::now() < deadline, "never published");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (s, c) = published(&log, &world.policy_text);
+    assert_eq!(s, size + 1);
+    assert!(c >= 2);
+    let stored = std::fs::read(dir.join("checkpoint")).unwrap();
+    assert_eq!(cosigned_by(&stored, &world.policy_text), (size + 1, c));
+    // The held entry is logged: sent again, dedup gives its index.
+    let r = raw(log.addr, "POST", "/add", &[], envelope(2).as_bytes());
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(v["index"].as_u64(), Some(size));
+    assert!(log.stop().success());
     serve_support::log_check(&dir);
 }
 
