@@ -1107,6 +1107,20 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
+    #[test]
+    fn witnesses_are_sent_the_note_with_the_log_lines_only() {
+        let key = SigningKey::from_bytes(&[3; 32]);
+        let origin = "example.com/strip";
+        let note = crate::log::sign_checkpoint(origin, 5, [7; 32], &key).unwrap();
+        let verifier = crate::keys::NoteVerifier::new(origin, key.verifying_key()).unwrap();
+        let body = crate::note::Note::parse(note.as_bytes()).unwrap().text;
+        let w = SigningKey::from_bytes(&[4; 32]);
+        let line = crate::cosig::sign(&body, "witness.example/a", &w, 1).unwrap();
+        let cosigned = format!("{note}{line}");
+        assert_eq!(log_signed_only(&cosigned, &verifier), note);
+        assert_eq!(log_signed_only(&note, &verifier), note);
+    }
+
     fn tile(path: &str) -> TileKey {
         match PublicKey::from_path(path) {
             Some(PublicKey::Tile(t)) => t,
