@@ -348,6 +348,44 @@ fn init_refusals() {
         .arg(st.root.join("logs.policy"))
         .assert()
         .code(2);
+    // A policy that is a FIFO (no writer: a read would wait forever) or
+    // over the size limit: refused at once, through the crate's one capped
+    // reader.
+    let fifo = st.root.join("fifo.policy");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let big = st.root.join("big.policy");
+    std::fs::write(&big, "#".repeat(rcpt::limits::MAX_POLICY_BYTES + 1)).unwrap();
+    // A path that is not a regular file is a bad invocation (2), as for
+    // every input of the CLI; a file too large is refused (1).
+    for (policy, says, code) in [
+        (&fifo, "not a regular file", 2),
+        (&big, "over the limit", 1),
+    ] {
+        let o = rcpt()
+            .args([
+                "witness",
+                "init",
+                s(&st.root.join("w4")),
+                "--name",
+                NAME,
+                "--key",
+            ])
+            .arg(st.root.join("w.key"))
+            .arg("--policy")
+            .arg(policy)
+            .timeout(std::time::Duration::from_secs(60))
+            .assert()
+            .code(code);
+        let err = String::from_utf8_lossy(&o.get_output().stderr).into_owned();
+        assert!(err.contains(says), "{err}");
+        assert!(!st.root.join("w4").join("settings.json").exists());
+    }
 }
 
 /// Checkpoints of a 64-leaf tree signed by the setup's log key, as files.

@@ -128,9 +128,10 @@ fn the_readme_walkthrough_runs_as_written() {
 }
 
 /// The witnessing walkthrough: three `rcpt witness serve` processes, a log
-/// served with a 2-of-3 witness policy; a submission answered with at
-/// least two cosignatures, then with one witness stopped exactly two (the
-/// script itself asserts the counts and the stderr line).
+/// served with a 2-of-3 witness policy; a submission's bundle passes
+/// `rcpt verify --policy`, and with one witness stopped a bundle proved
+/// offline from the log directory passes the 2-of-3 policy and fails a
+/// 3-of-3 one with exit 1 (the script itself asserts these).
 #[cfg(feature = "net")]
 #[test]
 fn the_readme_witnessing_walkthrough_runs_as_written() {
@@ -139,6 +140,8 @@ fn the_readme_witnessing_walkthrough_runs_as_written() {
     );
     assert!(script.contains("--witness-policy log.policy"), "{script}");
     assert!(script.contains("rcpt witness serve"), "{script}");
+    assert!(script.contains("--policy verify.policy"), "{script}");
+    assert!(script.contains("rcpt log prove ./log"), "{script}");
     let (stdout, stderr, status) = run_script(&script);
     assert!(
         status.success(),

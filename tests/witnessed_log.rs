@@ -3,8 +3,10 @@
 //! quorum cosigned the checkpoint that holds them; one witness down still
 //! publishes, two down holds everything back until one returns; a witness
 //! whose cosignatures do not verify under the policy key does not count;
-//! and a second log with the same key and origin but other entries (a
-//! fork) cannot get the same witnesses to cosign.
+//! a second log with the same key and origin but other entries (a fork)
+//! cannot get the same witnesses to cosign; and the cosigned checkpoint is
+//! stored in the log (offline `log prove` bundles pass `verify --policy`,
+//! a restart publishes it, one killed before the quorum re-witnesses).
 #![cfg(feature = "net")]
 #![allow(
     clippy::unwrap_used,
@@ -336,6 +338,246 @@ fn a_fork_with_the_same_key_and_origin_gets_no_cosignature() {
     let answer = pending.answer();
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     assert!(answer.contains("not_witnessed"), "{answer}");
+}
+
+/// How many listed witnesses' cosignatures in `note` verify (every line
+/// of a listed witness must verify), and its tree size.
+fn cosigned_by(note: &[u8], policy_text: &str) -> (u64, usize) {
+    let note = Note::parse(note).unwrap();
+    let eval = Policy::parse(policy_text.as_bytes())
+        .unwrap()
+        .evaluate(&note)
+        .unwrap();
+    assert!(eval.failed_witnesses().is_empty(), "{eval:?}");
+    let n = eval
+        .witnesses
+        .iter()
+        .filter(|s| matches!(s, CosigStatus::Verified { .. }))
+        .count();
+    (Checkpoint::parse(&note.text).unwrap().size, n)
+}
+
+/// `rcpt ARGS...`: exit code, stdout and stderr.
+fn rcpt(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(serve_support::bin())
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `rcpt log prove DIR --index I` to a file, then `rcpt verify --policy`.
+fn prove_and_verify(dir: &Path, index: u64, trust: &Path, policy: &Path) -> (Option<i32>, String) {
+    let bundle = dir.with_extension(format!("{index}.bundle.json"));
+    let i = index.to_string();
+    let (code, _, err) = rcpt(&[
+        "log".as_ref(),
+        "prove".as_ref(),
+        dir.as_os_str(),
+        "--index".as_ref(),
+        i.as_ref(),
+        "-o".as_ref(),
+        bundle.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = rcpt(&[
+        "verify".as_ref(),
+        "--trust".as_ref(),
+        trust.as_os_str(),
+        "--policy".as_ref(),
+        policy.as_os_str(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        bundle.as_os_str(),
+    ]);
+    (code, format!("{out}{err}"))
+}
+
+/// The cosigned checkpoint is the log's stored checkpoint: `log prove`
+/// bundles made from the directory pass `verify --policy`, `log check`
+/// passes, and a restarted service publishes it without asking the
+/// witnesses again; a checkpoint appended offline (signed by the log
+/// alone) is witnessed at the next start and stored cosigned.
+#[test]
+fn the_cosigned_checkpoint_is_stored_in_the_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut world = World::new(tmp.path(), false);
+    let dir = init_log(tmp.path(), "log");
+    let trust = write_trust(tmp.path());
+    // The verifier's policy: the witnesses' quorum, and the log listed.
+    let verify_policy = tmp.path().join("verify.policy");
+    let verify_text = format!(
+        "log {}\n{}",
+        serve_support::log_verifier(),
+        world.policy_text
+    );
+    std::fs::write(&verify_policy, &verify_text).unwrap();
+
+    let log = world.serve(&dir, &trust);
+    let mut size = 0;
+    for n in 1..=3 {
+        size = submit(&log, n);
+    }
+    // The checkpoint in the directory is the published one, cosigned.
+    let stored = std::fs::read(dir.join("checkpoint")).unwrap();
+    let served = raw(log.addr, "GET", "/checkpoint", &[], b"").body;
+    assert_eq!(stored, served);
+    let (stored_size, cosigned) = cosigned_by(&stored, &verify_text);
+    assert_eq!(stored_size, size);
+    assert!(cosigned >= 2, "{}", String::from_utf8_lossy(&stored));
+    // `log checkpoint` gives it; its kept copy is cosigned too.
+    let (code, out, err) = rcpt(&["log".as_ref(), "checkpoint".as_ref(), dir.as_os_str()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.as_bytes(), &stored[..]);
+    let kept = std::fs::read(dir.join(format!(".rcpt/checkpoints/{size}"))).unwrap();
+    assert_eq!(kept, stored);
+
+    // Offline bundles from the directory pass the policy, each index.
+    for index in 0..size {
+        let (code, out) = prove_and_verify(&dir, index, &trust, &verify_policy);
+        assert_eq!(code, Some(0), "{out}");
+        assert!(out.contains("checkpoint.witnesses"), "{out}");
+    }
+    serve_support::log_check(&dir);
+
+    // A policy that also needs a fourth witness is not met: the check is
+    // real, not a count of lines.
+    let w4 =
+        rcpt::cosig::WitnessVerifier::new("witness.example/w4", witness_key(60).verifying_key())
+            .unwrap();
+    let strict = tmp.path().join("strict.policy");
+    let strict_text = verify_text.replace(
+        "group g 2 w1 w2 w3",
+        &format!("witness w4 {w4}\ngroup g 4 w1 w2 w3 w4"),
+    );
+    std::fs::write(&strict, &strict_text).unwrap();
+    let (code, out) = prove_and_verify(&dir, 0, &trust, &strict);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("checkpoint.quorum"), "{out}");
+
+    // Restart with every witness down: the stored cosigned checkpoint is
+    // published at once.
+    assert!(log.stop().success());
+    for i in 0..3 {
+        world.stop(i);
+    }
+    let log = world.serve(&dir, &trust);
+    let r = raw(log.addr, "GET", "/checkpoint", &[], b"");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.body, stored);
+
+    // Witnesses back: the next append is witnessed (the old sizes learnt
+    // again from their 409s) and stored cosigned.
+    for i in 0..3 {
+        world.restart(i);
+    }
+    let next = submit(&log, 4);
+    assert_eq!(next, size + 1);
+    let (s, c) = published(&log, &world.policy_text);
+    assert_eq!(s, next);
+    assert!(c >= 2);
+    let stored = std::fs::read(dir.join("checkpoint")).unwrap();
+    assert_eq!(cosigned_by(&stored, &verify_text).0, next);
+    assert!(cosigned_by(&stored, &verify_text).1 >= 2);
+    let stderr = log.stderr.clone();
+    assert!(log.stop().success());
+    let stderr = std::fs::read_to_string(stderr).unwrap();
+    assert!(stderr.contains(r#""from_store":true"#), "{stderr}");
+    assert!(stderr.contains(r#""stored":true"#), "{stderr}");
+
+    // An offline append stores a checkpoint signed by the log alone, which
+    // fails the policy; the next start witnesses it and stores it cosigned.
+    let files: Vec<PathBuf> = (10..12u64)
+        .map(|n| {
+            let f = tmp.path().join(format!("offline{n}.json"));
+            std::fs::write(&f, envelope(n)).unwrap();
+            f
+        })
+        .collect();
+    let mut args: Vec<&std::ffi::OsStr> = vec!["log".as_ref(), "append".as_ref(), dir.as_os_str()];
+    args.extend(files.iter().map(|f| f.as_os_str()));
+    let (code, _, err) = rcpt(&args);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out) = prove_and_verify(&dir, next, &trust, &verify_policy);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("checkpoint.quorum"), "{out}");
+    let log = world.serve(&dir, &trust);
+    // Published once witnessed (503 until then).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while raw(log.addr, "GET", "/checkpoint", &[], b"").status != 200 {
+        assert!(std::time::Instant::now() < deadline, "never published");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (s, c) = published(&log, &world.policy_text);
+    assert_eq!(s, next + 2);
+    assert!(c >= 2);
+    let (code, out) = prove_and_verify(&dir, next, &trust, &verify_policy);
+    assert_eq!(code, Some(0), "{out}");
+    serve_support::log_check(&dir);
+}
+
+/// The window (spec/witness.md "What is persisted"): with the witnesses
+/// down, an append's checkpoint is in the directory signed by the log
+/// alone while the service still serves the last cosigned one; killed
+/// there, the service restarts, gets that checkpoint witnessed, stores it
+/// cosigned, and only then publishes it. The held entry is in the log.
+#[test]
+fn a_service_killed_before_the_quorum_witnesses_the_stored_checkpoint_at_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut world = World::new(tmp.path(), false);
+    let dir = init_log(tmp.path(), "log");
+    let trust = write_trust(tmp.path());
+    let log = world.serve(&dir, &trust);
+    let size = submit(&log, 1);
+    let witnessed = std::fs::read(dir.join("checkpoint")).unwrap();
+    assert!(cosigned_by(&witnessed, &world.policy_text).1 >= 2);
+
+    for i in 0..3 {
+        world.stop(i);
+    }
+    let mut pending = submit_later(&log, 2);
+    // The append is durable and its checkpoint stored, the log's alone.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let alone = loop {
+        let text = std::fs::read(dir.join("checkpoint")).unwrap();
+        if cosigned_by(&text, &world.policy_text).0 == size + 1 {
+            break text;
+        }
+        assert!(std::time::Instant::now() < deadline, "never appended");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(cosigned_by(&alone, &world.policy_text).1, 0);
+    // The service still serves the last cosigned checkpoint.
+    let r = raw(log.addr, "GET", "/checkpoint", &[], b"");
+    assert_eq!(r.body, witnessed);
+    pending.assert_unanswered();
+    log.kill();
+
+    for i in 0..3 {
+        world.restart(i);
+    }
+    let log = world.serve(&dir, &trust);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while raw(log.addr, "GET", "/checkpoint", &[], b"").status != 200 {
+        assert!(std::time::Instant::now() < deadline, "never published");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (s, c) = published(&log, &world.policy_text);
+    assert_eq!(s, size + 1);
+    assert!(c >= 2);
+    let stored = std::fs::read(dir.join("checkpoint")).unwrap();
+    assert_eq!(cosigned_by(&stored, &world.policy_text), (size + 1, c));
+    // The held entry is logged: sent again, dedup gives its index.
+    let r = raw(log.addr, "POST", "/add", &[], envelope(2).as_bytes());
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(v["index"].as_u64(), Some(size));
+    assert!(log.stop().success());
+    serve_support::log_check(&dir);
 }
 
 /// A policy whose quorum the witnesses with a URL cannot meet, or one that

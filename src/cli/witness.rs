@@ -14,7 +14,6 @@ use clap::Subcommand;
 use rcpt::limits::{MAX_NOTE_BYTES, MAX_POLICY_BYTES, MAX_PROOF_FILE_BYTES};
 use rcpt::merkle::Hash;
 use rcpt::witness::{AddCheckpointError, AddCheckpointRequest, Refusal, Witness, error_chain};
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 #[derive(Subcommand)]
@@ -136,17 +135,10 @@ fn serve(dir: &Path, listen: &str, key: Option<&Path>) -> anyhow::Result<u8> {
     Ok(EXIT_OK)
 }
 
-/// Read at most `limit` bytes of `path`, refusing a larger file.
+/// Read at most `limit` bytes of the regular file `path`, refusing a
+/// larger file (the crate's one capped reader).
 fn read_limited(path: &Path, limit: usize) -> anyhow::Result<Vec<u8>> {
-    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut bytes = Vec::new();
-    file.take(limit as u64 + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("reading {}", path.display()))?;
-    if bytes.len() > limit {
-        anyhow::bail!("{} is larger than {limit} bytes", path.display());
-    }
-    Ok(bytes)
+    Ok(rcpt::io::read_path(path, limit)?)
 }
 
 fn read_key(path: &Path) -> anyhow::Result<rcpt::keys::SigningKey> {

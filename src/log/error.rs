@@ -276,4 +276,8 @@ pub enum CheckpointError {
     /// A kept checkpoint the tree never reached.
     #[error("was not reached while recomputing the tree")]
     Unreached,
+    /// A note offered as the latest checkpoint with more signatures
+    /// whose body is not the latest checkpoint's.
+    #[error("is not the latest checkpoint (another tree size or root)")]
+    NotLatest,
 }

@@ -11,7 +11,10 @@
 use super::index::{Index, Prepared};
 use super::step::Step;
 use super::tilebuild::TileBuilder;
-use super::{Appended, Log, LogError, Settings, proof_error, sign_checkpoint};
+use super::{
+    Appended, CheckpointError, Log, LogError, Settings, proof_error, sign_checkpoint,
+    verify_checkpoint,
+};
 use crate::keys::SigningKey;
 use crate::limits::{MAX_APPEND_BATCH_BYTES, MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BYTES};
 use crate::merkle::{self, Frontier, Hash};
@@ -438,6 +441,51 @@ impl LogWriter {
         self.log.checkpoint = checkpoint;
         self.log.version = version;
         self.frontier = frontier;
+        Ok(())
+    }
+
+    /// Replace the latest checkpoint, kept and published, with `note`: the
+    /// same checkpoint with more signature lines (a witness quorum's
+    /// cosignatures, `spec/witness.md` "Witnessed log"). The note must
+    /// carry the latest checkpoint's body and a log signature that
+    /// verifies, and be readable by every reader (the note size and
+    /// signature line limits). The kept copy is replaced first, then the
+    /// published one by compare-and-swap on the version this writer holds.
+    pub fn add_signatures(&mut self, note: &str) -> Result<(), LogError> {
+        self.ready()?;
+        let name = "checkpoint".to_string();
+        let cp = verify_checkpoint(note.as_bytes(), self.log.verifier(), None)?;
+        let same = crate::note::Note::parse(self.log.checkpoint.as_bytes())
+            .ok()
+            .zip(crate::note::Note::parse(note.as_bytes()).ok())
+            .is_some_and(|(now, new)| now.text == new.text);
+        if !same || cp.size != self.log.size() {
+            return Err(LogError::Checkpoint {
+                name,
+                source: CheckpointError::NotLatest,
+            });
+        }
+        if self.lock.check().is_err() {
+            return Err(LogError::Stopped {
+                reason: "the writer lock was lost",
+            });
+        }
+        let store = Arc::clone(self.log.store());
+        store.write_private(&PrivateKey::Checkpoint(cp.size), note.as_bytes())?;
+        let replaced = store.replace_checkpoint(Some(&self.log.version), note.as_bytes());
+        let version = match replaced {
+            Ok(v) => v,
+            Err(StoreError::CheckpointMoved) => {
+                self.state = State::Stopped("another writer published");
+                return Err(StoreError::CheckpointMoved.into());
+            }
+            Err(e) => {
+                self.state = State::NeedsRepair;
+                return Err(e.into());
+            }
+        };
+        self.log.checkpoint = note.to_string();
+        self.log.version = version;
         Ok(())
     }
 

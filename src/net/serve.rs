@@ -378,8 +378,9 @@ impl Batcher {
     fn run(self, writer: LogWriter, rx: mpsc::Receiver<Job>) -> (u64, u64) {
         // A witnessed log first gets its current checkpoint cosigned (after
         // a restart, the one it may not have published before stopping).
+        let mut writer = writer;
         if self.config.witnessing.is_some() {
-            let _ = self.publish(writer.log());
+            let _ = self.publish(&mut writer);
         }
         let mut writer = Some(writer);
         let (mut batches, mut integrated) = (0u64, 0u64);
@@ -413,7 +414,7 @@ impl Batcher {
                     self.log_line(&line(new, w.log().size(), None));
                     batches += 1;
                     integrated += jobs.len() as u64;
-                    self.answer(w.log(), jobs, &results);
+                    self.answer(w, jobs, &results);
                 }
                 Err(e) => {
                     let detail = format!("the log append failed: {e}");
@@ -456,45 +457,70 @@ impl Batcher {
 
     /// Publish the log's checkpoint: at once, or, for a witnessed log,
     /// once a quorum of the policy's witnesses cosigned it (waiting as
-    /// long as that takes, unless the service stops).
-    fn publish(&self, log: &Log) -> Result<Arc<str>, Stopped> {
+    /// long as that takes, unless the service stops). The cosigned note is
+    /// first made the log's stored checkpoint ([`LogWriter::add_signatures`];
+    /// spec/witness.md "Witnessed log"), so the log's files, `log prove`
+    /// and a restarted service give it too. A stored checkpoint that
+    /// already carries a quorum's cosignatures (after a restart, or a batch
+    /// of duplicates) is published as it is.
+    fn publish(&self, w: &mut LogWriter) -> Result<Arc<str>, Stopped> {
+        let log = w.log();
         let Some(witnessing) = &self.config.witnessing else {
             let note: Arc<str> = Arc::from(log.checkpoint());
             self.shared.publish(log.size(), note.to_string());
             return Ok(note);
         };
+        if let Some(cosigners) = quorum_cosigners(witnessing, log.checkpoint()) {
+            let line = serde_json::json!({"event": "witnessed", "tree_size": log.size(),
+                "published": true, "cosigners": cosigners, "ms": 0.0, "from_store": true});
+            (self.sink)(&line.to_string());
+            let note: Arc<str> = Arc::from(log.checkpoint());
+            self.shared.publish(log.size(), note.to_string());
+            return Ok(note);
+        }
         let reader = Log::open_store(Arc::clone(log.store()), None).map(Arc::new);
         let prover: Prover = Arc::new(move |m, n| match &reader {
             Ok(r) => r.consistency_proof(m, n).map_err(|e| e.to_string()),
             Err(e) => Err(format!("opening the log for a proof: {e}")),
         });
         let started = Instant::now();
+        let size = log.size();
+        let unwitnessed = log_signed_only(log.checkpoint(), log.verifier());
         let cosigned = self.runtime.block_on(witnessing.witness(
-            log.checkpoint(),
-            log.size(),
+            &unwitnessed,
+            size,
             prover,
             Arc::clone(&self.sink),
             self.stop.clone(),
         ));
         let cosigners = cosigned.as_ref().map(|c| c.cosigners.clone()).ok();
-        let line = serde_json::json!({"event": "witnessed", "tree_size": log.size(),
+        // Stored before it is published: a submitter's answer means the
+        // cosigned checkpoint is durable.
+        let stored = cosigned.as_ref().ok().map(|c| w.add_signatures(&c.note));
+        let error = match &stored {
+            Some(Err(e)) => Some(format!("storing the cosigned checkpoint: {e}")),
+            _ => None,
+        };
+        let line = serde_json::json!({"event": "witnessed", "tree_size": size,
             "published": cosigned.is_ok(), "cosigners": cosigners,
-            "ms": millis(started.elapsed())});
+            "ms": millis(started.elapsed()), "stored": matches!(stored, Some(Ok(()))),
+            "error": error});
         (self.sink)(&line.to_string());
         let note: Arc<str> = Arc::from(cosigned?.note);
-        self.shared.publish(log.size(), note.to_string());
+        self.shared.publish(size, note.to_string());
         Ok(note)
     }
 
     /// The append is durable: publish its checkpoint, then answer each job
     /// (not before: a submitter's answer means its entry is published).
-    fn answer(&self, log: &Log, jobs: Vec<Job>, results: &[crate::log::Appended]) {
-        let Ok(checkpoint) = self.publish(log) else {
+    fn answer(&self, w: &mut LogWriter, jobs: Vec<Job>, results: &[crate::log::Appended]) {
+        let Ok(checkpoint) = self.publish(w) else {
             let detail = "the entry is durably logged, but the service stopped before a quorum \
                           of witnesses cosigned its checkpoint; it is published after a restart";
             reply_all(jobs, &NotLogged::NotWitnessed(detail.into()));
             return;
         };
+        let log = w.log();
         let snapshot = if jobs.iter().any(|j| j.want_bundle) {
             Log::open_store(Arc::clone(log.store()), None)
                 .ok()
@@ -516,6 +542,46 @@ impl Batcher {
             }));
         }
     }
+}
+
+/// The names of the policy witnesses whose cosignatures in `note` verify,
+/// when they meet the quorum and no listed witness's line fails; `None`
+/// otherwise (a note signed by the log alone, or one short of the quorum).
+fn quorum_cosigners(witnessing: &Witnessing, note: &str) -> Option<Vec<String>> {
+    let policy = witnessing.policy();
+    let parsed = crate::note::Note::parse(note.as_bytes()).ok()?;
+    let eval = policy.evaluate(&parsed).ok()?;
+    if !eval.quorum_met || !eval.failed_witnesses().is_empty() {
+        return None;
+    }
+    let names = policy.witnesses.iter().zip(&eval.witnesses);
+    let names = names.filter(|(_, s)| matches!(s, crate::cosig::CosigStatus::Verified { .. }));
+    Some(names.map(|(w, _)| w.name.to_string()).collect())
+}
+
+/// `note` with only the signature lines of the log key `verifier`: what
+/// the witnesses are sent (a stored note may carry older cosignatures).
+fn log_signed_only(note: &str, verifier: &crate::keys::NoteVerifier) -> String {
+    use base64::Engine;
+    let Ok(parsed) = crate::note::Note::parse(note.as_bytes()) else {
+        return note.to_string();
+    };
+    let mut out = format!("{}\n", parsed.text);
+    for sig in parsed
+        .signatures
+        .iter()
+        .filter(|s| s.name == verifier.name && s.key_hash == verifier.key_hash)
+    {
+        let mut raw = sig.key_hash.to_vec();
+        raw.extend_from_slice(&sig.sig);
+        let b64 = base64::engine::general_purpose::STANDARD.encode(raw);
+        out.push_str(&format!(
+            "{}{} {b64}\n",
+            crate::note::SIGNATURE_LINE_PREFIX,
+            sig.name
+        ));
+    }
+    out
 }
 
 /// Why a queued submission gets no index.
@@ -1040,6 +1106,20 @@ async fn answered(receipt_id: String, entry: Option<Vec<u8>>, a: Answer) -> Repl
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
+
+    #[test]
+    fn witnesses_are_sent_the_note_with_the_log_lines_only() {
+        let key = SigningKey::from_bytes(&[3; 32]);
+        let origin = "example.com/strip";
+        let note = crate::log::sign_checkpoint(origin, 5, [7; 32], &key).unwrap();
+        let verifier = crate::keys::NoteVerifier::new(origin, key.verifying_key()).unwrap();
+        let body = crate::note::Note::parse(note.as_bytes()).unwrap().text;
+        let w = SigningKey::from_bytes(&[4; 32]);
+        let line = crate::cosig::sign(&body, "witness.example/a", &w, 1).unwrap();
+        let cosigned = format!("{note}{line}");
+        assert_eq!(log_signed_only(&cosigned, &verifier), note);
+        assert_eq!(log_signed_only(&note, &verifier), note);
+    }
 
     fn tile(path: &str) -> TileKey {
         match PublicKey::from_path(path) {

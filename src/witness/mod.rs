@@ -33,7 +33,7 @@ use crate::note::{self, Checkpoint, NoteCheck, NoteSignature, SIGNATURE_LINE_PRE
 use crate::policy::{Policy, PolicyError};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// `Content-Type` of a 200 answer and of refusals other than 409.
@@ -382,20 +382,19 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WitnessError + '_ {
     }
 }
 
-/// Read a whole file of at most `limit` bytes.
+/// Read a whole regular file of at most `limit` bytes (the crate's one
+/// capped reader, [`crate::io::read_path`]: never a FIFO or a device).
 fn read_limited(path: &Path, limit: usize) -> Result<Vec<u8>, WitnessError> {
-    let file = std::fs::File::open(path).map_err(io(path))?;
-    let mut bytes = Vec::new();
-    file.take(limit as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io(path))?;
-    if bytes.len() > limit {
-        return Err(WitnessError::TooLarge {
+    use crate::io::InputError;
+    crate::io::read_path(path, limit).map_err(|e| match e {
+        InputError::TooLarge { .. } => WitnessError::TooLarge {
             path: path.to_path_buf(),
             limit,
-        });
-    }
-    Ok(bytes)
+        },
+        InputError::Open { source, .. } | InputError::Read { source, .. } => io(path)(source),
+        InputError::NotFound { .. } => io(path)(std::io::ErrorKind::NotFound.into()),
+        other => io(path)(std::io::Error::other(other)),
+    })
 }
 
 /// Write a new file durably (temporary name, fsync, rename).
