@@ -505,6 +505,15 @@ fn the_cosigned_checkpoint_is_stored_in_the_log() {
     let (code, out) = prove_and_verify(&dir, next, &trust, &verify_policy);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("checkpoint.quorum"), "{out}");
+    // A mirror taken now holds that log-only checkpoint.
+    let mirror = tmp.path().join("mirror");
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&dir)
+        .arg(&mirror)
+        .status()
+        .unwrap();
+    assert!(copied.success());
     let log = world.serve(&dir, &trust);
     // Published once witnessed (503 until then).
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
@@ -518,6 +527,30 @@ fn the_cosigned_checkpoint_is_stored_in_the_log() {
     let (code, out) = prove_and_verify(&dir, next, &trust, &verify_policy);
     assert_eq!(code, Some(0), "{out}");
     serve_support::log_check(&dir);
+
+    // The mirror at the same size takes the cosigned note (more signatures,
+    // same tree) and then proves bundles that pass the policy; a second run
+    // changes nothing.
+    let url = format!("http://{}/", log.addr);
+    let vkey = serve_support::log_verifier().to_string();
+    for _ in 0..2 {
+        let (code, _, err) = rcpt(&[
+            "log".as_ref(),
+            "mirror".as_ref(),
+            url.as_ref(),
+            mirror.as_os_str(),
+            "--log-key".as_ref(),
+            vkey.as_ref(),
+        ]);
+        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(
+            std::fs::read(mirror.join("checkpoint")).unwrap(),
+            std::fs::read(dir.join("checkpoint")).unwrap()
+        );
+    }
+    let (code, out) = prove_and_verify(&mirror, next, &trust, &verify_policy);
+    assert_eq!(code, Some(0), "{out}");
+    serve_support::log_check(&mirror);
 }
 
 /// The window (spec/witness.md "What is persisted"): with the witnesses

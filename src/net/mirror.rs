@@ -227,7 +227,7 @@ pub async fn mirror_into(
     };
     let (m, old_root) = old
         .as_ref()
-        .map_or((0, merkle::empty_root()), |(c, _)| (c.size, c.root_hash));
+        .map_or((0, merkle::empty_root()), |(c, _, _)| (c.size, c.root_hash));
     let n = new.size;
     if n < m {
         return Err(MirrorError::Rollback { old: m, new: n });
@@ -235,6 +235,21 @@ pub async fn mirror_into(
     if n == m {
         if new.root_hash != old_root {
             return Err(MirrorError::Fork { size: m });
+        }
+        // The same tree, now with more signatures (a witnessed log stores
+        // its checkpoint cosigned once the quorum is met): keep the
+        // cosigned note. Never the other way, so a mirror cannot be made
+        // to drop cosignatures it holds.
+        if let Some((_, version, local)) = old
+            && signature_count(&text) > signature_count(&local)
+        {
+            let (public, text) = (Arc::clone(public), text.clone());
+            blocking(move || {
+                public.write_private(&PrivateKey::Checkpoint(n), &text)?;
+                public.replace_checkpoint(Some(&version), &text)?;
+                Ok(())
+            })
+            .await?;
         }
         return Ok(MirrorReport {
             old_size: m,
@@ -271,7 +286,7 @@ pub async fn mirror_into(
         let _ = std::fs::remove_dir_all(stage);
         return Err(e);
     }
-    let version = old.map(|(_, v)| v);
+    let version = old.map(|(_, v, _)| v);
     {
         let (union, missing, key, text) = (
             Arc::clone(&union),
@@ -311,7 +326,7 @@ fn has_tile(public: &dyn Store, key: &TileKey) -> Result<bool, MirrorError> {
 fn local_checkpoint(
     store: &dyn Store,
     key: &NoteVerifier,
-) -> Result<Option<(Checkpoint, Version)>, MirrorError> {
+) -> Result<Option<(Checkpoint, Version, Vec<u8>)>, MirrorError> {
     let local = |detail: String| MirrorError::Local {
         dir: PathBuf::from(store.describe()),
         detail,
@@ -328,8 +343,14 @@ fn local_checkpoint(
         return Ok(None);
     };
     crate::log::verify_checkpoint(&read.bytes, key, None)
-        .map(|c| Some((c, read.version)))
+        .map(|c| Some((c, read.version, read.bytes)))
         .map_err(|e| local(format!("{e} (not a mirror of this log?)")))
+}
+
+/// The number of signature lines of a checkpoint note (0 when it does not
+/// parse: the caller has verified it already).
+fn signature_count(note: &[u8]) -> usize {
+    crate::note::Note::parse(note).map_or(0, |n| n.signatures.len())
 }
 
 /// Every public file of the tree of `n` leaves that the tree of `m`

@@ -227,8 +227,11 @@ impl Server {
             writer,
             listener,
         } = self;
-        let witnessed = config.witnessing.is_some();
-        let shared = Arc::new(Shared::new(writer.log(), &config.dir, witnessed));
+        let shared = Arc::new(Shared::new(
+            writer.log(),
+            &config.dir,
+            config.witnessing.as_deref(),
+        ));
         let (tx, rx) = mpsc::channel::<Job>();
         let batcher = Batcher {
             config: config.clone(),
@@ -286,12 +289,16 @@ struct Published {
 }
 
 impl Shared {
-    /// A witnessed log publishes nothing until its checkpoint is cosigned.
-    fn new(log: &Log, dir: &Path, witnessed: bool) -> Shared {
-        let (size, checkpoint) = if witnessed {
-            (0, Bytes::new())
-        } else {
-            (log.size(), Bytes::from(log.checkpoint().to_string()))
+    /// A witnessed log publishes nothing until its checkpoint is cosigned:
+    /// a stored checkpoint that already carries a quorum is published from
+    /// the first request on (before any is accepted); any other waits for
+    /// the writer thread to get it witnessed.
+    fn new(log: &Log, dir: &Path, witnessing: Option<&Witnessing>) -> Shared {
+        let stored = (log.size(), Bytes::from(log.checkpoint().to_string()));
+        let (size, checkpoint) = match witnessing {
+            None => stored,
+            Some(w) if quorum_cosigners(w, log.checkpoint()).is_some() => stored,
+            Some(_) => (0, Bytes::new()),
         };
         Shared {
             published: RwLock::new(Published {
