@@ -238,10 +238,10 @@ pub async fn mirror_into(
         }
         // The same tree, now with more signatures (a witnessed log stores
         // its checkpoint cosigned once the quorum is met): keep the
-        // cosigned note. Never the other way, so a mirror cannot be made
-        // to drop cosignatures it holds.
+        // cosigned note. Only a strict superset of the lines held, so a
+        // mirror cannot be made to drop a cosignature it holds.
         if let Some((_, version, local)) = old
-            && signature_count(&text) > signature_count(&local)
+            && adds_signatures(&local, &text)
         {
             let (public, text) = (Arc::clone(public), text.clone());
             blocking(move || {
@@ -347,10 +347,17 @@ fn local_checkpoint(
         .map_err(|e| local(format!("{e} (not a mirror of this log?)")))
 }
 
-/// The number of signature lines of a checkpoint note (0 when it does not
-/// parse: the caller has verified it already).
-fn signature_count(note: &[u8]) -> usize {
-    crate::note::Note::parse(note).map_or(0, |n| n.signatures.len())
+/// True when `new` (a verified note of the same tree as `held`) has every
+/// signature line `held` has, and more: the only replacement at one size.
+fn adds_signatures(held: &[u8], new: &[u8]) -> bool {
+    let (Ok(held), Ok(new)) = (
+        crate::note::Note::parse(held),
+        crate::note::Note::parse(new),
+    ) else {
+        return false;
+    };
+    new.signatures.len() > held.signatures.len()
+        && held.signatures.iter().all(|s| new.signatures.contains(s))
 }
 
 /// Every public file of the tree of `n` leaves that the tree of `m`
@@ -580,6 +587,22 @@ fn install(
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
+
+    #[test]
+    fn a_note_replaces_the_held_one_only_with_a_strict_superset_of_its_lines() {
+        let body = "example.com/log\n5\n6oyOdDm5aYUhs5ItS4eCk2mkXeRccW54GfFwIgrMHjQ=\n\n";
+        let log = "— example.com/log AAAAAAEC\n";
+        let w1 = "— w1 AAAAAQMD\n";
+        let w2 = "— w2 AAAAAgQE\n";
+        let note = |lines: &[&str]| format!("{body}{}", lines.concat()).into_bytes();
+        assert!(adds_signatures(&note(&[log]), &note(&[log, w1])));
+        assert!(adds_signatures(&note(&[log, w1]), &note(&[w1, log, w2])));
+        // Not more lines, other lines in place of held ones, or unparsable.
+        assert!(!adds_signatures(&note(&[log, w1]), &note(&[log, w1])));
+        assert!(!adds_signatures(&note(&[log, w1]), &note(&[log, w2])));
+        assert!(!adds_signatures(&note(&[log, w1]), &note(&[log, w2, w2])));
+        assert!(!adds_signatures(&note(&[log]), b"not a note"));
+    }
 
     #[test]
     fn needed_files_cover_the_new_part_only() {
