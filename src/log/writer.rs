@@ -35,6 +35,40 @@ enum State {
     Stopped(&'static str),
 }
 
+/// A log entry with its RFC 6962 leaf hash, computed here and only here
+/// from the entry bytes: a caller that already walks each entry (in
+/// parallel, while its bytes are in cache) hashes it there, and
+/// [`LogWriter::append_hashed`] cannot be handed a hash of other bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HashedEntry {
+    entry: Vec<u8>,
+    leaf: Hash,
+}
+
+impl HashedEntry {
+    /// The entry and its leaf hash.
+    pub fn new(entry: Vec<u8>) -> HashedEntry {
+        let leaf = merkle::leaf_hash(&entry);
+        HashedEntry { entry, leaf }
+    }
+
+    /// The entry bytes.
+    pub fn entry(&self) -> &[u8] {
+        &self.entry
+    }
+
+    /// Its leaf hash.
+    pub fn leaf(&self) -> &Hash {
+        &self.leaf
+    }
+}
+
+impl AsRef<[u8]> for HashedEntry {
+    fn as_ref(&self) -> &[u8] {
+        &self.entry
+    }
+}
+
 /// The new leaves of a batch after dedup (step 2).
 struct Batch<'a> {
     /// Each entry's index (new or first), in batch order.
@@ -63,8 +97,8 @@ pub struct LogWriter {
 }
 
 /// Refuse a batch over the limits, or an empty or oversized entry, before any work.
-fn check_batch(entries: &[Vec<u8>]) -> Result<(), LogError> {
-    let bytes: usize = entries.iter().map(Vec::len).sum();
+fn check_batch<E: AsRef<[u8]>>(entries: &[E]) -> Result<(), LogError> {
+    let bytes: usize = entries.iter().map(|e| e.as_ref().len()).sum();
     if entries.len() > MAX_APPEND_BATCH_ENTRIES || bytes > MAX_APPEND_BATCH_BYTES {
         return Err(LogError::BatchTooLarge {
             count: entries.len(),
@@ -74,11 +108,11 @@ fn check_batch(entries: &[Vec<u8>]) -> Result<(), LogError> {
     if let Some((position, e)) = entries
         .iter()
         .enumerate()
-        .find(|(_, e)| e.is_empty() || e.len() > MAX_ENTRY_BYTES)
+        .find(|(_, e)| e.as_ref().is_empty() || e.as_ref().len() > MAX_ENTRY_BYTES)
     {
         return Err(LogError::EntrySize {
             position,
-            len: e.len(),
+            len: e.as_ref().len(),
             max: MAX_ENTRY_BYTES,
         });
     }
@@ -200,22 +234,33 @@ impl LogWriter {
     /// repairs first; after [`LogError::Stopped`] (another writer
     /// published, or the lock was lost) every call fails.
     pub fn append(&mut self, entries: &[Vec<u8>]) -> Result<Vec<Appended>, LogError> {
-        self.append_until(entries, None)
+        self.append_until(entries, None, None)
+    }
+
+    /// [`LogWriter::append`] of entries whose leaf hashes were computed
+    /// with them ([`HashedEntry::new`]): the same protocol, the hashing
+    /// already done.
+    pub fn append_hashed(&mut self, entries: &[HashedEntry]) -> Result<Vec<Appended>, LogError> {
+        let leaves = entries.iter().map(|e| e.leaf).collect();
+        self.append_until(entries, Some(leaves), None)
     }
 
     /// Run an append up to and including `step`, then drop the writer as a
     /// crash there would: for tests of the crash table (`spec/log.md`).
     #[doc(hidden)]
     pub fn append_interrupted(mut self, entries: &[Vec<u8>], step: Step) -> Result<(), LogError> {
-        match self.append_until(entries, Some(step)) {
+        match self.append_until(entries, None, Some(step)) {
             Ok(_) | Err(LogError::Interrupted(_)) => Ok(()),
             Err(e) => Err(e),
         }
     }
 
-    fn append_until(
+    /// `leaves`, when given, are the leaf hashes of `entries` (from
+    /// [`HashedEntry`]); else they are computed here.
+    fn append_until<E: AsRef<[u8]> + Sync>(
         &mut self,
-        entries: &[Vec<u8>],
+        entries: &[E],
+        leaves: Option<Vec<Hash>>,
         stop: Option<Step>,
     ) -> Result<Vec<Appended>, LogError> {
         self.ready()?;
@@ -224,7 +269,13 @@ impl LogWriter {
             Some(s) if s == step => Err(LogError::Interrupted(step)),
             _ => Ok(()),
         };
-        let batch = self.integrate(entries)?;
+        let leaves = leaves.unwrap_or_else(|| {
+            entries
+                .par_iter()
+                .map(|e| merkle::leaf_hash(e.as_ref()))
+                .collect()
+        });
+        let batch = self.integrate(entries, &leaves)?;
         halt(Step::Integrate)?;
         if batch.fresh.is_empty() {
             return Ok(batch.results);
@@ -289,18 +340,21 @@ impl LogWriter {
 
     /// Step 2: leaf hashes (in parallel), dedup (within the batch, then
     /// the index hints confirmed against the entries), new indexes.
-    fn integrate<'a>(&self, entries: &'a [Vec<u8>]) -> Result<Batch<'a>, LogError> {
-        let leaves: Vec<Hash> = entries.par_iter().map(|e| merkle::leaf_hash(e)).collect();
-        let hints = self.index.get_many(&leaves)?;
+    fn integrate<'a, E: AsRef<[u8]>>(
+        &self,
+        entries: &'a [E],
+        leaves: &[Hash],
+    ) -> Result<Batch<'a>, LogError> {
+        let hints = self.index.get_many(leaves)?;
         let old = self.log.size();
-        let mut seen: HashMap<Hash, u64> = HashMap::new();
+        let mut seen: HashMap<Hash, u64> = HashMap::with_capacity(entries.len());
         let mut batch = Batch {
             results: Vec::with_capacity(entries.len()),
             fresh: Vec::new(),
             leaves: Vec::new(),
         };
         let mut h = 0;
-        for (pos, (entry, leaf)) in entries.iter().zip(&leaves).enumerate() {
+        for (pos, (entry, leaf)) in entries.iter().zip(leaves).enumerate() {
             // The hints of this position (sorted by position, then index).
             let from = h;
             while hints.get(h).is_some_and(|c| c.0 == pos) {
@@ -316,7 +370,7 @@ impl LogWriter {
             }
             let index = old + batch.fresh.len() as u64;
             seen.insert(*leaf, index);
-            batch.fresh.push(entry);
+            batch.fresh.push(entry.as_ref());
             batch.leaves.push(*leaf);
             batch.results.push(Appended { index, new: true });
         }
