@@ -625,53 +625,70 @@ struct Kept {
     signatures: &'static str,
 }
 
+/// One admitted chunk: each input's result, and the entry of each one admitted.
+type AdmittedChunk = Vec<(Checked, Option<HashedEntry>)>;
+
+/// Admit the inputs of one chunk on every core.
+fn admit_chunk(chunk: Vec<Input>, accepted: Option<&AcceptedIssuers>) -> AdmittedChunk {
+    chunk
+        .into_par_iter()
+        .map(|input| {
+            let result = input
+                .bytes
+                .and_then(|b| admit::admit(&b, accepted).map_err(Refusal::from));
+            let (result, entry) = match result {
+                Ok(Admitted {
+                    entry,
+                    receipt_id,
+                    signatures,
+                    ..
+                }) => (
+                    Ok(Kept {
+                        receipt_id,
+                        signatures: signatures.as_str(),
+                    }),
+                    Some(HashedEntry::new(entry)),
+                ),
+                Err(r) => (Err(r), None),
+            };
+            let name = input.name;
+            (Checked { name, result }, entry)
+        })
+        .collect()
+}
+
 /// Read and admit (in parallel, a chunk at a time) the inputs of the next
 /// durable batch: the entries to append and every input's result, in
-/// input order. The envelope bytes are dropped as soon as their chunk is
-/// admitted, so memory holds the entries of one batch, not its input.
+/// input order. The next chunk is read while the last one is admitted on
+/// another thread; the envelope bytes are dropped as soon as their chunk
+/// is admitted, so memory holds the entries of one batch, not its input.
 fn gather_batch(
     inputs: &mut Inputs<'_>,
     max: usize,
     accepted: Option<&AcceptedIssuers>,
-) -> (Vec<HashedEntry>, Vec<Checked>) {
+) -> anyhow::Result<(Vec<HashedEntry>, Vec<Checked>)> {
     let mut gathered = Gathered::default();
     let (mut entries, mut checked) = (Vec::new(), Vec::new());
-    loop {
-        let chunk = next_chunk(inputs, &mut gathered, max);
-        if chunk.is_empty() {
-            break;
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        let mut pending: Option<std::thread::ScopedJoinHandle<'_, AdmittedChunk>> = None;
+        loop {
+            let chunk = next_chunk(inputs, &mut gathered, max);
+            if let Some(admitting) = pending.take() {
+                let admitted = admitting
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("the admission thread failed"))?;
+                for (c, entry) in admitted {
+                    checked.push(c);
+                    entries.extend(entry);
+                }
+            }
+            if chunk.is_empty() {
+                return Ok(());
+            }
+            pending = Some(scope.spawn(move || admit_chunk(chunk, accepted)));
         }
-        let admitted: Vec<(Checked, Option<HashedEntry>)> = chunk
-            .into_par_iter()
-            .map(|input| {
-                let result = input
-                    .bytes
-                    .and_then(|b| admit::admit(&b, accepted).map_err(Refusal::from));
-                let (result, entry) = match result {
-                    Ok(Admitted {
-                        entry,
-                        receipt_id,
-                        signatures,
-                        ..
-                    }) => (
-                        Ok(Kept {
-                            receipt_id,
-                            signatures: signatures.as_str(),
-                        }),
-                        Some(HashedEntry::new(entry)),
-                    ),
-                    Err(r) => (Err(r), None),
-                };
-                let name = input.name;
-                (Checked { name, result }, entry)
-            })
-            .collect();
-        for (c, entry) in admitted {
-            checked.push(c);
-            entries.extend(entry);
-        }
-    }
-    (entries, checked)
+    })?;
+    Ok((entries, checked))
 }
 
 /// How `append` runs.
@@ -727,7 +744,7 @@ fn append(
     // flushed once it is durable and reported).
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     loop {
-        let (entries, checked) = gather_batch(&mut inputs, opts.max_batch, accepted.as_ref());
+        let (entries, checked) = gather_batch(&mut inputs, opts.max_batch, accepted.as_ref())?;
         if checked.is_empty() {
             break;
         }
