@@ -8,6 +8,18 @@
 //!   `--format human` and `--format json`, against strict Ed25519
 //!   verifications per second on one core times the cores.
 //!
+//! - `rcpt log prove LOG --all --out-dir D` over a log of
+//!   RCPT_BENCH_PROVE_LOG entries (default 1,000,000; 0 skips it), against
+//!   creating and writing as many files of the same size in one directory
+//!   on every core (the file system's rate, measured in the same run on the
+//!   same file system). D is RCPT_BENCH_PROVE_OUT (default under the bench
+//!   directory); the log is kept between runs in RCPT_BENCH_DIR.
+//! - then the CPU cost of each `rcpt verify` requirement
+//!   (RCPT_BENCH_GATES=0 skips it).
+//!
+//! Submissions/s of `rcpt log serve` are measured by `cargo bench --bench
+//! serve` (benches/serve.rs), reported next to these in spec/performance.md.
+//!
 //! Each command runs under GNU time for its peak resident set (column
 //! "peak RSS"; "n/a" where /usr/bin/time is absent). RCPT_BENCH_DIR keeps
 //! the inputs between runs.
@@ -274,7 +286,103 @@ fn main() {
             &run,
         );
     }
-    gate_costs(&dir, &bundle_dir, &names, n_verify);
+    prove_all(&dir, &issuer, &key_file);
+    if env_size("RCPT_BENCH_GATES", 1) != 0 {
+        gate_costs(&dir, &bundle_dir, &names, n_verify);
+    }
+}
+
+/// A log of RCPT_BENCH_PROVE_LOG entries (made once: envelopes signed in
+/// chunks and piped to `rcpt log append -`), then `rcpt log prove --all`
+/// against the file system's create-and-write rate.
+fn prove_all(dir: &Path, issuer: &SigningKey, key_file: &Path) {
+    let n = env_size("RCPT_BENCH_PROVE_LOG", 1_000_000);
+    if n == 0 {
+        return;
+    }
+    let log_dir = dir.join(format!("log-prove-{n}"));
+    let ready = rcpt::log::Log::open(&log_dir).is_ok_and(|l| l.size() == n as u64);
+    if !ready {
+        let _ = std::fs::remove_dir_all(&log_dir);
+        let log = log_dir.to_str().unwrap();
+        let key = key_file.to_str().unwrap();
+        run_rcpt(dir, &["log", "init", log, "--origin", ORIGIN, "--key", key], None);
+        let bin = env!("CARGO_BIN_EXE_rcpt");
+        let mut child = Command::new(bin)
+            .args(["log", "append", log, "--key", key, "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        const CHUNK: usize = 50_000;
+        for start in (0..n).step_by(CHUNK) {
+            let end = (start + CHUNK).min(n);
+            let lines: Vec<String> = (start as u64..end as u64)
+                .into_par_iter()
+                .map(|i| {
+                    let mut line = Envelope::sign(RECEIPT_PAYLOAD_TYPE, payload(i), issuer).to_json();
+                    line.push('\n');
+                    line
+                })
+                .collect();
+            use std::io::Write as _;
+            for line in &lines {
+                stdin.write_all(line.as_bytes()).unwrap();
+            }
+        }
+        drop(stdin);
+        assert!(child.wait().unwrap().success(), "making the prove log failed");
+    }
+    let out: PathBuf = std::env::var_os("RCPT_BENCH_PROVE_OUT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dir.join("prove-out"));
+    let _ = std::fs::remove_dir_all(&out);
+    let run = run_rcpt(
+        dir,
+        &[
+            "log",
+            "prove",
+            log_dir.to_str().unwrap(),
+            "--all",
+            "--out-dir",
+            out.to_str().unwrap(),
+        ],
+        None,
+    );
+    let sample = std::fs::read(out.join("0.bundle.json")).unwrap();
+    let _ = std::fs::remove_dir_all(&out);
+    let limit = file_rate(&out, sample.len(), n.min(200_000));
+    row(
+        &format!(
+            "`rcpt log prove --all` {n}-entry log vs create+write of {}-byte files on {} cores",
+            sample.len(),
+            std::thread::available_parallelism().map_or(1, |c| c.get())
+        ),
+        n as f64 / run.secs,
+        limit,
+        &run,
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Files of `len` bytes created (create-new) and written in one new
+/// directory `dir`, on every core: files/s.
+fn file_rate(dir: &Path, len: usize, count: usize) -> f64 {
+    use std::io::Write as _;
+    std::fs::create_dir_all(dir).unwrap();
+    let bytes = vec![b'x'; len];
+    let start = Instant::now();
+    (0..count).into_par_iter().for_each(|i| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(format!("{i}.bundle.json")))
+            .unwrap();
+        f.write_all(&bytes).unwrap();
+    });
+    count as f64 / start.elapsed().as_secs_f64()
 }
 
 /// What each gating requirement costs: CPU seconds of `rcpt verify` over

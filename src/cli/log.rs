@@ -748,8 +748,7 @@ fn append(
         if checked.is_empty() {
             break;
         }
-        let mut appended = writer.append_hashed(&entries)?.into_iter();
-        drop(entries);
+        let mut appended = writer.append_hashed(entries)?.into_iter();
         // The batch is durable and published: now report it, in input order.
         for c in &checked {
             match &c.result {

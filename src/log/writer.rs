@@ -70,11 +70,12 @@ impl AsRef<[u8]> for HashedEntry {
 }
 
 /// The new leaves of a batch after dedup (step 2).
-struct Batch<'a> {
+struct Batch {
     /// Each entry's index (new or first), in batch order.
     results: Vec<Appended>,
-    /// The new entries and their leaf hashes, in index order from the size.
-    fresh: Vec<&'a [u8]>,
+    /// The positions in the batch of the new entries, and their leaf
+    /// hashes, in index order from the size.
+    fresh: Vec<usize>,
     leaves: Vec<Hash>,
 }
 
@@ -234,13 +235,18 @@ impl LogWriter {
     /// repairs first; after [`LogError::Stopped`] (another writer
     /// published, or the lock was lost) every call fails.
     pub fn append(&mut self, entries: &[Vec<u8>]) -> Result<Vec<Appended>, LogError> {
-        self.append_until(entries, None, None)
+        self.append_until(entries.iter().map(Vec::as_slice).collect(), None, None)
     }
 
     /// [`LogWriter::append`] of entries whose leaf hashes were computed
     /// with them ([`HashedEntry::new`]): the same protocol, the hashing
-    /// already done.
-    pub fn append_hashed(&mut self, entries: &[HashedEntry]) -> Result<Vec<Appended>, LogError> {
+    /// already done. The entries are dropped as soon as the tiles holding
+    /// them are built, before they are written: a batch's entry bytes are
+    /// not held twice while it is made durable.
+    pub fn append_hashed(
+        &mut self,
+        entries: Vec<HashedEntry>,
+    ) -> Result<Vec<Appended>, LogError> {
         let leaves = entries.iter().map(|e| e.leaf).collect();
         self.append_until(entries, Some(leaves), None)
     }
@@ -249,6 +255,7 @@ impl LogWriter {
     /// crash there would: for tests of the crash table (`spec/log.md`).
     #[doc(hidden)]
     pub fn append_interrupted(mut self, entries: &[Vec<u8>], step: Step) -> Result<(), LogError> {
+        let entries = entries.iter().map(Vec::as_slice).collect();
         match self.append_until(entries, None, Some(step)) {
             Ok(_) | Err(LogError::Interrupted(_)) => Ok(()),
             Err(e) => Err(e),
@@ -259,12 +266,12 @@ impl LogWriter {
     /// [`HashedEntry`]); else they are computed here.
     fn append_until<E: AsRef<[u8]> + Sync>(
         &mut self,
-        entries: &[E],
+        entries: Vec<E>,
         leaves: Option<Vec<Hash>>,
         stop: Option<Step>,
     ) -> Result<Vec<Appended>, LogError> {
         self.ready()?;
-        check_batch(entries)?;
+        check_batch(&entries)?;
         let halt = |step: Step| match stop {
             Some(s) if s == step => Err(LogError::Interrupted(step)),
             _ => Ok(()),
@@ -275,12 +282,12 @@ impl LogWriter {
                 .map(|e| merkle::leaf_hash(e.as_ref()))
                 .collect()
         });
-        let batch = self.integrate(entries, &leaves)?;
+        let batch = self.integrate(&entries, &leaves)?;
         halt(Step::Integrate)?;
         if batch.fresh.is_empty() {
             return Ok(batch.results);
         }
-        let published = self.publish_batch(&batch, &halt);
+        let published = self.publish_batch(&batch, entries, &halt);
         if let Err(e) = &published {
             self.state = match e {
                 LogError::Store(StoreError::CheckpointMoved) => {
@@ -294,12 +301,15 @@ impl LogWriter {
     }
 
     /// Steps 3 to 8 for the new leaves of `batch`.
-    fn publish_batch(
+    fn publish_batch<E: AsRef<[u8]>>(
         &mut self,
-        batch: &Batch<'_>,
+        batch: &Batch,
+        entries: Vec<E>,
         halt: &dyn Fn(Step) -> Result<(), LogError>,
     ) -> Result<(), LogError> {
-        let built = self.build_tiles(batch)?;
+        let built = self.build_tiles(batch, &entries)?;
+        // The tiles hold the entries now.
+        drop(entries);
         halt(Step::Tiles)?;
         let prepared = self.write(&built, &batch.leaves)?;
         halt(Step::Write)?;
@@ -338,13 +348,10 @@ impl LogWriter {
         }
     }
 
-    /// Step 2: leaf hashes (in parallel), dedup (within the batch, then
-    /// the index hints confirmed against the entries), new indexes.
-    fn integrate<'a, E: AsRef<[u8]>>(
-        &self,
-        entries: &'a [E],
-        leaves: &[Hash],
-    ) -> Result<Batch<'a>, LogError> {
+    /// Step 2, given the leaf hashes of `entries` (computed in parallel,
+    /// or with each [`HashedEntry`]): dedup (within the batch, then the
+    /// index hints confirmed against the entries), new indexes.
+    fn integrate<E: AsRef<[u8]>>(&self, entries: &[E], leaves: &[Hash]) -> Result<Batch, LogError> {
         let hints = self.index.get_many(leaves)?;
         let old = self.log.size();
         let mut seen: HashMap<Hash, u64> = HashMap::with_capacity(entries.len());
@@ -354,7 +361,7 @@ impl LogWriter {
             leaves: Vec::new(),
         };
         let mut h = 0;
-        for (pos, (entry, leaf)) in entries.iter().zip(leaves).enumerate() {
+        for (pos, leaf) in leaves.iter().enumerate().take(entries.len()) {
             // The hints of this position (sorted by position, then index).
             let from = h;
             while hints.get(h).is_some_and(|c| c.0 == pos) {
@@ -370,7 +377,7 @@ impl LogWriter {
             }
             let index = old + batch.fresh.len() as u64;
             seen.insert(*leaf, index);
-            batch.fresh.push(entry.as_ref());
+            batch.fresh.push(pos);
             batch.leaves.push(*leaf);
             batch.results.push(Appended { index, new: true });
         }
@@ -391,7 +398,7 @@ impl LogWriter {
     /// the hash tiles they complete or extend, and build every entry
     /// bundle they touch (the first of each starts from the stored partial
     /// tile of the old size).
-    fn build_tiles(&self, batch: &Batch<'_>) -> Result<Built, LogError> {
+    fn build_tiles<E: AsRef<[u8]>>(&self, batch: &Batch, entries: &[E]) -> Result<Built, LogError> {
         let store = &**self.log.store();
         let old = self.log.size();
         let mut frontier = self.frontier.clone();
@@ -401,7 +408,13 @@ impl LogWriter {
                 .push(*leaf, |id, h| builder.node(id, h))
                 .map_err(LogError::Full)?;
         }
-        let mut built = self.entry_bundles(&batch.fresh)?;
+        // Positions come from `integrate` over these entries: all in range.
+        let fresh: Vec<&[u8]> = batch
+            .fresh
+            .iter()
+            .filter_map(|&p| entries.get(p).map(AsRef::as_ref))
+            .collect();
+        let mut built = self.entry_bundles(&fresh)?;
         let hash_tiles = builder
             .take_full()
             .into_iter()
