@@ -41,14 +41,17 @@ enum State {
 /// [`LogWriter::append_hashed`] cannot be handed a hash of other bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HashedEntry {
-    entry: Vec<u8>,
+    entry: Box<[u8]>,
     leaf: Hash,
 }
 
 impl HashedEntry {
-    /// The entry and its leaf hash.
+    /// The entry and its leaf hash. The bytes are kept in an allocation of
+    /// their exact length (an encoder's buffer may hold up to twice as
+    /// much), since a batch holds 100,000 of them.
     pub fn new(entry: Vec<u8>) -> HashedEntry {
         let leaf = merkle::leaf_hash(&entry);
+        let entry = Box::from(entry.as_slice());
         HashedEntry { entry, leaf }
     }
 
