@@ -306,7 +306,11 @@ fn prove_all(dir: &Path, issuer: &SigningKey, key_file: &Path) {
         let _ = std::fs::remove_dir_all(&log_dir);
         let log = log_dir.to_str().unwrap();
         let key = key_file.to_str().unwrap();
-        run_rcpt(dir, &["log", "init", log, "--origin", ORIGIN, "--key", key], None);
+        run_rcpt(
+            dir,
+            &["log", "init", log, "--origin", ORIGIN, "--key", key],
+            None,
+        );
         let bin = env!("CARGO_BIN_EXE_rcpt");
         let mut child = Command::new(bin)
             .args(["log", "append", log, "--key", key, "-"])
@@ -322,7 +326,8 @@ fn prove_all(dir: &Path, issuer: &SigningKey, key_file: &Path) {
             let lines: Vec<String> = (start as u64..end as u64)
                 .into_par_iter()
                 .map(|i| {
-                    let mut line = Envelope::sign(RECEIPT_PAYLOAD_TYPE, payload(i), issuer).to_json();
+                    let mut line =
+                        Envelope::sign(RECEIPT_PAYLOAD_TYPE, payload(i), issuer).to_json();
                     line.push('\n');
                     line
                 })
@@ -333,7 +338,10 @@ fn prove_all(dir: &Path, issuer: &SigningKey, key_file: &Path) {
             }
         }
         drop(stdin);
-        assert!(child.wait().unwrap().success(), "making the prove log failed");
+        assert!(
+            child.wait().unwrap().success(),
+            "making the prove log failed"
+        );
     }
     let out: PathBuf = std::env::var_os("RCPT_BENCH_PROVE_OUT")
         .map(PathBuf::from)

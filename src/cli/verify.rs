@@ -13,7 +13,7 @@ use rcpt::keys::{self, NoteVerifier};
 use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_PROOF_FILE_BYTES};
 use rcpt::trust::Trust;
 use rcpt::verify::corpus::{self, CorpusResult};
-use rcpt::verify::report::{Format, Renderer, Rendered};
+use rcpt::verify::report::{Format, Rendered, Renderer};
 use rcpt::verify::{ConsistencyInput, Gate, Outcome, Summary, Verifier};
 use std::io::{BufReader, Write};
 use std::path::Path;
@@ -299,7 +299,10 @@ fn check_bundle_paths(bundles: &[Source]) -> anyhow::Result<()> {
             Ok(meta) if meta.is_file() => None,
             Ok(meta) => {
                 let kind = rcpt::io::FileKind::of(&meta);
-                Some(format!("bundle {}: {kind}, not a bundle file", path.display()))
+                Some(format!(
+                    "bundle {}: {kind}, not a bundle file",
+                    path.display()
+                ))
             }
             Err(e) => Some(format!(
                 "bundle {}: {e} (a path that matched no file?)",

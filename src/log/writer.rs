@@ -244,12 +244,8 @@ impl LogWriter {
     /// [`LogWriter::append`] of entries whose leaf hashes were computed
     /// with them ([`HashedEntry::new`]): the same protocol, the hashing
     /// already done. The entries are dropped as soon as the tiles holding
-    /// them are built, before they are written: a batch's entry bytes are
-    /// not held twice while it is made durable.
-    pub fn append_hashed(
-        &mut self,
-        entries: Vec<HashedEntry>,
-    ) -> Result<Vec<Appended>, LogError> {
+    /// them are built, before the tiles are written.
+    pub fn append_hashed(&mut self, entries: Vec<HashedEntry>) -> Result<Vec<Appended>, LogError> {
         let leaves = entries.iter().map(|e| e.leaf).collect();
         self.append_until(entries, Some(leaves), None)
     }
