@@ -436,23 +436,28 @@ impl LogWriter {
             }
             _ => Vec::new(),
         };
-        let mut out = Vec::new();
-        for t in first..end.div_ceil(TILE_WIDTH) {
-            let Some(width) = Width::of(t, end) else {
-                break;
-            };
-            let lo = (t * TILE_WIDTH).max(old) - old;
-            let hi = ((t + 1) * TILE_WIDTH).min(end) - old;
-            // lo <= hi <= new.len() by construction; get() keeps it panic-free.
-            let fresh = new.get(lo as usize..hi as usize).unwrap_or_default();
-            let old_part = if t == first { prefix.as_slice() } else { &[] };
-            let all = old_part
-                .iter()
-                .map(Vec::as_slice)
-                .chain(fresh.iter().copied());
-            out.push((TileKey::entries(t, width), tiles::encode_entry_bundle(all)?));
-        }
-        Ok(out)
+        // Each tile is encoded on its own (in parallel, kept in order).
+        (first..end.div_ceil(TILE_WIDTH))
+            .into_par_iter()
+            .filter_map(|t| {
+                // Every tile below end.div_ceil(256) has a width.
+                let width = Width::of(t, end)?;
+                let lo = (t * TILE_WIDTH).max(old) - old;
+                let hi = ((t + 1) * TILE_WIDTH).min(end) - old;
+                // lo <= hi <= new.len() by construction; get() keeps it panic-free.
+                let fresh = new.get(lo as usize..hi as usize).unwrap_or_default();
+                let old_part = if t == first { prefix.as_slice() } else { &[] };
+                let all = old_part
+                    .iter()
+                    .map(Vec::as_slice)
+                    .chain(fresh.iter().copied());
+                Some(
+                    tiles::encode_entry_bundle(all)
+                        .map(|bytes| (TileKey::entries(t, width), bytes))
+                        .map_err(LogError::from),
+                )
+            })
+            .collect()
     }
 
     /// Step 4: every tile durable under its name (create-only) and, on
