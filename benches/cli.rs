@@ -8,6 +8,18 @@
 //!   `--format human` and `--format json`, against strict Ed25519
 //!   verifications per second on one core times the cores.
 //!
+//! - `rcpt log prove LOG --all --out-dir D` over a log of
+//!   RCPT_BENCH_PROVE_LOG entries (default 1,000,000; 0 skips it), against
+//!   creating and writing as many files of the same size in one directory
+//!   on every core (the file system's rate, measured in the same run on the
+//!   same file system). D is RCPT_BENCH_PROVE_OUT (default under the bench
+//!   directory); the log is kept between runs in RCPT_BENCH_DIR.
+//! - then the CPU cost of each `rcpt verify` requirement
+//!   (RCPT_BENCH_GATES=0 skips it).
+//!
+//! Submissions/s of `rcpt log serve` are measured by `cargo bench --bench
+//! serve` (benches/serve.rs), reported next to these in spec/performance.md.
+//!
 //! Each command runs under GNU time for its peak resident set (column
 //! "peak RSS"; "n/a" where /usr/bin/time is absent). RCPT_BENCH_DIR keeps
 //! the inputs between runs.
@@ -72,6 +84,37 @@ fn ed25519_rate(key: &SigningKey) -> f64 {
             .filter(|(m, s)| vk.verify_strict(m, s).is_ok())
             .count();
     }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Strict Ed25519 verifies per second with every core verifying at once,
+/// over 3 s: what the cores gave during the run, on a shared machine
+/// often less than one core's rate times the cores.
+fn ed25519_rate_all(key: &SigningKey) -> f64 {
+    use ed25519_dalek::Signer;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let signed: Vec<_> = (0..1000u32)
+        .map(|i| pae(RECEIPT_PAYLOAD_TYPE, &i.to_be_bytes().repeat(150)))
+        .map(|m| {
+            let s = key.sign(&m);
+            (m, s)
+        })
+        .collect();
+    let vk = key.verifying_key();
+    let start = Instant::now();
+    let n: usize = (0..cores)
+        .into_par_iter()
+        .map(|_| {
+            let mut n = 0usize;
+            while start.elapsed() < Duration::from_secs(3) {
+                n += signed
+                    .iter()
+                    .filter(|(m, s)| vk.verify_strict(m, s).is_ok())
+                    .count();
+            }
+            n
+        })
+        .sum();
     n as f64 / start.elapsed().as_secs_f64()
 }
 
@@ -253,7 +296,9 @@ fn main() {
     std::fs::write(dir.join("trust.json"), trust.to_string()).unwrap();
     let mut names: Vec<String> = (0..n_verify).map(|i| format!("{i}.json")).collect();
     names.sort();
-    let limit = ed25519_rate(&issuer) * cores as f64;
+    let one_core = ed25519_rate(&issuer);
+    let limit = one_core * cores as f64;
+    let mut cpu_rows = Vec::new();
     for format in ["human", "json"] {
         let trust_path = dir.join("trust.json");
         let mut args = vec![
@@ -264,7 +309,9 @@ fn main() {
             format,
         ];
         args.extend(names.iter().map(String::as_str));
+        let all_cores = ed25519_rate_all(&issuer);
         let run = run_rcpt(&bundle_dir, &args, None);
+        cpu_rows.push((format, n_verify as f64, all_cores, run.secs, run.cpu_secs));
         row(
             &format!(
                 "`rcpt verify --format {format}` {n_verify} files vs {cores} x strict Ed25519/s/core"
@@ -274,7 +321,130 @@ fn main() {
             &run,
         );
     }
-    gate_costs(&dir, &bundle_dir, &names, n_verify);
+    prove_all(&dir, &issuer, &key_file);
+    // The same verify runs against what the cores gave: strict verifies/s
+    // with every core at once just before the run (on a shared machine
+    // the second core is often busy), and per CPU-second (independent of
+    // the load: the ratio both cores would reach if they were free).
+    println!();
+    println!(
+        "| `rcpt verify` {n_verify} files | bundles/s vs all cores verifying at once | ratio | bundles per CPU-s vs strict verifies per CPU-s | ratio |"
+    );
+    println!("|---|---|---|---|---|");
+    for (format, n, all_cores, secs, cpu) in cpu_rows {
+        let per_cpu = cpu.map(|c| n / c);
+        println!(
+            "| `--format {format}` | {:.0}/s vs {all_cores:.0}/s | {:.3} | {} vs {one_core:.0} | {} |",
+            n / secs,
+            n / secs / all_cores,
+            per_cpu.map_or_else(|| "n/a".into(), |r| format!("{r:.0}")),
+            per_cpu.map_or_else(|| "n/a".into(), |r| format!("{:.3}", r / one_core)),
+        );
+    }
+    if env_size("RCPT_BENCH_GATES", 1) != 0 {
+        gate_costs(&dir, &bundle_dir, &names, n_verify);
+    }
+}
+
+/// A log of RCPT_BENCH_PROVE_LOG entries (made once: envelopes signed in
+/// chunks and piped to `rcpt log append -`), then `rcpt log prove --all`
+/// against the file system's create-and-write rate.
+fn prove_all(dir: &Path, issuer: &SigningKey, key_file: &Path) {
+    let n = env_size("RCPT_BENCH_PROVE_LOG", 1_000_000);
+    if n == 0 {
+        return;
+    }
+    let log_dir = dir.join(format!("log-prove-{n}"));
+    let ready = rcpt::log::Log::open(&log_dir).is_ok_and(|l| l.size() == n as u64);
+    if !ready {
+        let _ = std::fs::remove_dir_all(&log_dir);
+        let log = log_dir.to_str().unwrap();
+        let key = key_file.to_str().unwrap();
+        run_rcpt(
+            dir,
+            &["log", "init", log, "--origin", ORIGIN, "--key", key],
+            None,
+        );
+        let bin = env!("CARGO_BIN_EXE_rcpt");
+        let mut child = Command::new(bin)
+            .args(["log", "append", log, "--key", key, "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        const CHUNK: usize = 50_000;
+        for start in (0..n).step_by(CHUNK) {
+            let end = (start + CHUNK).min(n);
+            let lines: Vec<String> = (start as u64..end as u64)
+                .into_par_iter()
+                .map(|i| {
+                    let mut line =
+                        Envelope::sign(RECEIPT_PAYLOAD_TYPE, payload(i), issuer).to_json();
+                    line.push('\n');
+                    line
+                })
+                .collect();
+            use std::io::Write as _;
+            for line in &lines {
+                stdin.write_all(line.as_bytes()).unwrap();
+            }
+        }
+        drop(stdin);
+        assert!(
+            child.wait().unwrap().success(),
+            "making the prove log failed"
+        );
+    }
+    let out: PathBuf = std::env::var_os("RCPT_BENCH_PROVE_OUT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dir.join("prove-out"));
+    let _ = std::fs::remove_dir_all(&out);
+    let run = run_rcpt(
+        dir,
+        &[
+            "log",
+            "prove",
+            log_dir.to_str().unwrap(),
+            "--all",
+            "--out-dir",
+            out.to_str().unwrap(),
+        ],
+        None,
+    );
+    let sample = std::fs::read(out.join("0.bundle.json")).unwrap();
+    let _ = std::fs::remove_dir_all(&out);
+    let limit = file_rate(&out, sample.len(), n.min(200_000));
+    row(
+        &format!(
+            "`rcpt log prove --all` {n}-entry log vs create+write of {}-byte files on {} cores",
+            sample.len(),
+            std::thread::available_parallelism().map_or(1, |c| c.get())
+        ),
+        n as f64 / run.secs,
+        limit,
+        &run,
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Files of `len` bytes created (create-new) and written in one new
+/// directory `dir`, on every core: files/s.
+fn file_rate(dir: &Path, len: usize, count: usize) -> f64 {
+    use std::io::Write as _;
+    std::fs::create_dir_all(dir).unwrap();
+    let bytes = vec![b'x'; len];
+    let start = Instant::now();
+    (0..count).into_par_iter().for_each(|i| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(format!("{i}.bundle.json")))
+            .unwrap();
+        f.write_all(&bytes).unwrap();
+    });
+    count as f64 / start.elapsed().as_secs_f64()
 }
 
 /// What each gating requirement costs: CPU seconds of `rcpt verify` over

@@ -687,3 +687,62 @@ fn prove_all_writes_one_bundle_per_entry() {
         .assert()
         .code(2);
 }
+
+/// Standard input is read and admitted a chunk (4,096 lines) at a time
+/// while a batch is gathered, the next chunk read while the last is
+/// admitted: across chunk and batch boundaries every line is still
+/// reported once, in input order, a refusal at its own line, the admitted
+/// envelopes numbered in their order, and a repeat given the first index.
+#[test]
+fn append_stdin_reports_in_order_across_chunks_and_batches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = init(tmp.path());
+    let mut input = String::new();
+    let mut expected: Vec<Option<(u64, bool)>> = Vec::new();
+    let mut next = 0u64;
+    for i in 0..9_000u64 {
+        if i % 1_000 == 999 {
+            input.push_str("{\"not\": \"an envelope\"}\n");
+            expected.push(None);
+        } else if i == 5_000 {
+            input.push_str(&envelope(0));
+            input.push('\n');
+            expected.push(Some((0, false)));
+        } else {
+            input.push_str(&envelope(i));
+            input.push('\n');
+            expected.push(Some((next, true)));
+            next += 1;
+        }
+    }
+    let out = rcpt()
+        .args(["log", "append"])
+        .arg(&dir)
+        .args(["--key"])
+        .arg(tmp.path().join("log.key"))
+        .args(["--json", "--batch", "5000", "-"])
+        .write_stdin(input)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let lines: Vec<serde_json::Value> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), expected.len());
+    for (i, (line, want)) in lines.iter().zip(&expected).enumerate() {
+        assert_eq!(line["file"], format!("-:{}", i + 1), "{line}");
+        match want {
+            Some((index, new)) => {
+                assert_eq!(line["index"], *index, "{line}");
+                assert_eq!(line["new"], *new, "{line}");
+            }
+            None => assert!(line["error"].is_string(), "{line}"),
+        }
+    }
+    let log = rcpt::log::Log::open(&dir).unwrap();
+    assert_eq!(log.size(), next);
+}

@@ -21,7 +21,7 @@ use rcpt::limits::{
     MAX_STDIN_LINE_BYTES,
 };
 use rcpt::log::admit::{self, AcceptedIssuers, Admitted};
-use rcpt::log::{InitOptions, Log, LogError, LogWriter};
+use rcpt::log::{HashedEntry, InitOptions, Log, LogError, LogWriter};
 use rcpt::reason::Reason;
 use rcpt::storage::Store;
 use rcpt::storage::posix::PosixStore;
@@ -589,17 +589,116 @@ pub(super) fn inputs(
     inputs.map(|i| (i.name, i.bytes.map_err(|r| (r.reason.as_str(), r.detail))))
 }
 
-/// Take the next batch of inputs: at most `MAX_APPEND_BATCH_ENTRIES`, and
-/// about `MAX_APPEND_BATCH_BYTES` of input.
-fn next_batch(inputs: &mut Inputs<'_>, max: usize) -> Vec<Input> {
-    let mut batch = Vec::new();
-    let mut bytes = 0usize;
-    while batch.len() < max.min(MAX_APPEND_BATCH_ENTRIES) && bytes < MAX_APPEND_BATCH_BYTES / 2 {
-        let Some(input) = inputs.next() else { break };
-        bytes += input.bytes.as_ref().map_or(0, Vec::len);
-        batch.push(input);
+/// Inputs read and admitted at a time while a batch is gathered: the
+/// envelope bytes of one chunk are all that is held besides the entries.
+const ADMIT_CHUNK: usize = 4096;
+
+/// How much of a durable batch has been gathered.
+#[derive(Default)]
+struct Gathered {
+    inputs: usize,
+    bytes: usize,
+}
+
+impl Gathered {
+    /// Room for another input: at most `max` (and
+    /// `MAX_APPEND_BATCH_ENTRIES`) inputs, and about
+    /// `MAX_APPEND_BATCH_BYTES` of input.
+    fn room(&self, max: usize) -> bool {
+        self.inputs < max.min(MAX_APPEND_BATCH_ENTRIES) && self.bytes < MAX_APPEND_BATCH_BYTES / 2
     }
-    batch
+}
+
+/// Take the next chunk of inputs of the batch being `gathered`: at most
+/// [`ADMIT_CHUNK`], within the batch limits of [`Gathered::room`].
+fn next_chunk(inputs: &mut Inputs<'_>, gathered: &mut Gathered, max: usize) -> Vec<Input> {
+    let mut chunk = Vec::new();
+    while chunk.len() < ADMIT_CHUNK && gathered.room(max) {
+        let Some(input) = inputs.next() else { break };
+        gathered.inputs += 1;
+        gathered.bytes += input.bytes.as_ref().map_or(0, Vec::len);
+        chunk.push(input);
+    }
+    chunk
+}
+
+/// What is kept of one input of a batch until the batch is durable: its
+/// name and what admission said (the entry itself goes to the writer).
+struct Checked {
+    name: String,
+    result: Result<Kept, Refusal>,
+}
+
+/// What the report of an admitted envelope needs.
+struct Kept {
+    receipt_id: String,
+    signatures: &'static str,
+}
+
+/// One admitted chunk: each input's result, and the entry of each one admitted.
+type AdmittedChunk = Vec<(Checked, Option<HashedEntry>)>;
+
+/// Admit the inputs of one chunk on every core.
+fn admit_chunk(chunk: Vec<Input>, accepted: Option<&AcceptedIssuers>) -> AdmittedChunk {
+    chunk
+        .into_par_iter()
+        .map(|input| {
+            let result = input
+                .bytes
+                .and_then(|b| admit::admit(&b, accepted).map_err(Refusal::from));
+            let (result, entry) = match result {
+                Ok(Admitted {
+                    entry,
+                    receipt_id,
+                    signatures,
+                    ..
+                }) => (
+                    Ok(Kept {
+                        receipt_id,
+                        signatures: signatures.as_str(),
+                    }),
+                    Some(HashedEntry::new(entry)),
+                ),
+                Err(r) => (Err(r), None),
+            };
+            let name = input.name;
+            (Checked { name, result }, entry)
+        })
+        .collect()
+}
+
+/// Read and admit (in parallel, a chunk at a time) the inputs of the next
+/// durable batch: the entries to append and every input's result, in
+/// input order. The next chunk is read while the last one is admitted on
+/// another thread; the envelope bytes are dropped as soon as their chunk
+/// is admitted, so memory holds the entries of one batch, not its input.
+fn gather_batch(
+    inputs: &mut Inputs<'_>,
+    max: usize,
+    accepted: Option<&AcceptedIssuers>,
+) -> anyhow::Result<(Vec<HashedEntry>, Vec<Checked>)> {
+    let mut gathered = Gathered::default();
+    let (mut entries, mut checked) = (Vec::new(), Vec::new());
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        let mut pending: Option<std::thread::ScopedJoinHandle<'_, AdmittedChunk>> = None;
+        loop {
+            let chunk = next_chunk(inputs, &mut gathered, max);
+            if let Some(admitting) = pending.take() {
+                let admitted = admitting
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("the admission thread failed"))?;
+                for (c, entry) in admitted {
+                    checked.push(c);
+                    entries.extend(entry);
+                }
+            }
+            if chunk.is_empty() {
+                return Ok(());
+            }
+            pending = Some(scope.spawn(move || admit_chunk(chunk, accepted)));
+        }
+    })?;
+    Ok((entries, checked))
 }
 
 /// How `append` runs.
@@ -651,39 +750,30 @@ fn append(
     };
     let mut progress = Progress::new((!has_stdin).then_some(files.len() as u64), "appending");
     let (mut done, mut refused) = (0u64, 0u64);
-    let mut out = std::io::stdout().lock();
+    // Buffered: one write per batch, not one per line (the batch is
+    // flushed once it is durable and reported).
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     loop {
-        let batch = next_batch(&mut inputs, opts.max_batch);
-        if batch.is_empty() {
+        let (entries, checked) = gather_batch(&mut inputs, opts.max_batch, accepted.as_ref())?;
+        if checked.is_empty() {
             break;
         }
-        let checked: Vec<Result<Admitted, Refusal>> = batch
-            .par_iter()
-            .map(|i| match &i.bytes {
-                Ok(b) => admit::admit(b, accepted.as_ref()).map_err(Refusal::from),
-                Err(r) => Err(Refusal::new(r.reason, &r.detail)),
-            })
-            .collect();
-        let entries: Vec<Vec<u8>> = checked
-            .iter()
-            .filter_map(|c| c.as_ref().ok().map(|v| v.entry.clone()))
-            .collect();
-        let mut appended = writer.append(&entries)?.into_iter();
+        let mut appended = writer.append_hashed(entries)?.into_iter();
         // The batch is durable and published: now report it, in input order.
-        for (input, result) in batch.iter().zip(&checked) {
-            match result {
-                Ok(valid) => {
+        for c in &checked {
+            match &c.result {
+                Ok(kept) => {
                     let a = appended.next().context("append returned too few results")?;
-                    report_ok(&mut out, opts.json, &input.name, a, valid)?;
+                    report_ok(&mut out, opts.json, &c.name, a, kept)?;
                 }
                 Err(r) => {
                     refused += 1;
-                    report_refused(&mut out, opts.json, &input.name, r)?;
+                    report_refused(&mut out, opts.json, &c.name, r)?;
                 }
             }
         }
         out.flush()?;
-        done += batch.len() as u64;
+        done += checked.len() as u64;
         progress.set(done);
     }
     progress.finish();
@@ -695,12 +785,12 @@ fn report_ok(
     json: bool,
     name: &str,
     appended: rcpt::log::Appended,
-    valid: &Admitted,
+    valid: &Kept,
 ) -> anyhow::Result<()> {
     let (index, id) = (appended.index, &valid.receipt_id);
     if json {
         let v = serde_json::json!({"file": name, "index": index, "receipt_id": id,
-            "new": appended.new, "signature": valid.signatures.as_str()});
+            "new": appended.new, "signature": valid.signatures});
         writeln!(out, "{v}")?;
     } else {
         writeln!(out, "{index} {id}")?;

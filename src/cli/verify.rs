@@ -14,8 +14,8 @@ use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_POLICY_BYTES, MAX_P
 use rcpt::policy::Policy;
 use rcpt::trust::Trust;
 use rcpt::verify::corpus::{self, CorpusResult};
-use rcpt::verify::report::{Format, Renderer};
-use rcpt::verify::{ConsistencyInput, Gate, Outcome, Report, Summary, Verifier};
+use rcpt::verify::report::{Format, Rendered, Renderer};
+use rcpt::verify::{ConsistencyInput, Gate, Outcome, Summary, Verifier};
 use std::io::{BufReader, Write};
 use std::path::Path;
 
@@ -305,29 +305,32 @@ fn exit_status(outcome: Outcome) -> u8 {
 
 /// Every bundle path must name an existing regular file: a missing one (an
 /// unmatched glob in CI) is a bad invocation, found before any output.
+/// The paths are looked at on every core; the first bad one in argument
+/// order is the one reported.
 fn check_bundle_paths(bundles: &[Source]) -> anyhow::Result<()> {
-    for source in bundles {
-        let Source::Path(path) = source else { continue };
+    let first_bad = bundles.par_iter().find_map_first(|source| {
+        let Source::Path(path) = source else {
+            return None;
+        };
         match std::fs::metadata(path) {
-            Ok(meta) if meta.is_file() => {}
+            Ok(meta) if meta.is_file() => None,
             Ok(meta) => {
                 let kind = rcpt::io::FileKind::of(&meta);
-                return Err(UsageError(format!(
+                Some(format!(
                     "bundle {}: {kind}, not a bundle file",
                     path.display()
                 ))
-                .into());
             }
-            Err(e) => {
-                return Err(UsageError(format!(
-                    "bundle {}: {e} (a path that matched no file?)",
-                    path.display()
-                ))
-                .into());
-            }
+            Err(e) => Some(format!(
+                "bundle {}: {e} (a path that matched no file?)",
+                path.display()
+            )),
         }
+    });
+    match first_bad {
+        Some(msg) => Err(UsageError(msg).into()),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
@@ -371,10 +374,18 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
         if chunk.is_empty() {
             break;
         }
-        let reports: Vec<Report> = chunk.par_iter().map(|i| i.verify(&verifier)).collect();
-        for (input, report) in chunk.iter().zip(&reports) {
-            summary.add(report.outcome());
-            renderer.bundle(&input.name, report)?;
+        // Verified and rendered on every core; only the copy to the output
+        // is in order on this thread. A report lives until it is rendered.
+        let parts: Vec<(Outcome, std::io::Result<Rendered>)> = chunk
+            .par_iter()
+            .map(|i| {
+                let report = i.verify(&verifier);
+                (report.outcome(), Rendered::new(format, &i.name, &report))
+            })
+            .collect();
+        for (outcome, part) in parts {
+            summary.add(outcome);
+            renderer.push(&part?)?;
         }
     }
     renderer.end(&summary)?;
@@ -397,7 +408,7 @@ enum InputKind {
 }
 
 impl Input {
-    fn verify(&self, verifier: &Verifier) -> Report {
+    fn verify(&self, verifier: &Verifier) -> rcpt::verify::Report {
         match &self.what {
             InputKind::File(path) => verifier.verify_file(path),
             InputKind::Read(Ok(bytes)) => verifier.verify_bytes(bytes),

@@ -29,7 +29,7 @@ pub use check::{CheckReport, check, check_log};
 pub use error::{CheckpointError, LogError, SettingsError};
 pub use settings::{SETTINGS_FORMAT, Settings};
 pub use step::Step;
-pub use writer::LogWriter;
+pub use writer::{HashedEntry, LogWriter};
 
 use crate::keys::{NoteVerifier, SigningKey};
 use crate::merkle::{self, Hash};

@@ -38,12 +38,50 @@ enum State {
     Stopped(&'static str),
 }
 
+/// A log entry with its RFC 6962 leaf hash, computed here and only here
+/// from the entry bytes: a caller that already walks each entry (in
+/// parallel, while its bytes are in cache) hashes it there, and
+/// [`LogWriter::append_hashed`] cannot be handed a hash of other bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HashedEntry {
+    entry: Box<[u8]>,
+    leaf: Hash,
+}
+
+impl HashedEntry {
+    /// The entry and its leaf hash. The bytes are kept in an allocation of
+    /// their exact length (an encoder's buffer may hold up to twice as
+    /// much), since a batch holds 100,000 of them.
+    pub fn new(entry: Vec<u8>) -> HashedEntry {
+        let leaf = merkle::leaf_hash(&entry);
+        let entry = Box::from(entry.as_slice());
+        HashedEntry { entry, leaf }
+    }
+
+    /// The entry bytes.
+    pub fn entry(&self) -> &[u8] {
+        &self.entry
+    }
+
+    /// Its leaf hash.
+    pub fn leaf(&self) -> &Hash {
+        &self.leaf
+    }
+}
+
+impl AsRef<[u8]> for HashedEntry {
+    fn as_ref(&self) -> &[u8] {
+        &self.entry
+    }
+}
+
 /// The new leaves of a batch after dedup (step 2).
-struct Batch<'a> {
+struct Batch {
     /// Each entry's index (new or first), in batch order.
     results: Vec<Appended>,
-    /// The new entries and their leaf hashes, in index order from the size.
-    fresh: Vec<&'a [u8]>,
+    /// The positions in the batch of the new entries, and their leaf
+    /// hashes, in index order from the size.
+    fresh: Vec<usize>,
     leaves: Vec<Hash>,
 }
 
@@ -66,8 +104,8 @@ pub struct LogWriter {
 }
 
 /// Refuse a batch over the limits, or an empty or oversized entry, before any work.
-fn check_batch(entries: &[Vec<u8>]) -> Result<(), LogError> {
-    let bytes: usize = entries.iter().map(Vec::len).sum();
+fn check_batch<E: AsRef<[u8]>>(entries: &[E]) -> Result<(), LogError> {
+    let bytes: usize = entries.iter().map(|e| e.as_ref().len()).sum();
     if entries.len() > MAX_APPEND_BATCH_ENTRIES || bytes > MAX_APPEND_BATCH_BYTES {
         return Err(LogError::BatchTooLarge {
             count: entries.len(),
@@ -77,11 +115,11 @@ fn check_batch(entries: &[Vec<u8>]) -> Result<(), LogError> {
     if let Some((position, e)) = entries
         .iter()
         .enumerate()
-        .find(|(_, e)| e.is_empty() || e.len() > MAX_ENTRY_BYTES)
+        .find(|(_, e)| e.as_ref().is_empty() || e.as_ref().len() > MAX_ENTRY_BYTES)
     {
         return Err(LogError::EntrySize {
             position,
-            len: e.len(),
+            len: e.as_ref().len(),
             max: MAX_ENTRY_BYTES,
         });
     }
@@ -203,36 +241,55 @@ impl LogWriter {
     /// repairs first; after [`LogError::Stopped`] (another writer
     /// published, or the lock was lost) every call fails.
     pub fn append(&mut self, entries: &[Vec<u8>]) -> Result<Vec<Appended>, LogError> {
-        self.append_until(entries, None)
+        self.append_until(entries.iter().map(Vec::as_slice).collect(), None, None)
+    }
+
+    /// [`LogWriter::append`] of entries whose leaf hashes were computed
+    /// with them ([`HashedEntry::new`]): the same protocol, the hashing
+    /// already done. The entries are dropped as soon as the tiles holding
+    /// them are built, before the tiles are written.
+    pub fn append_hashed(&mut self, entries: Vec<HashedEntry>) -> Result<Vec<Appended>, LogError> {
+        let leaves = entries.iter().map(|e| e.leaf).collect();
+        self.append_until(entries, Some(leaves), None)
     }
 
     /// Run an append up to and including `step`, then drop the writer as a
     /// crash there would: for tests of the crash table (`spec/log.md`).
     #[doc(hidden)]
     pub fn append_interrupted(mut self, entries: &[Vec<u8>], step: Step) -> Result<(), LogError> {
-        match self.append_until(entries, Some(step)) {
+        let entries = entries.iter().map(Vec::as_slice).collect();
+        match self.append_until(entries, None, Some(step)) {
             Ok(_) | Err(LogError::Interrupted(_)) => Ok(()),
             Err(e) => Err(e),
         }
     }
 
-    fn append_until(
+    /// `leaves`, when given, are the leaf hashes of `entries` (from
+    /// [`HashedEntry`]); else they are computed here.
+    fn append_until<E: AsRef<[u8]> + Sync>(
         &mut self,
-        entries: &[Vec<u8>],
+        entries: Vec<E>,
+        leaves: Option<Vec<Hash>>,
         stop: Option<Step>,
     ) -> Result<Vec<Appended>, LogError> {
         self.ready()?;
-        check_batch(entries)?;
+        check_batch(&entries)?;
         let halt = |step: Step| match stop {
             Some(s) if s == step => Err(LogError::Interrupted(step)),
             _ => Ok(()),
         };
-        let batch = self.integrate(entries)?;
+        let leaves = leaves.unwrap_or_else(|| {
+            entries
+                .par_iter()
+                .map(|e| merkle::leaf_hash(e.as_ref()))
+                .collect()
+        });
+        let batch = self.integrate(&entries, &leaves)?;
         halt(Step::Integrate)?;
         if batch.fresh.is_empty() {
             return Ok(batch.results);
         }
-        let published = self.publish_batch(&batch, &halt);
+        let published = self.publish_batch(&batch, entries, &halt);
         if let Err(e) = &published {
             self.state = match e {
                 LogError::Store(StoreError::CheckpointMoved) => {
@@ -246,12 +303,15 @@ impl LogWriter {
     }
 
     /// Steps 3 to 8 for the new leaves of `batch`.
-    fn publish_batch(
+    fn publish_batch<E: AsRef<[u8]>>(
         &mut self,
-        batch: &Batch<'_>,
+        batch: &Batch,
+        entries: Vec<E>,
         halt: &dyn Fn(Step) -> Result<(), LogError>,
     ) -> Result<(), LogError> {
-        let built = self.build_tiles(batch)?;
+        let built = self.build_tiles(batch, &entries)?;
+        // The tiles hold the entries now.
+        drop(entries);
         halt(Step::Tiles)?;
         let prepared = self.write(&built, &batch.leaves)?;
         halt(Step::Write)?;
@@ -290,20 +350,20 @@ impl LogWriter {
         }
     }
 
-    /// Step 2: leaf hashes (in parallel), dedup (within the batch, then
-    /// the index hints confirmed against the entries), new indexes.
-    fn integrate<'a>(&self, entries: &'a [Vec<u8>]) -> Result<Batch<'a>, LogError> {
-        let leaves: Vec<Hash> = entries.par_iter().map(|e| merkle::leaf_hash(e)).collect();
-        let hints = self.index.get_many(&leaves)?;
+    /// Step 2, given the leaf hashes of `entries` (computed in parallel,
+    /// or with each [`HashedEntry`]): dedup (within the batch, then the
+    /// index hints confirmed against the entries), new indexes.
+    fn integrate<E: AsRef<[u8]>>(&self, entries: &[E], leaves: &[Hash]) -> Result<Batch, LogError> {
+        let hints = self.index.get_many(leaves)?;
         let old = self.log.size();
-        let mut seen: HashMap<Hash, u64> = HashMap::new();
+        let mut seen: HashMap<Hash, u64> = HashMap::with_capacity(entries.len());
         let mut batch = Batch {
             results: Vec::with_capacity(entries.len()),
             fresh: Vec::new(),
             leaves: Vec::new(),
         };
         let mut h = 0;
-        for (pos, (entry, leaf)) in entries.iter().zip(&leaves).enumerate() {
+        for (pos, leaf) in leaves.iter().enumerate().take(entries.len()) {
             // The hints of this position (sorted by position, then index).
             let from = h;
             while hints.get(h).is_some_and(|c| c.0 == pos) {
@@ -319,7 +379,7 @@ impl LogWriter {
             }
             let index = old + batch.fresh.len() as u64;
             seen.insert(*leaf, index);
-            batch.fresh.push(entry);
+            batch.fresh.push(pos);
             batch.leaves.push(*leaf);
             batch.results.push(Appended { index, new: true });
         }
@@ -340,7 +400,7 @@ impl LogWriter {
     /// the hash tiles they complete or extend, and build every entry
     /// bundle they touch (the first of each starts from the stored partial
     /// tile of the old size).
-    fn build_tiles(&self, batch: &Batch<'_>) -> Result<Built, LogError> {
+    fn build_tiles<E: AsRef<[u8]>>(&self, batch: &Batch, entries: &[E]) -> Result<Built, LogError> {
         let store = &**self.log.store();
         let old = self.log.size();
         let mut frontier = self.frontier.clone();
@@ -350,7 +410,13 @@ impl LogWriter {
                 .push(*leaf, |id, h| builder.node(id, h))
                 .map_err(LogError::Full)?;
         }
-        let mut built = self.entry_bundles(&batch.fresh)?;
+        // Positions come from `integrate` over these entries: all in range.
+        let fresh: Vec<&[u8]> = batch
+            .fresh
+            .iter()
+            .filter_map(|&p| entries.get(p).map(AsRef::as_ref))
+            .collect();
+        let mut built = self.entry_bundles(&fresh)?;
         let hash_tiles = builder
             .take_full()
             .into_iter()
@@ -373,23 +439,28 @@ impl LogWriter {
             }
             _ => Vec::new(),
         };
-        let mut out = Vec::new();
-        for t in first..end.div_ceil(TILE_WIDTH) {
-            let Some(width) = Width::of(t, end) else {
-                break;
-            };
-            let lo = (t * TILE_WIDTH).max(old) - old;
-            let hi = ((t + 1) * TILE_WIDTH).min(end) - old;
-            // lo <= hi <= new.len() by construction; get() keeps it panic-free.
-            let fresh = new.get(lo as usize..hi as usize).unwrap_or_default();
-            let old_part = if t == first { prefix.as_slice() } else { &[] };
-            let all = old_part
-                .iter()
-                .map(Vec::as_slice)
-                .chain(fresh.iter().copied());
-            out.push((TileKey::entries(t, width), tiles::encode_entry_bundle(all)?));
-        }
-        Ok(out)
+        // Each tile is encoded on its own (in parallel, kept in order).
+        (first..end.div_ceil(TILE_WIDTH))
+            .into_par_iter()
+            .filter_map(|t| {
+                // Every tile below end.div_ceil(256) has a width.
+                let width = Width::of(t, end)?;
+                let lo = (t * TILE_WIDTH).max(old) - old;
+                let hi = ((t + 1) * TILE_WIDTH).min(end) - old;
+                // lo <= hi <= new.len() by construction; get() keeps it panic-free.
+                let fresh = new.get(lo as usize..hi as usize).unwrap_or_default();
+                let old_part = if t == first { prefix.as_slice() } else { &[] };
+                let all = old_part
+                    .iter()
+                    .map(Vec::as_slice)
+                    .chain(fresh.iter().copied());
+                Some(
+                    tiles::encode_entry_bundle(all)
+                        .map(|bytes| (TileKey::entries(t, width), bytes))
+                        .map_err(LogError::from),
+                )
+            })
+            .collect()
     }
 
     /// Step 4: every tile durable under its name (create-only) and, on

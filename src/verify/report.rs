@@ -39,6 +39,26 @@ fn reason_detail(check: &Check) -> Option<(Reason, &str)> {
     }
 }
 
+/// One bundle's part of the document, rendered on its own (so that many
+/// can be rendered in parallel) and added in order with [`Renderer::push`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rendered {
+    bytes: Vec<u8>,
+}
+
+impl Rendered {
+    /// The part of `report` (for the bundle named `file`) in `format`.
+    pub fn new(format: Format, file: &str, report: &Report) -> io::Result<Rendered> {
+        let mut bytes = Vec::with_capacity(256);
+        match format {
+            Format::Human => human(&mut bytes, file, report)?,
+            Format::Json => json_result(&mut bytes, file, report)?,
+            Format::Junit => junit_case(&mut bytes, file, report)?,
+        }
+        Ok(Rendered { bytes })
+    }
+}
+
 /// Streams reports in one format: `begin`, then `bundle` per file, then `end`.
 pub struct Renderer<W: Write> {
     out: W,
@@ -72,17 +92,27 @@ impl<W: Write> Renderer<W> {
 
     /// Render one bundle's report.
     pub fn bundle(&mut self, file: &str, report: &Report) -> io::Result<()> {
+        let rendered = Rendered::new(self.format, file, report)?;
+        self.push(&rendered)
+    }
+
+    /// Add one bundle's part rendered apart ([`Rendered::new`] with this
+    /// renderer's format), in input order: the same bytes as
+    /// [`Renderer::bundle`] of the report.
+    pub fn push(&mut self, rendered: &Rendered) -> io::Result<()> {
         self.count += 1;
         match self.format {
-            Format::Human => human(&mut self.out, file, report),
+            Format::Human => self.out.write_all(&rendered.bytes),
             Format::Json => {
                 if self.count > 1 {
                     self.out.write_all(b",\n")?;
                 }
-                serde_json::to_writer(&mut self.out, &json_result(file, report))?;
+                self.out.write_all(&rendered.bytes)
+            }
+            Format::Junit => {
+                self.junit_cases.extend_from_slice(&rendered.bytes);
                 Ok(())
             }
-            Format::Junit => junit_case(&mut self.junit_cases, file, report),
         }
     }
 
@@ -152,30 +182,75 @@ fn human(out: &mut impl Write, file: &str, report: &Report) -> io::Result<()> {
     Ok(())
 }
 
-/// The JSON object of one bundle.
-fn json_result(file: &str, report: &Report) -> serde_json::Value {
-    let checks: Vec<_> = report
-        .checks
-        .iter()
-        .map(|c| {
-            let (reason, detail) =
-                reason_detail(c).map_or((None, None), |(r, d)| (Some(r), Some(d)));
-            json!({"name": c.name, "status": status(c), "reason": reason, "detail": detail})
-        })
-        .collect();
-    let payload = report.summary.as_ref().map(|p| {
-        json!({"issuer": p.issuer, "issued_at": p.issued_at, "substrate": p.substrate,
-               "change_id": p.change_id, "policy_id": p.policy_id, "verdict": p.verdict,
-               "applied": p.applied})
-    });
-    json!({
-        "file": file,
-        "outcome": report.outcome().as_str(),
-        "reason": report.primary_reason(),
-        "receipt_id": report.receipt_id,
-        "payload": payload,
-        "checks": checks,
-    })
+/// A JSON string (serde_json's escaping).
+fn json_str(out: &mut Vec<u8>, s: &str) -> io::Result<()> {
+    serde_json::to_writer(out, s).map_err(io::Error::from)
+}
+
+/// A JSON string, or `null`.
+fn json_opt_str(out: &mut Vec<u8>, s: Option<&str>) -> io::Result<()> {
+    match s {
+        Some(s) => json_str(out, s),
+        None => {
+            out.extend_from_slice(b"null");
+            Ok(())
+        }
+    }
+}
+
+/// The JSON object of one bundle, written as it is read, without building
+/// a `serde_json::Value`. The bytes are those of serializing the object
+/// `{"file", "outcome", "reason", "receipt_id", "payload", "checks"}` with
+/// serde_json's compact printer (keys in sorted order, as its map sorts
+/// them; the test `streamed_json_is_the_value_json` holds the two equal).
+fn json_result(out: &mut Vec<u8>, file: &str, report: &Report) -> io::Result<()> {
+    out.extend_from_slice(b"{\"checks\":[");
+    for (i, c) in report.checks.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let (reason, detail) = reason_detail(c).map_or((None, None), |(r, d)| (Some(r), Some(d)));
+        out.extend_from_slice(b"{\"detail\":");
+        json_opt_str(out, detail)?;
+        out.extend_from_slice(b",\"name\":");
+        json_str(out, c.name)?;
+        out.extend_from_slice(b",\"reason\":");
+        json_opt_str(out, reason.map(Reason::as_str))?;
+        out.extend_from_slice(b",\"status\":");
+        json_str(out, status(c))?;
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"],\"file\":");
+    json_str(out, file)?;
+    out.extend_from_slice(b",\"outcome\":");
+    json_str(out, report.outcome().as_str())?;
+    out.extend_from_slice(b",\"payload\":");
+    match &report.summary {
+        None => out.extend_from_slice(b"null"),
+        Some(p) => {
+            out.extend_from_slice(if p.applied {
+                b"{\"applied\":true,\"change_id\":"
+            } else {
+                b"{\"applied\":false,\"change_id\":"
+            });
+            json_str(out, &p.change_id)?;
+            write!(out, ",\"issued_at\":{},\"issuer\":", p.issued_at)?;
+            json_str(out, &p.issuer)?;
+            out.extend_from_slice(b",\"policy_id\":");
+            json_str(out, &p.policy_id)?;
+            out.extend_from_slice(b",\"substrate\":");
+            json_str(out, p.substrate)?;
+            out.extend_from_slice(b",\"verdict\":");
+            json_str(out, p.verdict)?;
+            out.push(b'}');
+        }
+    }
+    out.extend_from_slice(b",\"reason\":");
+    json_opt_str(out, report.primary_reason().map(Reason::as_str))?;
+    out.extend_from_slice(b",\"receipt_id\":");
+    json_opt_str(out, report.receipt_id.as_deref())?;
+    out.push(b'}');
+    Ok(())
 }
 
 /// XML 1.0 (Fifth Edition) section 2.2, production [2]:
@@ -265,4 +340,128 @@ fn junit_case(out: &mut Vec<u8>, file: &str, report: &Report) -> io::Result<()> 
         xml_escape(&body.join("\n"), false)
     )?;
     writeln!(out, "    </testcase>")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use crate::verify::{Failure, NotEvaluated, PayloadSummary};
+
+    /// The JSON object of one bundle built as a `serde_json::Value` (the
+    /// way it was printed before it was streamed): the oracle.
+    fn value_json(file: &str, report: &Report) -> Vec<u8> {
+        let checks: Vec<_> = report
+            .checks
+            .iter()
+            .map(|c| {
+                let (reason, detail) =
+                    reason_detail(c).map_or((None, None), |(r, d)| (Some(r), Some(d)));
+                json!({"name": c.name, "status": status(c), "reason": reason, "detail": detail})
+            })
+            .collect();
+        let payload = report.summary.as_ref().map(|p| {
+            json!({"issuer": p.issuer, "issued_at": p.issued_at, "substrate": p.substrate,
+                   "change_id": p.change_id, "policy_id": p.policy_id, "verdict": p.verdict,
+                   "applied": p.applied})
+        });
+        let v = json!({
+            "file": file,
+            "outcome": report.outcome().as_str(),
+            "reason": report.primary_reason(),
+            "receipt_id": report.receipt_id,
+            "payload": payload,
+            "checks": checks,
+        });
+        serde_json::to_vec(&v).unwrap()
+    }
+
+    fn reports() -> Vec<Report> {
+        let summary = |applied, issued_at| PayloadSummary {
+            issuer: "ci \"gate\" \u{1}\u{e9}\u{1F600}".into(),
+            issued_at,
+            substrate: "git",
+            change_id: "blake3:00ff".into(),
+            policy_id: "sha256:\\x".into(),
+            verdict: "deny",
+            applied,
+        };
+        vec![
+            Report {
+                receipt_id: None,
+                checks: vec![],
+                summary: None,
+            },
+            Report {
+                receipt_id: Some("blake3:abc".into()),
+                checks: vec![
+                    Check {
+                        name: "bundle",
+                        result: Ok(CheckVerdict::Pass),
+                    },
+                    Check {
+                        name: "signature",
+                        result: Ok(CheckVerdict::Fail(Failure {
+                            reason: Reason::SignatureInvalid,
+                            detail: "line\nbreak\t\"quoted\" \\ \u{7f}\u{2028}".into(),
+                        })),
+                    },
+                    Check {
+                        name: "inclusion",
+                        result: Err(NotEvaluated {
+                            reason: Reason::CheckSkipped,
+                            detail: String::new(),
+                        }),
+                    },
+                ],
+                summary: Some(summary(true, -5)),
+            },
+            Report {
+                receipt_id: Some("blake3:def".into()),
+                checks: vec![Check {
+                    name: "checkpoint.signature",
+                    result: Err(NotEvaluated {
+                        reason: Reason::LogUntrusted,
+                        detail: "no key".into(),
+                    }),
+                }],
+                summary: Some(summary(false, i64::MAX)),
+            },
+        ]
+    }
+
+    #[test]
+    fn streamed_json_is_the_value_json() {
+        for (i, report) in reports().iter().enumerate() {
+            let file = format!("dir/\"{i}\"\u{0}.json");
+            let mut streamed = Vec::new();
+            json_result(&mut streamed, &file, report).unwrap();
+            assert_eq!(
+                String::from_utf8(streamed).unwrap(),
+                String::from_utf8(value_json(&file, report)).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn pushed_parts_are_the_bundle_output() {
+        for format in [Format::Human, Format::Json, Format::Junit] {
+            let mut one = Renderer::new(Vec::new(), format);
+            let mut parts = Renderer::new(Vec::new(), format);
+            let summary = Summary::default();
+            for r in [&mut one, &mut parts] {
+                r.begin().unwrap();
+            }
+            for (i, report) in reports().iter().enumerate() {
+                let file = format!("{i}.json");
+                one.bundle(&file, report).unwrap();
+                let part = Rendered::new(format, &file, report).unwrap();
+                parts.push(&part).unwrap();
+            }
+            one.end(&summary).unwrap();
+            parts.end(&summary).unwrap();
+            assert_eq!(one.out, parts.out);
+            assert!(!one.out.is_empty());
+        }
+    }
 }
