@@ -11,6 +11,7 @@
 //! `log::admit`, shared with `rcpt log append`). It never prints: the service hands its request log lines to
 //! a caller-given sink. Specification: `spec/service.md`.
 
+mod accept;
 pub mod client;
 pub mod mirror;
 pub mod serve;

@@ -14,6 +14,7 @@
 //! most `queue_max` submissions are being read, queued, integrated or
 //! answered at once; one more gets 503 with `Retry-After`.
 
+use super::accept::serve_until_stopped;
 use crate::bundle::{Bundle, LogProof};
 use crate::constants::BUNDLE_MEDIA_TYPE;
 use crate::dsse::Envelope;
@@ -28,8 +29,6 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -254,7 +253,12 @@ impl Server {
         });
         let accepted = runtime.block_on(async {
             let listener = tokio::net::TcpListener::from_std(listener)?;
-            accept_loop(listener, Arc::clone(&ctx), stop).await;
+            let ctx = Arc::clone(&ctx);
+            let handle = move |req, remote| {
+                let ctx = Arc::clone(&ctx);
+                async move { handle(req, &ctx, remote).await }
+            };
+            serve_until_stopped(listener, MAX_CONNECTIONS, HEADER_READ_TIMEOUT, stop, handle).await;
             Ok::<_, std::io::Error>(())
         });
         let requests = ctx.requests.load(Ordering::Relaxed);
@@ -615,70 +619,6 @@ struct Ctx {
     accepted: AcceptedIssuers,
     sink: RequestSink,
     requests: AtomicU64,
-}
-
-/// Accept connections until `stop`, then let each connection finish its
-/// request in flight (hyper's graceful shutdown) and wait for all of them.
-async fn accept_loop(
-    listener: tokio::net::TcpListener,
-    ctx: Arc<Ctx>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let mut tasks = tokio::task::JoinSet::new();
-    loop {
-        let slot = tokio::select! {
-            _ = stopped(&mut stop) => break,
-            permit = Arc::clone(&slots).acquire_owned() => match permit {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-        };
-        let accepted = tokio::select! {
-            _ = stopped(&mut stop) => break,
-            accepted = listener.accept() => accepted,
-        };
-        let (stream, remote) = match accepted {
-            Ok(a) => a,
-            Err(_) => {
-                // Out of descriptors or a reset before accept: pause, go on.
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let ctx = Arc::clone(&ctx);
-        let mut stop = stop.clone();
-        tasks.spawn(async move {
-            let _slot = slot;
-            let service = hyper::service::service_fn(move |req| {
-                let ctx = Arc::clone(&ctx);
-                async move { Ok::<_, Infallible>(handle(req, &ctx, remote).await) }
-            });
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT)
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = stopped(&mut stop) => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = conn.await;
-                }
-            }
-        });
-        while tasks.try_join_next().is_some() {}
-    }
-    drop(listener);
-    while tasks.join_next().await.is_some() {}
-}
-
-/// Resolves once the stop flag is set (at once if it already is).
-async fn stopped(stop: &mut watch::Receiver<bool>) {
-    // The guard wait_for returns is dropped here, before any await of the caller.
-    let _ = stop.wait_for(|s| *s).await.map(|_| ());
 }
 
 /// One answer: status, body, content type, cache policy and extra headers.

@@ -10,6 +10,7 @@
 //! checkpoint ("Monitor Retrieval Mechanism"). Anything else is 404, a
 //! known path with another method 405.
 
+use super::accept::serve_until_stopped;
 use crate::limits::MAX_ADD_CHECKPOINT_BYTES;
 use crate::witness::{AddCheckpointError, TEXT_CONTENT_TYPE, Witness, error_chain};
 use bytes::Bytes;
@@ -17,13 +18,11 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 
 /// Largest `add-checkpoint` body read: the parser's own limit
 /// (`limits::MAX_ADD_CHECKPOINT_BYTES`: an old line, 63 proof lines, a note).
@@ -120,7 +119,19 @@ impl WitnessServer {
         let listener = self.listener;
         let ran = runtime.block_on(async {
             let listener = tokio::net::TcpListener::from_std(listener)?;
-            accept_loop(listener, Arc::clone(&ctx), stop_rx).await;
+            let ctx = Arc::clone(&ctx);
+            let handle = move |req, remote| {
+                let ctx = Arc::clone(&ctx);
+                async move { handle(req, &ctx, remote).await }
+            };
+            serve_until_stopped(
+                listener,
+                MAX_WITNESS_CONNECTIONS,
+                WITNESS_HEADER_TIMEOUT,
+                stop_rx,
+                handle,
+            )
+            .await;
             Ok::<_, std::io::Error>(())
         });
         ran.map_err(WitnessServeError::Start)?;
@@ -132,63 +143,6 @@ struct Ctx {
     witness: Arc<Witness>,
     sink: RequestSink,
     requests: AtomicU64,
-}
-
-async fn accept_loop(
-    listener: tokio::net::TcpListener,
-    ctx: Arc<Ctx>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let slots = Arc::new(Semaphore::new(MAX_WITNESS_CONNECTIONS));
-    let mut tasks = tokio::task::JoinSet::new();
-    loop {
-        let slot = tokio::select! {
-            _ = stopped(&mut stop) => break,
-            permit = Arc::clone(&slots).acquire_owned() => match permit {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-        };
-        let accepted = tokio::select! {
-            _ = stopped(&mut stop) => break,
-            accepted = listener.accept() => accepted,
-        };
-        let Ok((stream, remote)) = accepted else {
-            // Out of descriptors or a reset before accept: pause, go on.
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
-        };
-        let _ = stream.set_nodelay(true);
-        let ctx = Arc::clone(&ctx);
-        let mut stop = stop.clone();
-        tasks.spawn(async move {
-            let _slot = slot;
-            let service = hyper::service::service_fn(move |req| {
-                let ctx = Arc::clone(&ctx);
-                async move { Ok::<_, Infallible>(handle(req, &ctx, remote).await) }
-            });
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(WITNESS_HEADER_TIMEOUT)
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = stopped(&mut stop) => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = conn.await;
-                }
-            }
-        });
-        while tasks.try_join_next().is_some() {}
-    }
-    drop(listener);
-    while tasks.join_next().await.is_some() {}
-}
-
-async fn stopped(stop: &mut watch::Receiver<bool>) {
-    let _ = stop.wait_for(|s| *s).await.map(|_| ());
 }
 
 /// One answer.

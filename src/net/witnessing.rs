@@ -12,6 +12,7 @@
 //! after a restart the old sizes are learnt again from the 409 answers.
 //! Progress and every failure go, one JSON line each, to a caller-given sink.
 
+use super::accept::stopped;
 use crate::cosig::{self, CosigStatus, WitnessVerifier};
 use crate::merkle::Hash;
 use crate::net::client::{Client, ClientError};
@@ -235,10 +236,6 @@ fn backoff(n: u32) -> Duration {
     WITNESS_BACKOFF_FIRST
         .checked_mul(1u32.checked_shl(n.min(16)).unwrap_or(u32::MAX))
         .map_or(WITNESS_BACKOFF_MAX, |d| d.min(WITNESS_BACKOFF_MAX))
-}
-
-async fn stopped(stop: &mut watch::Receiver<bool>) {
-    let _ = stop.wait_for(|s| *s).await.map(|_| ());
 }
 
 /// One witness event line.
