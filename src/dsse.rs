@@ -416,44 +416,68 @@ fn verifies(key: &VerifyingKey, message: &[u8], sig: &[u8]) -> bool {
     }
 }
 
-/// Apply the trust rule to every signature of `envelope` (strict Ed25519 over PAE).
-///
-/// spec/envelope.md "The trust rule for envelope signatures" (and
-/// spec/verify.md "Signature rule"):
-/// - a keyid naming a trusted key (keyid = hex SHA-256 of that key) must
-///   verify under it, or the check is [`SignatureCheck::Failed`];
-/// - a keyid naming no trusted key: skipped (a hint for someone else);
-/// - an empty keyid: tried against every trusted key; verified if any
-///   verifies, otherwise skipped like an unknown one;
-/// - [`SignatureCheck::Verified`] when at least one verified and none failed;
-///   [`SignatureCheck::NotEvaluated`] when nothing verified and nothing failed.
-pub fn check_signatures(envelope: &Envelope, trusted: &[VerifyingKey]) -> SignatureCheck {
-    let message = pae(&envelope.payload_type, &envelope.payload);
-    let trusted: Vec<(String, &VerifyingKey)> = trusted.iter().map(|k| (keyid(k), k)).collect();
-    let mut verified: Vec<String> = Vec::new();
-    for (index, s) in envelope.signatures.iter().enumerate() {
-        let by_id = |(id, _): &&(String, &VerifyingKey)| s.keyid.is_empty() || *id == s.keyid;
-        let candidates: Vec<&(String, &VerifyingKey)> = trusted.iter().filter(by_id).collect();
-        let hit = candidates
-            .iter()
-            .find(|(_, k)| verifies(k, &message, &s.sig));
-        match hit {
-            Some((id, _)) if !verified.contains(id) => verified.push(id.clone()),
-            Some(_) => {}
-            None if !s.keyid.is_empty() && !candidates.is_empty() => {
-                return SignatureCheck::Failed {
-                    index,
-                    keyid: s.keyid.clone(),
-                };
-            }
-            None => {}
+/// Trusted keys with their keyids (hex SHA-256 of the key), computed once
+/// for every envelope checked against them.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct TrustedKeys {
+    keys: Vec<(String, VerifyingKey)>,
+}
+
+impl TrustedKeys {
+    /// The keys, each with its keyid.
+    pub fn new(keys: &[VerifyingKey]) -> TrustedKeys {
+        TrustedKeys {
+            keys: keys.iter().map(|k| (keyid(k), *k)).collect(),
         }
     }
-    if verified.is_empty() {
-        SignatureCheck::NotEvaluated
-    } else {
-        SignatureCheck::Verified { keyids: verified }
+
+    /// Apply the trust rule to every signature of `envelope` (strict
+    /// Ed25519 over PAE).
+    ///
+    /// spec/envelope.md "The trust rule for envelope signatures" (and
+    /// spec/verify.md "Signature rule"):
+    /// - a keyid naming a trusted key (keyid = hex SHA-256 of that key) must
+    ///   verify under it, or the check is [`SignatureCheck::Failed`];
+    /// - a keyid naming no trusted key: skipped (a hint for someone else);
+    /// - an empty keyid: tried against every trusted key; verified if any
+    ///   verifies, otherwise skipped like an unknown one;
+    /// - [`SignatureCheck::Verified`] when at least one verified and none
+    ///   failed; [`SignatureCheck::NotEvaluated`] when nothing verified and
+    ///   nothing failed.
+    pub fn check(&self, envelope: &Envelope) -> SignatureCheck {
+        let message = pae(&envelope.payload_type, &envelope.payload);
+        let mut verified: Vec<String> = Vec::new();
+        for (index, s) in envelope.signatures.iter().enumerate() {
+            let mut candidates = self
+                .keys
+                .iter()
+                .filter(|(id, _)| s.keyid.is_empty() || *id == s.keyid)
+                .peekable();
+            let named = candidates.peek().is_some();
+            match candidates.find(|(_, k)| verifies(k, &message, &s.sig)) {
+                Some((id, _)) if !verified.contains(id) => verified.push(id.clone()),
+                Some(_) => {}
+                None if !s.keyid.is_empty() && named => {
+                    return SignatureCheck::Failed {
+                        index,
+                        keyid: s.keyid.clone(),
+                    };
+                }
+                None => {}
+            }
+        }
+        if verified.is_empty() {
+            SignatureCheck::NotEvaluated
+        } else {
+            SignatureCheck::Verified { keyids: verified }
+        }
     }
+}
+
+/// [`TrustedKeys::check`] against `trusted` (keyids computed for this call;
+/// hold a [`TrustedKeys`] to check many envelopes).
+pub fn check_signatures(envelope: &Envelope, trusted: &[VerifyingKey]) -> SignatureCheck {
+    TrustedKeys::new(trusted).check(envelope)
 }
 
 #[cfg(test)]

@@ -270,6 +270,21 @@ pub fn open_regular(path: &Path) -> Result<(File, Metadata), InputError> {
     if !before.is_file() {
         return Err(not_regular(&before));
     }
+    open_checked(path)
+}
+
+/// The second half of [`open_regular`]: open `path` with `O_NONBLOCK |
+/// O_NOCTTY` and refuse what `fstat` says is not a regular file.
+fn open_checked(path: &Path) -> Result<(File, Metadata), InputError> {
+    let open_error = |source: io::Error| match source.kind() {
+        io::ErrorKind::NotFound => InputError::NotFound {
+            path: path.to_path_buf(),
+        },
+        _ => InputError::Open {
+            path: path.to_path_buf(),
+            source,
+        },
+    };
     let mut options = OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -280,9 +295,61 @@ pub fn open_regular(path: &Path) -> Result<(File, Metadata), InputError> {
     let file = options.open(path).map_err(open_error)?;
     let meta = file.metadata().map_err(open_error)?;
     if !meta.is_file() {
-        return Err(not_regular(&meta));
+        return Err(InputError::NotRegular {
+            path: path.to_path_buf(),
+            kind: FileKind::of(&meta),
+        });
     }
     Ok((file, meta))
+}
+
+/// A path that named a regular file when its `stat` was taken (by a caller
+/// that looks at many paths before reading any, as `rcpt verify` does to
+/// refuse a bad argument before any output). [`read_regular_path`] opens it
+/// without a second `stat` before the open; the `fstat` of the opened file
+/// still refuses anything but a regular file, so a path swapped since is
+/// refused as [`read_path`] refuses it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegularPath(PathBuf);
+
+impl RegularPath {
+    /// `path`, when `meta` (its `stat`) says it is a regular file.
+    pub fn new(path: PathBuf, meta: &Metadata) -> Option<RegularPath> {
+        meta.is_file().then_some(RegularPath(path))
+    }
+
+    /// The path.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+/// [`read_path`] of a path already found to be a regular file.
+pub fn read_regular_path(path: &RegularPath, limit: usize) -> Result<Vec<u8>, InputError> {
+    let (file, meta) = open_checked(path.path())?;
+    read_file_to_limit(file, meta.len(), limit, || {
+        path.path().display().to_string()
+    })
+}
+
+/// Read an opened regular file whose `fstat` gave `size`, at most `limit`
+/// bytes. A file is read up to the size it had when opened: when that much
+/// has been read there is no further read to find the end (one `read` per
+/// file, not two). A size of 0 (as `/proc` files report) or over the limit
+/// reads to the end, capped as [`read_to_limit`] caps.
+fn read_file_to_limit(
+    file: File,
+    size: u64,
+    limit: usize,
+    name: impl Fn() -> String,
+) -> Result<Vec<u8>, InputError> {
+    match usize::try_from(size) {
+        Ok(expected) if expected > 0 && expected <= limit => {
+            // `take` returns end of file at `expected` without a system call.
+            read_to_limit(file.take(size), limit, expected, name)
+        }
+        _ => read_to_limit(file, limit, 0, name),
+    }
 }
 
 /// Read all of `reader`, at most `limit` bytes: `limit + 1` are read at most,
@@ -314,8 +381,7 @@ fn read_to_limit(
 /// Read the regular file at `path`, at most `limit` bytes.
 pub fn read_path(path: &Path, limit: usize) -> Result<Vec<u8>, InputError> {
     let (file, meta) = open_regular(path)?;
-    let size = usize::try_from(meta.len()).unwrap_or(usize::MAX);
-    read_to_limit(file, limit, size, || path.display().to_string())
+    read_file_to_limit(file, meta.len(), limit, || path.display().to_string())
 }
 
 /// Read `source`, at most `limit` bytes; `stdin` is read for
@@ -713,4 +779,80 @@ pub fn create_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), OutputErro
         return result;
     }
     sync_dir(parent_dir(path)).map_err(io_error("sync the directory", parent_dir(path)))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn checked(path: &Path) -> RegularPath {
+        RegularPath::new(path.to_path_buf(), &std::fs::metadata(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_checked_path_reads_like_read_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.json");
+        std::fs::write(&path, b"0123456789").unwrap();
+        let p = checked(&path);
+        assert_eq!(read_regular_path(&p, 10).unwrap(), b"0123456789");
+        assert_eq!(read_path(&path, 10).unwrap(), b"0123456789");
+        // One byte over the limit: refused by both, and by its size alone.
+        assert!(matches!(
+            read_regular_path(&p, 9),
+            Err(InputError::TooLarge { limit: 9, .. })
+        ));
+        assert!(matches!(
+            read_path(&path, 9),
+            Err(InputError::TooLarge { limit: 9, .. })
+        ));
+        // An empty file reads as empty.
+        std::fs::write(&path, b"").unwrap();
+        assert_eq!(read_regular_path(&p, 10).unwrap(), b"");
+    }
+
+    #[test]
+    fn a_directory_is_not_a_regular_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = std::fs::metadata(dir.path()).unwrap();
+        assert_eq!(RegularPath::new(dir.path().to_path_buf(), &meta), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_checked_path_swapped_for_a_fifo_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.json");
+        std::fs::write(&path, b"{}").unwrap();
+        let p = checked(&path);
+        std::fs::remove_file(&path).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // No writer: an open without O_NONBLOCK would wait forever.
+        assert!(matches!(
+            read_regular_path(&p, 10),
+            Err(InputError::NotRegular {
+                kind: FileKind::Fifo,
+                ..
+            })
+        ));
+        std::fs::remove_file(&path).unwrap();
+        assert!(matches!(
+            read_regular_path(&p, 10),
+            Err(InputError::NotFound { .. })
+        ));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_whose_stat_says_zero_bytes_is_read_to_its_end() {
+        // /proc files are regular with a size of 0 and content.
+        let path = Path::new("/proc/self/status");
+        let bytes = read_regular_path(&checked(path), 1 << 20).unwrap();
+        assert!(bytes.starts_with(b"Name:"), "{bytes:?}");
+    }
 }

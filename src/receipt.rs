@@ -6,11 +6,10 @@
 //! and [`payload_from_cbor`] (verifying, logging). Every refusal carries a
 //! stable reason code (spec/receipt.md). No I/O, no signatures.
 
-use crate::canonical::{MAX_SAFE_INTEGER, Value, dagcbor, identity};
+use crate::canonical::{MAX_SAFE_INTEGER, Value, ValueRef, dagcbor, identity};
 use crate::digest::Digest;
 use crate::limits::{MAX_DENY_REASONS, MAX_PAYLOAD_BYTES, MAX_READ_SET_ITEMS, MAX_TEXT_BYTES};
 use crate::reason::Reason;
-use std::collections::BTreeMap;
 
 /// Where the gated change happens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -188,18 +187,24 @@ impl Receipt {
     /// [`SchemaError::UnsupportedVersion`] whatever the other fields, checked
     /// first.
     pub fn from_value(value: &Value) -> Result<Receipt, SchemaError> {
+        Receipt::from_ref(&value.borrow())
+    }
+
+    /// [`Receipt::from_value`] of a borrowed value (as
+    /// [`dagcbor::decode_ref`] reads it).
+    pub fn from_ref(value: &ValueRef<'_>) -> Result<Receipt, SchemaError> {
         // Version before schema: a payload whose `version` is an integer
         // other than 1 is another format, not judged by this one's fields
         // (a future receipt is not a forgery).
-        if let Some(Value::Integer(v)) = value.as_map().and_then(|m| m.get("version"))
+        if let Some(ValueRef::Integer(v)) = value.get("version")
             && *v != 1
         {
             return Err(SchemaError::UnsupportedVersion(*v));
         }
         let top = Obj::new(value, "", TOP_FIELDS)?;
         match top.get("version")? {
-            Value::Integer(1) => {}
-            Value::Integer(v) => return Err(SchemaError::UnsupportedVersion(*v)),
+            ValueRef::Integer(1) => {}
+            ValueRef::Integer(v) => return Err(SchemaError::UnsupportedVersion(*v)),
             other => return Err(wrong_type("version", "the integer 1", other)),
         }
         Ok(Receipt {
@@ -336,14 +341,18 @@ const TOP_FIELDS: &[&str] = &[
 
 /// A map checked to hold exactly `fields`, read with field paths for errors.
 struct Obj<'a> {
-    map: &'a BTreeMap<String, Value>,
-    path: String,
+    map: &'a [(&'a str, ValueRef<'a>)],
+    path: &'a str,
 }
 
 impl<'a> Obj<'a> {
     /// Refuse a non-map, any unknown field and any missing field.
-    fn new(value: &'a Value, path: &str, fields: &[&str]) -> Result<Obj<'a>, SchemaError> {
-        let Value::Map(map) = value else {
+    fn new(
+        value: &'a ValueRef<'a>,
+        path: &'a str,
+        fields: &[&str],
+    ) -> Result<Obj<'a>, SchemaError> {
+        let ValueRef::Map(map) = value else {
             let name = if path.is_empty() { "payload" } else { path };
             return Err(wrong_type(name, "a map", value));
         };
@@ -354,25 +363,25 @@ impl<'a> Obj<'a> {
                 format!("{path}.{k}")
             }
         };
-        if let Some(k) = map.keys().find(|k| !fields.contains(&k.as_str())) {
+        // The bytewise-first unknown key, as the owned value's map lists them.
+        let unknown = map.iter().map(|(k, _)| *k).filter(|k| !fields.contains(k));
+        if let Some(k) = unknown.min() {
             return Err(field(
                 join(k),
                 "unknown field; remove it (version 1 has no such field)",
             ));
         }
-        if let Some(k) = fields.iter().find(|k| !map.contains_key(**k)) {
+        if let Some(k) = fields.iter().find(|f| !map.iter().any(|(k, _)| k == *f)) {
             return Err(field(join(k), "missing; every version-1 field is required"));
         }
-        Ok(Obj {
-            map,
-            path: path.to_owned(),
-        })
+        Ok(Obj { map, path })
     }
 
     /// A field known to be present (checked in `new`).
-    fn get(&self, key: &str) -> Result<&'a Value, SchemaError> {
+    fn get(&self, key: &str) -> Result<&'a ValueRef<'a>, SchemaError> {
         self.map
-            .get(key)
+            .iter()
+            .find_map(|(k, v)| (*k == key).then_some(v))
             .ok_or_else(|| field(format!("{}{key}", self.prefix()), "missing"))
     }
 
@@ -405,7 +414,7 @@ fn field(path: impl Into<String>, detail: impl Into<String>) -> SchemaError {
 }
 
 /// A schema error for a value of the wrong type.
-fn wrong_type(path: &str, expected: &str, found: &Value) -> SchemaError {
+fn wrong_type(path: &str, expected: &str, found: &ValueRef<'_>) -> SchemaError {
     field(
         path,
         format!("expected {expected}, found {}", found.type_name()),
@@ -413,31 +422,36 @@ fn wrong_type(path: &str, expected: &str, found: &Value) -> SchemaError {
 }
 
 /// Text of at most `MAX_TEXT_BYTES` bytes.
-fn text(value: &Value, path: &str) -> Result<String, SchemaError> {
+fn text(value: &ValueRef<'_>, path: &str) -> Result<String, SchemaError> {
+    text_ref(value, path).map(str::to_owned)
+}
+
+/// [`text`], borrowed.
+fn text_ref<'v>(value: &ValueRef<'v>, path: &str) -> Result<&'v str, SchemaError> {
     match value {
-        Value::Text(s) if s.len() > MAX_TEXT_BYTES => Err(field(
+        ValueRef::Text(s) if s.len() > MAX_TEXT_BYTES => Err(field(
             path,
             format!(
                 "text is {} bytes, over the limit of {MAX_TEXT_BYTES}",
                 s.len()
             ),
         )),
-        Value::Text(s) => Ok(s.clone()),
+        ValueRef::Text(s) => Ok(s),
         other => Err(wrong_type(path, "text", other)),
     }
 }
 
 /// A boolean.
-fn boolean(value: &Value, path: &str) -> Result<bool, SchemaError> {
+fn boolean(value: &ValueRef<'_>, path: &str) -> Result<bool, SchemaError> {
     match value {
-        Value::Bool(b) => Ok(*b),
+        ValueRef::Bool(b) => Ok(*b),
         other => Err(wrong_type(path, "a boolean", other)),
     }
 }
 
 /// A digest in its strict text form (`blake3:`/`sha256:` + 64 lowercase hex).
-fn digest(value: &Value, path: &str) -> Result<Digest, SchemaError> {
-    let Value::Text(s) = value else {
+fn digest(value: &ValueRef<'_>, path: &str) -> Result<Digest, SchemaError> {
+    let ValueRef::Text(s) = value else {
         return Err(wrong_type(path, "a digest (text)", value));
     };
     s.parse::<Digest>()
@@ -455,21 +469,21 @@ fn digest_value(d: &Digest) -> Value {
 }
 
 /// `null`, or the value read by `read`.
-fn nullable<T>(
-    value: &Value,
-    read: impl FnOnce(&Value) -> Result<T, SchemaError>,
+fn nullable<'v, T>(
+    value: &'v ValueRef<'v>,
+    read: impl FnOnce(&'v ValueRef<'v>) -> Result<T, SchemaError>,
 ) -> Result<Option<T>, SchemaError> {
     match value {
-        Value::Null => Ok(None),
+        ValueRef::Null => Ok(None),
         v => read(v).map(Some),
     }
 }
 
 /// `issued_at`: Unix seconds, 0 ..= 2^53-1 (a receipt before 1970 is refused).
-fn issued_at(value: &Value) -> Result<i64, SchemaError> {
+fn issued_at(value: &ValueRef<'_>) -> Result<i64, SchemaError> {
     match value {
-        Value::Integer(n) if (0..=MAX_SAFE_INTEGER).contains(n) => Ok(*n),
-        Value::Integer(n) => Err(field(
+        ValueRef::Integer(n) if (0..=MAX_SAFE_INTEGER).contains(n) => Ok(*n),
+        ValueRef::Integer(n) => Err(field(
             "issued_at",
             format!("{n} is outside 0..=2^53-1 Unix seconds; write the issuing time in UTC"),
         )),
@@ -478,8 +492,8 @@ fn issued_at(value: &Value) -> Result<i64, SchemaError> {
 }
 
 /// `read_set`: at most `MAX_READ_SET_ITEMS` `{resource, digest}` maps.
-fn read_set(value: &Value) -> Result<Vec<ReadItem>, SchemaError> {
-    let Value::Array(items) = value else {
+fn read_set(value: &ValueRef<'_>) -> Result<Vec<ReadItem>, SchemaError> {
+    let ValueRef::Array(items) = value else {
         return Err(wrong_type("read_set", "an array", value));
     };
     if items.len() > MAX_READ_SET_ITEMS {
@@ -500,7 +514,7 @@ fn read_set(value: &Value) -> Result<Vec<ReadItem>, SchemaError> {
 
 impl ReadItem {
     /// `{"resource": text, "digest": digest}`.
-    fn from_value(value: &Value, path: &str) -> Result<ReadItem, SchemaError> {
+    fn from_value(value: &ValueRef<'_>, path: &str) -> Result<ReadItem, SchemaError> {
         let obj = Obj::new(value, path, &["resource", "digest"])?;
         Ok(ReadItem {
             resource: text(obj.get("resource")?, &format!("{path}.resource"))?,
@@ -539,13 +553,13 @@ impl Substrate {
     }
 
     /// One of the five names, exactly.
-    fn from_value(value: &Value) -> Result<Substrate, SchemaError> {
-        let Value::Text(s) = value else {
+    fn from_value(value: &ValueRef<'_>) -> Result<Substrate, SchemaError> {
+        let ValueRef::Text(s) = value else {
             return Err(wrong_type("substrate", "text", value));
         };
         Substrate::ALL
             .into_iter()
-            .find(|x| x.as_str() == s)
+            .find(|x| x.as_str() == *s)
             .ok_or_else(|| {
                 field(
                     "substrate",
@@ -570,7 +584,7 @@ impl Verdict {
 
     /// Exactly one of `{"admit": {"proof"}}`, `{"deny": {"reasons"}}`,
     /// `{"escalate": {"ticket"}}`.
-    fn from_value(value: &Value) -> Result<Verdict, SchemaError> {
+    fn from_value(value: &ValueRef<'_>) -> Result<Verdict, SchemaError> {
         let arms = value.as_map().filter(|m| m.len() == 1);
         let Some((arm, inner)) = arms.and_then(|m| m.iter().next()) else {
             return Err(field(
@@ -582,7 +596,7 @@ impl Verdict {
             ));
         };
         let path = format!("verdict.{arm}");
-        match arm.as_str() {
+        match *arm {
             "admit" => {
                 let o = Obj::new(inner, &path, &["proof"])?;
                 let proof = digest(o.get("proof")?, "verdict.admit.proof")?;
@@ -644,9 +658,9 @@ impl Verdict {
 }
 
 /// `deny.reasons`: at most `MAX_DENY_REASONS` texts.
-fn reasons(value: &Value) -> Result<Vec<String>, SchemaError> {
+fn reasons(value: &ValueRef<'_>) -> Result<Vec<String>, SchemaError> {
     let path = "verdict.deny.reasons";
-    let Value::Array(items) = value else {
+    let ValueRef::Array(items) = value else {
         return Err(wrong_type(path, "an array of text", value));
     };
     if items.len() > MAX_DENY_REASONS {
@@ -666,11 +680,14 @@ fn reasons(value: &Value) -> Result<Vec<String>, SchemaError> {
 }
 
 /// A short description of a value for messages: its type, or a map's keys.
-fn describe(value: &Value) -> String {
+fn describe(value: &ValueRef<'_>) -> String {
     match value {
-        Value::Map(m) => {
-            let keys: Vec<String> = m
-                .keys()
+        ValueRef::Map(m) => {
+            // Bytewise order, as the owned value's map lists them.
+            let mut sorted: Vec<&str> = m.iter().map(|(k, _)| *k).collect();
+            sorted.sort_unstable();
+            let keys: Vec<String> = sorted
+                .into_iter()
                 .take(8)
                 .map(|k| format!("{:?}", truncate(k)))
                 .collect();
@@ -694,13 +711,13 @@ impl Stage {
     }
 
     /// One of `deterministic`, `llm`, `unknown`.
-    fn from_value(value: &Value, path: &str) -> Result<Stage, SchemaError> {
-        let Value::Text(s) = value else {
+    fn from_value(value: &ValueRef<'_>, path: &str) -> Result<Stage, SchemaError> {
+        let ValueRef::Text(s) = value else {
             return Err(wrong_type(path, "text", value));
         };
         Stage::ALL
             .into_iter()
-            .find(|x| x.as_str() == s)
+            .find(|x| x.as_str() == *s)
             .ok_or_else(|| {
                 let found = truncate(s);
                 field(
@@ -737,14 +754,15 @@ impl Replay {
     }
 
     /// `{"class": ...}`, with `proposal` and `execution` for `mixed` only.
-    fn from_value(value: &Value) -> Result<Replay, SchemaError> {
-        let Value::Map(m) = value else {
+    fn from_value(value: &ValueRef<'_>) -> Result<Replay, SchemaError> {
+        let ValueRef::Map(m) = value else {
             return Err(wrong_type("replay", "a map", value));
         };
         let class = m
-            .get("class")
+            .iter()
+            .find_map(|(k, v)| (*k == "class").then_some(v))
             .ok_or_else(|| field("replay.class", "missing; every replay names its class"))?;
-        let class = text(class, "replay.class")?;
+        let class = text_ref(class, "replay.class")?;
         if class == "mixed" {
             let o = Obj::new(value, "replay", &["class", "proposal", "execution"])?;
             return Ok(Replay::Mixed {
@@ -763,7 +781,7 @@ impl Replay {
                 "replay.class",
                 format!(
                     "{:?} is not one of deterministic_replay, llm_originated, unknown, mixed",
-                    truncate(&class)
+                    truncate(class)
                 ),
             )
         })
@@ -857,7 +875,7 @@ impl PayloadError {
 /// or whitespace of the JSON gives the same bytes and the same id.
 pub fn payload_from_json(json: &[u8]) -> Result<ValidPayload, PayloadError> {
     let value = crate::canonical::json::from_json(json)?;
-    let receipt = checked(&value)?;
+    let receipt = checked(&value.borrow())?;
     let bytes = dagcbor::encode(&value);
     if bytes.len() > MAX_PAYLOAD_BYTES {
         return Err(PayloadError::TooLarge(bytes.len()));
@@ -879,23 +897,104 @@ pub fn payload_from_cbor(bytes: &[u8]) -> Result<ValidPayload, PayloadError> {
     if bytes.len() > MAX_PAYLOAD_BYTES {
         return Err(PayloadError::TooLarge(bytes.len()));
     }
-    let value = dagcbor::decode(bytes)?;
+    let value = dagcbor::decode_ref(bytes)?;
     let receipt = checked(&value)?;
     Ok(ValidPayload {
         bytes: bytes.to_vec(),
-        value,
+        value: value.to_value(),
         receipt,
         id: identity(bytes),
     })
 }
 
+/// [`payload_from_cbor`] without the copies: the checked receipt and its
+/// id, decoded from a value borrowed from `bytes` ([`dagcbor::decode_ref`]).
+pub fn receipt_from_cbor(bytes: &[u8]) -> Result<(Receipt, Digest), PayloadError> {
+    if bytes.len() > MAX_PAYLOAD_BYTES {
+        return Err(PayloadError::TooLarge(bytes.len()));
+    }
+    let value = dagcbor::decode_ref(bytes)?;
+    let receipt = checked(&value)?;
+    Ok((receipt, identity(bytes)))
+}
+
 /// Schema, then every invariant.
-fn checked(value: &Value) -> Result<Receipt, PayloadError> {
-    let receipt = Receipt::from_value(value)?;
+fn checked(value: &ValueRef<'_>) -> Result<Receipt, PayloadError> {
+    let receipt = Receipt::from_ref(value)?;
     let violations = receipt.violations();
     if violations.is_empty() {
         Ok(receipt)
     } else {
         Err(PayloadError::Invariants(violations))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::canonical::json;
+
+    fn valid() -> Value {
+        let text = br#"{"version": 1, "issuer": "i", "issued_at": 1, "substrate": "git",
+            "change_id": "blake3:0000000000000000000000000000000000000000000000000000000000000000",
+            "inverse_delta_id": null, "reversibility": null, "read_set": [],
+            "precondition": null,
+            "policy_id": "blake3:0000000000000000000000000000000000000000000000000000000000000000",
+            "verdict": {"escalate": {"ticket": "T-1"}}, "applied": false,
+            "replay": {"class": "unknown"}}"#;
+        json::from_json(text).unwrap()
+    }
+
+    fn with(key: &str, value: Value) -> Value {
+        let mut v = valid();
+        if let Value::Map(m) = &mut v {
+            m.insert(key.to_owned(), value);
+        }
+        v
+    }
+
+    /// The payload as the decoder reads it: keys in DAG-CBOR's length-first
+    /// order, borrowed from the bytes.
+    fn from_cbor(v: &Value) -> Result<Receipt, SchemaError> {
+        let bytes = dagcbor::encode(v);
+        Receipt::from_ref(&dagcbor::decode_ref(&bytes).unwrap())
+    }
+
+    #[test]
+    fn the_borrowed_reader_reads_what_the_owned_one_reads() {
+        let v = valid();
+        assert_eq!(from_cbor(&v).unwrap(), Receipt::from_value(&v).unwrap());
+        let (receipt, id) = receipt_from_cbor(&dagcbor::encode(&v)).unwrap();
+        let owned = payload_from_cbor(&dagcbor::encode(&v)).unwrap();
+        assert_eq!((receipt, id), (owned.receipt, owned.id));
+        assert_eq!(owned.value, v);
+    }
+
+    #[test]
+    fn errors_name_keys_in_bytewise_order_whatever_the_encoding_order() {
+        // Length-first (the CBOR order) puts "zz" before "aaa"; bytewise
+        // (the owned map's order, and the messages') puts "aaa" first.
+        let v = with("zz", Value::Null);
+        let v = if let Value::Map(mut m) = v {
+            m.insert("aaa".into(), Value::Null);
+            Value::Map(m)
+        } else {
+            panic!()
+        };
+        let owned = Receipt::from_value(&v).unwrap_err();
+        assert_eq!(from_cbor(&v).unwrap_err(), owned);
+        assert!(owned.to_string().contains("aaa"), "{owned}");
+
+        let mut arms = std::collections::BTreeMap::new();
+        arms.insert("zz".to_owned(), Value::Null);
+        arms.insert("aaa".to_owned(), Value::Null);
+        let v = with("verdict", Value::Map(arms));
+        let owned = Receipt::from_value(&v).unwrap_err();
+        assert_eq!(from_cbor(&v).unwrap_err(), owned);
+        assert!(
+            owned.to_string().contains(r#"keys ["aaa", "zz"]"#),
+            "{owned}"
+        );
     }
 }

@@ -11,11 +11,10 @@
 //! (`payload.non_canonical`), and bytes that are not one well-formed data
 //! item of the data model at all (`payload.malformed`).
 
-use super::{MAX_SAFE_INTEGER, Value};
+use super::{MAX_SAFE_INTEGER, Value, ValueRef};
 use crate::limits::MAX_VALUE_DEPTH;
 use crate::reason::Reason;
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
 
 /// CBOR major types (RFC 8949 section 3.1).
 const MAJOR_UNSIGNED: u8 = 0;
@@ -199,6 +198,12 @@ fn write_head(out: &mut Vec<u8>, major: u8, arg: u64) {
 /// null, nesting at most `MAX_VALUE_DEPTH`. Every length is checked against
 /// the remaining input before anything is allocated.
 pub fn decode(bytes: &[u8]) -> Result<Value, DecodeError> {
+    decode_ref(bytes).map(|v| v.to_value())
+}
+
+/// [`decode`], borrowing texts, byte strings and keys from `bytes` (the
+/// same refusals; only arrays and maps are allocated).
+pub fn decode_ref(bytes: &[u8]) -> Result<ValueRef<'_>, DecodeError> {
     let mut d = Decoder { bytes, pos: 0 };
     let value = d.item(0)?;
     if d.pos < bytes.len() {
@@ -224,14 +229,14 @@ struct Decoder<'a> {
     pos: usize,
 }
 
-impl Decoder<'_> {
+impl<'a> Decoder<'a> {
     /// Bytes left after the cursor.
     fn remaining(&self) -> usize {
         self.bytes.len().saturating_sub(self.pos)
     }
 
     /// Take `n` bytes, or report truncation of the item at `offset`.
-    fn take(&mut self, n: usize, offset: usize) -> Result<&[u8], DecodeError> {
+    fn take(&mut self, n: usize, offset: usize) -> Result<&'a [u8], DecodeError> {
         let end = self.pos.checked_add(n).filter(|e| *e <= self.bytes.len());
         let slice = end.and_then(|e| self.bytes.get(self.pos..e));
         match (end, slice) {
@@ -292,13 +297,13 @@ impl Decoder<'_> {
     }
 
     /// Decode one item at nesting `depth` (0 for the top level).
-    fn item(&mut self, depth: usize) -> Result<Value, DecodeError> {
+    fn item(&mut self, depth: usize) -> Result<ValueRef<'a>, DecodeError> {
         let head = self.head()?;
         match head.major {
             MAJOR_UNSIGNED => unsigned(&head),
             MAJOR_NEGATIVE => negative(&head),
-            MAJOR_BYTES => Ok(Value::Bytes(self.string(&head)?.to_vec())),
-            MAJOR_TEXT => Ok(Value::Text(self.text(&head)?)),
+            MAJOR_BYTES => Ok(ValueRef::Bytes(self.string(&head)?)),
+            MAJOR_TEXT => Ok(ValueRef::Text(self.text(&head)?)),
             MAJOR_ARRAY => self.array(&head, depth),
             MAJOR_MAP => self.map(&head, depth),
             MAJOR_TAG => Err(DecodeError::Tag {
@@ -310,18 +315,16 @@ impl Decoder<'_> {
     }
 
     /// The content bytes of a byte or text string, bounded by the input.
-    fn string(&mut self, head: &Head) -> Result<&[u8], DecodeError> {
+    fn string(&mut self, head: &Head) -> Result<&'a [u8], DecodeError> {
         let len = usize::try_from(head.arg).unwrap_or(usize::MAX);
         self.take(len, head.offset)
     }
 
     /// A text string: valid UTF-8 required.
-    fn text(&mut self, head: &Head) -> Result<String, DecodeError> {
+    fn text(&mut self, head: &Head) -> Result<&'a str, DecodeError> {
         let offset = head.offset;
         let raw = self.string(head)?;
-        std::str::from_utf8(raw)
-            .map(str::to_owned)
-            .map_err(|_| DecodeError::InvalidUtf8 { offset })
+        std::str::from_utf8(raw).map_err(|_| DecodeError::InvalidUtf8 { offset })
     }
 
     /// Refuse nesting beyond the limit, and a count of items that the
@@ -348,20 +351,19 @@ impl Decoder<'_> {
     }
 
     /// An array of definite length.
-    fn array(&mut self, head: &Head, depth: usize) -> Result<Value, DecodeError> {
+    fn array(&mut self, head: &Head, depth: usize) -> Result<ValueRef<'a>, DecodeError> {
         let len = self.container_len(head, depth, 1)?;
         let mut items = Vec::with_capacity(len);
         for _ in 0..len {
             items.push(self.item(depth + 1)?);
         }
-        Ok(Value::Array(items))
+        Ok(ValueRef::Array(items))
     }
 
     /// A map of definite length whose text keys strictly increase.
-    fn map(&mut self, head: &Head, depth: usize) -> Result<Value, DecodeError> {
+    fn map(&mut self, head: &Head, depth: usize) -> Result<ValueRef<'a>, DecodeError> {
         let len = self.container_len(head, depth, 2)?;
-        let mut map = BTreeMap::new();
-        let mut previous: Option<String> = None;
+        let mut map: Vec<(&'a str, ValueRef<'a>)> = Vec::with_capacity(len);
         for _ in 0..len {
             let key_head = self.head()?;
             if key_head.major != MAJOR_TEXT {
@@ -370,12 +372,11 @@ impl Decoder<'_> {
                 });
             }
             let key = self.text(&key_head)?;
-            check_key_order(previous.as_deref(), &key, key_head.offset)?;
+            check_key_order(map.last().map(|(k, _)| *k), key, key_head.offset)?;
             let item = self.item(depth + 1)?;
-            map.insert(key.clone(), item);
-            previous = Some(key);
+            map.push((key, item));
         }
-        Ok(Value::Map(map))
+        Ok(ValueRef::Map(map))
     }
 }
 
@@ -396,11 +397,11 @@ fn check_key_order(previous: Option<&str>, key: &str, offset: usize) -> Result<(
 }
 
 /// Major type 0 within the data model's range.
-fn unsigned(head: &Head) -> Result<Value, DecodeError> {
+fn unsigned<'a>(head: &Head) -> Result<ValueRef<'a>, DecodeError> {
     i64::try_from(head.arg)
         .ok()
         .filter(|n| *n <= MAX_SAFE_INTEGER)
-        .map(Value::Integer)
+        .map(ValueRef::Integer)
         .ok_or_else(|| DecodeError::IntegerOutOfRange {
             offset: head.offset,
             magnitude_desc: head.arg.to_string(),
@@ -408,11 +409,11 @@ fn unsigned(head: &Head) -> Result<Value, DecodeError> {
 }
 
 /// Major type 1 (the value -1 - arg) within the data model's range.
-fn negative(head: &Head) -> Result<Value, DecodeError> {
+fn negative<'a>(head: &Head) -> Result<ValueRef<'a>, DecodeError> {
     i64::try_from(head.arg)
         .ok()
         .filter(|n| *n < MAX_SAFE_INTEGER)
-        .map(|n| Value::Integer(-1 - n))
+        .map(|n| ValueRef::Integer(-1 - n))
         .ok_or_else(|| DecodeError::IntegerOutOfRange {
             offset: head.offset,
             magnitude_desc: format!("-1-{}", head.arg),
@@ -420,13 +421,13 @@ fn negative(head: &Head) -> Result<Value, DecodeError> {
 }
 
 /// Major type 7: false, true and null only.
-fn simple(head: &Head) -> Result<Value, DecodeError> {
+fn simple<'a>(head: &Head) -> Result<ValueRef<'a>, DecodeError> {
     let offset = head.offset;
     match (head.info, head.arg) {
         (25..=27, _) => Err(DecodeError::Float { offset }),
-        (_, a) if a == u64::from(SIMPLE_FALSE) && head.info < 24 => Ok(Value::Bool(false)),
-        (_, a) if a == u64::from(SIMPLE_TRUE) && head.info < 24 => Ok(Value::Bool(true)),
-        (_, a) if a == u64::from(SIMPLE_NULL) && head.info < 24 => Ok(Value::Null),
+        (_, a) if a == u64::from(SIMPLE_FALSE) && head.info < 24 => Ok(ValueRef::Bool(false)),
+        (_, a) if a == u64::from(SIMPLE_TRUE) && head.info < 24 => Ok(ValueRef::Bool(true)),
+        (_, a) if a == u64::from(SIMPLE_NULL) && head.info < 24 => Ok(ValueRef::Null),
         (_, a) => Err(DecodeError::Simple {
             offset,
             value: u8::try_from(a).unwrap_or(SIMPLE_UNDEFINED),
@@ -438,6 +439,7 @@ fn simple(head: &Head) -> Result<Value, DecodeError> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
+    use std::collections::BTreeMap;
 
     fn hex(s: &str) -> Vec<u8> {
         (0..s.len())

@@ -9,7 +9,7 @@ pub mod jcs;
 pub mod json;
 mod value;
 
-pub use value::{MAX_SAFE_INTEGER, Value};
+pub use value::{MAX_SAFE_INTEGER, Value, ValueRef};
 
 use crate::digest::Digest;
 

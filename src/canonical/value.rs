@@ -60,3 +60,90 @@ impl Value {
         }
     }
 }
+
+/// A [`Value`] borrowed from the bytes it was read from: texts, byte
+/// strings and map keys are slices of the input, so reading a payload
+/// allocates only its arrays and maps. A map keeps its entries in the
+/// order read; the decoder has checked that its keys are unique.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ValueRef<'a> {
+    /// `null`.
+    Null,
+    /// `true` / `false`.
+    Bool(bool),
+    /// An integer within ±[`MAX_SAFE_INTEGER`].
+    Integer(i64),
+    /// A UTF-8 text string.
+    Text(&'a str),
+    /// A byte string.
+    Bytes(&'a [u8]),
+    /// An array.
+    Array(Vec<ValueRef<'a>>),
+    /// A map with unique text keys.
+    Map(Vec<(&'a str, ValueRef<'a>)>),
+}
+
+impl<'a> ValueRef<'a> {
+    /// The owned value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            ValueRef::Null => Value::Null,
+            ValueRef::Bool(b) => Value::Bool(*b),
+            ValueRef::Integer(n) => Value::Integer(*n),
+            ValueRef::Text(s) => Value::Text((*s).to_owned()),
+            ValueRef::Bytes(b) => Value::Bytes(b.to_vec()),
+            ValueRef::Array(items) => Value::Array(items.iter().map(ValueRef::to_value).collect()),
+            ValueRef::Map(entries) => Value::Map(
+                entries
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), v.to_value()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The entries, if this is a map.
+    pub fn as_map(&self) -> Option<&[(&'a str, ValueRef<'a>)]> {
+        match self {
+            ValueRef::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The value under `key`, if this is a map holding it.
+    pub fn get(&self, key: &str) -> Option<&ValueRef<'a>> {
+        self.as_map()?
+            .iter()
+            .find_map(|(k, v)| (*k == key).then_some(v))
+    }
+
+    /// Short name of the value's type, for error messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ValueRef::Null => "null",
+            ValueRef::Bool(_) => "boolean",
+            ValueRef::Integer(_) => "integer",
+            ValueRef::Text(_) => "text",
+            ValueRef::Bytes(_) => "bytes",
+            ValueRef::Array(_) => "array",
+            ValueRef::Map(_) => "map",
+        }
+    }
+}
+
+impl Value {
+    /// The value as a [`ValueRef`] borrowing its texts (maps in key order).
+    pub fn borrow(&self) -> ValueRef<'_> {
+        match self {
+            Value::Null => ValueRef::Null,
+            Value::Bool(b) => ValueRef::Bool(*b),
+            Value::Integer(n) => ValueRef::Integer(*n),
+            Value::Text(s) => ValueRef::Text(s),
+            Value::Bytes(b) => ValueRef::Bytes(b),
+            Value::Array(items) => ValueRef::Array(items.iter().map(Value::borrow).collect()),
+            Value::Map(m) => {
+                ValueRef::Map(m.iter().map(|(k, v)| (k.as_str(), v.borrow())).collect())
+            }
+        }
+    }
+}

@@ -960,10 +960,10 @@ fn bundle_text(
 ) -> anyhow::Result<String> {
     let envelope =
         Envelope::from_entry(entry).with_context(|| format!("decoding entry {index}"))?;
-    let payload = rcpt::receipt::payload_from_cbor(&envelope.payload)
+    let (_, id) = rcpt::receipt::receipt_from_cbor(&envelope.payload)
         .with_context(|| format!("entry {index} holds no valid receipt"))?;
     let bundle = rcpt::bundle::Bundle {
-        receipt_id: payload.id.to_string(),
+        receipt_id: id.to_string(),
         envelope,
         log: rcpt::bundle::LogProof {
             origin: log.origin().to_string(),

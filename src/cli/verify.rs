@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use rayon::prelude::*;
 use rcpt::gate::require::{self, Requirements, VerdictArm};
-use rcpt::io::{InputError, LineReader, Source};
+use rcpt::io::{InputError, LineReader, RegularPath, Source};
 use rcpt::keys::{self, NoteVerifier};
 use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_POLICY_BYTES, MAX_PROOF_FILE_BYTES};
 use rcpt::policy::Policy;
@@ -307,30 +307,28 @@ fn exit_status(outcome: Outcome) -> u8 {
 /// unmatched glob in CI) is a bad invocation, found before any output.
 /// The paths are looked at on every core; the first bad one in argument
 /// order is the one reported.
-fn check_bundle_paths(bundles: &[Source]) -> anyhow::Result<()> {
-    let first_bad = bundles.par_iter().find_map_first(|source| {
-        let Source::Path(path) = source else {
-            return None;
-        };
-        match std::fs::metadata(path) {
-            Ok(meta) if meta.is_file() => None,
-            Ok(meta) => {
+fn check_bundle_paths(bundles: &[Source]) -> anyhow::Result<Vec<RegularPath>> {
+    let checked: Vec<Result<RegularPath, String>> = bundles
+        .par_iter()
+        .filter_map(|source| match source {
+            Source::Path(path) => Some(path),
+            Source::Stdin => None,
+        })
+        .map(|path| match std::fs::metadata(path) {
+            Ok(meta) => RegularPath::new(path.clone(), &meta).ok_or_else(|| {
                 let kind = rcpt::io::FileKind::of(&meta);
-                Some(format!(
-                    "bundle {}: {kind}, not a bundle file",
-                    path.display()
-                ))
-            }
-            Err(e) => Some(format!(
+                format!("bundle {}: {kind}, not a bundle file", path.display())
+            }),
+            Err(e) => Err(format!(
                 "bundle {}: {e} (a path that matched no file?)",
                 path.display()
             )),
-        }
-    });
-    match first_bad {
-        Some(msg) => Err(UsageError(msg).into()),
-        None => Ok(()),
-    }
+        })
+        .collect();
+    checked
+        .into_iter()
+        .map(|c| c.map_err(|msg| UsageError(msg).into()))
+        .collect()
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
@@ -345,7 +343,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
     let sources = sources.chain(&args.log_key_files).chain(&args.since);
     let sources = sources.chain(&args.policy);
     super::stdin_at_most_once(sources.chain(&args.consistency))?;
-    check_bundle_paths(&args.bundles)?;
+    let paths = check_bundle_paths(&args.bundles)?;
     let gate = gate_of(&args)?;
     let policy = load_policy(&args)?;
     let mut trust = load_trust(&args)?;
@@ -368,7 +366,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
     let mut renderer = Renderer::new(std::io::BufWriter::new(stdout), format);
     let mut summary = Summary::default();
     renderer.begin()?;
-    let mut inputs = Inputs::new(&args.bundles);
+    let mut inputs = Inputs::new(&args.bundles, paths);
     loop {
         let chunk: Vec<Input> = inputs.by_ref().take(CHUNK).collect();
         if chunk.is_empty() {
@@ -403,14 +401,14 @@ struct Input {
 }
 
 enum InputKind {
-    File(std::path::PathBuf),
+    File(RegularPath),
     Read(Result<Vec<u8>, InputError>),
 }
 
 impl Input {
     fn verify(&self, verifier: &Verifier) -> rcpt::verify::Report {
         match &self.what {
-            InputKind::File(path) => verifier.verify_file(path),
+            InputKind::File(path) => verifier.verify_regular_file(path),
             InputKind::Read(Ok(bytes)) => verifier.verify_bytes(bytes),
             InputKind::Read(Err(e)) => verifier.report_input_error(e),
         }
@@ -421,13 +419,16 @@ impl Input {
 /// standard input.
 struct Inputs<'a> {
     args: std::slice::Iter<'a, Source>,
+    /// The checked paths of `args`' paths, in order.
+    paths: std::vec::IntoIter<RegularPath>,
     stdin: Option<StdinBundles>,
 }
 
 impl<'a> Inputs<'a> {
-    fn new(args: &'a [Source]) -> Self {
+    fn new(args: &'a [Source], paths: Vec<RegularPath>) -> Self {
         Inputs {
             args: args.iter(),
+            paths: paths.into_iter(),
             stdin: None,
         }
     }
@@ -446,9 +447,10 @@ impl Iterator for Inputs<'_> {
             match self.args.next()? {
                 Source::Stdin => self.stdin = Some(StdinBundles::new()),
                 Source::Path(path) => {
+                    let checked = self.paths.next()?;
                     return Some(Input {
                         name: path.display().to_string(),
-                        what: InputKind::File(path.clone()),
+                        what: InputKind::File(checked),
                     });
                 }
             }

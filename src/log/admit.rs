@@ -33,6 +33,10 @@ use base64::engine::general_purpose::STANDARD;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AcceptedIssuers {
     issuers: Vec<Issuer>,
+    /// The issuers' keys with their keyids, in the order of `issuers`.
+    keys: dsse::TrustedKeys,
+    /// The keyid of each issuer's key, in the order of `issuers`.
+    keyids: Vec<String>,
 }
 
 /// Why a set of accepted issuers could not be read.
@@ -58,6 +62,8 @@ impl AcceptedIssuers {
         }
         Ok(AcceptedIssuers {
             issuers: trust.issuers.clone(),
+            keys: dsse::TrustedKeys::new(&trust.issuer_keys()),
+            keyids: trust.issuers.iter().map(|i| keyid(&i.key)).collect(),
         })
     }
 
@@ -94,8 +100,9 @@ impl AcceptedIssuers {
     fn names_of(&self, id: &str) -> impl Iterator<Item = &str> {
         self.issuers
             .iter()
-            .filter(move |i| keyid(&i.key) == id)
-            .filter_map(|i| i.name.as_deref())
+            .zip(&self.keyids)
+            .filter(move |(_, k)| *k == id)
+            .filter_map(|(i, _)| i.name.as_deref())
     }
 }
 
@@ -244,8 +251,8 @@ pub fn admit(
         Some(a) => Some(verified_keyids(&env, a)?),
         None => None,
     };
-    let payload = receipt::payload_from_cbor(&env.payload).map_err(Refusal::Payload)?;
-    let issuer = payload.receipt.issuer;
+    let (receipt, id) = receipt::receipt_from_cbor(&env.payload).map_err(Refusal::Payload)?;
+    let issuer = receipt.issuer;
     let signatures = match (accepted, verified) {
         (Some(a), Some(keyids)) => issuer_signed(a, keyids, &issuer)?,
         _ => Signatures::NotChecked,
@@ -256,7 +263,7 @@ pub fn admit(
     }
     Ok(Admitted {
         entry,
-        receipt_id: payload.id.to_string(),
+        receipt_id: id.to_string(),
         issuer,
         signatures,
     })
@@ -265,8 +272,7 @@ pub fn admit(
 /// Step 3: the keyids of accepted keys that verified (at least one), or
 /// the refusal.
 fn verified_keyids(env: &Envelope, accepted: &AcceptedIssuers) -> Result<Vec<String>, Refusal> {
-    let keys: Vec<_> = accepted.issuers.iter().map(|i| i.key).collect();
-    match dsse::check_signatures(env, &keys) {
+    match accepted.keys.check(env) {
         SignatureCheck::Verified { keyids } => Ok(keyids),
         SignatureCheck::Failed { index, keyid } => Err(Refusal::SignatureFailed { index, keyid }),
         SignatureCheck::NotEvaluated => Err(Refusal::NotAccepted),

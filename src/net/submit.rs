@@ -176,12 +176,12 @@ pub fn verify_bundle(json: &[u8], entry: &[u8], log_key: &NoteVerifier) -> Resul
     if bundle.envelope.to_entry() != entry {
         return Err("its envelope is not the one submitted".to_string());
     }
-    let payload = crate::receipt::payload_from_cbor(&bundle.envelope.payload)
+    let (_, id) = crate::receipt::receipt_from_cbor(&bundle.envelope.payload)
         .map_err(|e| format!("its payload: {e}"))?;
-    if payload.id.to_string() != bundle.receipt_id {
+    if id.to_string() != bundle.receipt_id {
         return Err(format!(
-            "receipt_id {} is not the payload's id {}",
-            bundle.receipt_id, payload.id
+            "receipt_id {} is not the payload's id {id}",
+            bundle.receipt_id
         ));
     }
     if bundle.log.origin != log_key.name {

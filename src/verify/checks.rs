@@ -13,7 +13,6 @@ use crate::dsse::{self, Envelope, SignatureCheck};
 use crate::gate::fresh::{self, ItemState};
 use crate::gate::require::{self, Met, Requirements};
 use crate::io::{self, InputError};
-use crate::keys::VerifyingKey;
 use crate::limits::{MAX_BUNDLE_BYTES, MAX_JSON_DEPTH, MAX_PAYLOAD_BYTES, MAX_PROOF_FILE_BYTES};
 use crate::merkle::{self, Hash};
 use crate::note::{self, Checkpoint, Note, NoteCheck};
@@ -188,7 +187,7 @@ struct VerifiedCheckpoint {
 #[derive(Debug)]
 pub struct Verifier {
     trust: Trust,
-    issuer_keys: Vec<VerifyingKey>,
+    issuer_keys: dsse::TrustedKeys,
     /// (keyid, bound name) of each trusted issuer listing, computed once
     /// for the issuer binding (not per bundle).
     issuer_names: Vec<(String, Option<String>)>,
@@ -259,7 +258,7 @@ impl Verifier {
         if trust.logs.is_empty() {
             return Err(VerifierError::NoLogKeys);
         }
-        let issuer_keys = trust.issuer_keys();
+        let issuer_keys = dsse::TrustedKeys::new(&trust.issuer_keys());
         let issuer_names = trust
             .issuers
             .iter()
@@ -309,7 +308,17 @@ impl Verifier {
     /// Read one bundle file with the capped reader ([`crate::io::read_path`],
     /// at most [`MAX_BUNDLE_BYTES`], a regular file only) and verify it.
     pub fn verify_file(&self, path: &Path) -> Report {
-        match io::read_path(path, MAX_BUNDLE_BYTES) {
+        self.verify_read(io::read_path(path, MAX_BUNDLE_BYTES))
+    }
+
+    /// [`Verifier::verify_file`] of a path already found to be a regular
+    /// file ([`io::read_regular_path`]: no second `stat` before the open).
+    pub fn verify_regular_file(&self, path: &io::RegularPath) -> Report {
+        self.verify_read(io::read_regular_path(path, MAX_BUNDLE_BYTES))
+    }
+
+    fn verify_read(&self, read: Result<Vec<u8>, InputError>) -> Report {
+        match read {
             Ok(bytes) => self.verify_bytes(&bytes),
             Err(e) => self.report_input_error(&e),
         }
@@ -511,7 +520,7 @@ impl Verifier {
     /// decoded payload the binding cannot be looked at; the payload checks
     /// then decide the outcome.
     fn signature(&self, env: &Envelope, receipt: Option<&Receipt>) -> CheckResult {
-        match dsse::check_signatures(env, &self.issuer_keys) {
+        match self.issuer_keys.check(env) {
             SignatureCheck::Verified { keyids } => match receipt {
                 Some(r) => self.issuer_binding(&keyids, &r.issuer),
                 None => Ok(CheckVerdict::Pass),
@@ -886,7 +895,7 @@ fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) -> PayloadState {
         skip_invariants(checks, name::PAYLOAD_CANONICAL);
         return PayloadState::Unread(name::PAYLOAD_CANONICAL);
     }
-    let value = match dagcbor::decode(payload) {
+    let value = match dagcbor::decode_ref(payload) {
         Ok(v) => v,
         Err(e) => {
             checks.push(Check {
@@ -899,7 +908,7 @@ fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) -> PayloadState {
         }
     };
     checks.push(pass(name::PAYLOAD_CANONICAL));
-    let receipt = match Receipt::from_value(&value) {
+    let receipt = match Receipt::from_ref(&value) {
         Ok(r) => r,
         Err(e) => {
             let (result, state) = match &e {
