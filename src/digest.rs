@@ -99,42 +99,63 @@ impl FromStr for Digest {
             return Err(DigestError::BadLength(hex.len()));
         }
         let mut bytes = [0u8; 32];
+        // One check at the end instead of one per digit: an invalid digit
+        // reads as INVALID, and `bad` collects the high bits.
+        let mut bad = 0u8;
         for (out, pair) in bytes.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
             let &[high, low] = pair else {
                 return Err(DigestError::BadLength(hex.len()));
             };
-            *out = (hex_nibble(high)? << 4) | hex_nibble(low)?;
+            let (h, l) = (hex_value(high), hex_value(low));
+            bad |= h | l;
+            *out = (h << 4) | (l & 0x0f);
+        }
+        if bad & INVALID != 0 {
+            return Err(DigestError::BadHex);
         }
         Ok(Digest { algorithm, bytes })
     }
 }
 
-/// Value of one lowercase hex digit.
-fn hex_nibble(c: u8) -> Result<u8, DigestError> {
+/// What [`hex_value`] gives for a byte that is not a lowercase hex digit.
+const INVALID: u8 = 0x80;
+
+/// The value of a lowercase hex digit, or [`INVALID`].
+fn hex_value(c: u8) -> u8 {
     match c {
-        b'0'..=b'9' => Ok(c - b'0'),
-        b'a'..=b'f' => Ok(c - b'a' + 10),
-        _ => Err(DigestError::BadHex),
+        b'0'..=b'9' => c - b'0',
+        b'a'..=b'f' => c - b'a' + 10,
+        _ => INVALID,
     }
+}
+
+/// The lowercase hex digit of a nibble (`n` < 16).
+fn hex_digit(n: u8) -> u8 {
+    if n < 10 { b'0' + n } else { b'a' + n - 10 }
 }
 
 /// Lowercase hex of `bytes`.
 pub fn to_hex(bytes: &[u8]) -> String {
-    /// The digit of a nibble (`n` < 16 by construction below).
-    fn digit(n: u8) -> char {
-        char::from(if n < 10 { b'0' + n } else { b'a' + n - 10 })
-    }
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
-        s.push(digit(b >> 4));
-        s.push(digit(b & 0x0f));
+        s.push(char::from(hex_digit(b >> 4)));
+        s.push(char::from(hex_digit(b & 0x0f)));
     }
     s
 }
 
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}{}", self.algorithm.prefix(), to_hex(&self.bytes))
+        let mut hex = [0u8; 64];
+        for (pair, b) in hex.chunks_exact_mut(2).zip(self.bytes) {
+            if let [high, low] = pair {
+                *high = hex_digit(b >> 4);
+                *low = hex_digit(b & 0x0f);
+            }
+        }
+        f.write_str(self.algorithm.prefix())?;
+        // ASCII digits only, so always UTF-8.
+        f.write_str(std::str::from_utf8(&hex).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -159,6 +180,26 @@ mod tests {
             Err(DigestError::BadLength(2))
         );
         assert_eq!("md5:00".parse::<Digest>(), Err(DigestError::UnknownPrefix));
+        // Every byte that is not a lowercase hex digit, at every position.
+        let good = d.to_string();
+        for bad in (0u8..=255).filter(|b| !b"0123456789abcdef".contains(b)) {
+            for at in [7, 8, 40, 70] {
+                let mut text = good.clone().into_bytes();
+                text[at] = bad;
+                if let Ok(text) = String::from_utf8(text) {
+                    assert_eq!(text.parse::<Digest>(), Err(DigestError::BadHex), "{text}");
+                }
+            }
+        }
+        // Every digit value at both nibble positions.
+        let all = "blake3:00112233445566778899aabbccddeeff0123456789abcdef0f1e2d3c4b5a6978";
+        let parsed: Digest = all.parse().unwrap();
+        assert_eq!(parsed.to_string(), all);
+        assert_eq!(
+            &parsed.bytes[..8],
+            &[0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77]
+        );
+        assert_eq!(to_hex(&parsed.bytes), &all[7..]);
         // SHA-256("abc"), FIPS 180-2 example.
         assert_eq!(
             Digest::sha256(b"abc").to_string(),

@@ -8,7 +8,7 @@
 //! is [`crate::receipt`]'s business; which keys are trusted is the caller's.
 //! Spec: DSSE v1.0.2 (secure-systems-lab/dsse `envelope.md`, `protocol.md`).
 
-use crate::canonical::{Value, dagcbor};
+use crate::canonical::{Value, ValueRef, dagcbor};
 use crate::constants::DSSE_PAE_PREFIX;
 use crate::keys::{SigningKey, VerifyingKey, decode_base64_any, keyid};
 use crate::limits::{MAX_ENTRY_BYTES, MAX_ENVELOPE_BYTES, MAX_ENVELOPE_SIGNATURES, MAX_JSON_DEPTH};
@@ -258,21 +258,27 @@ impl Envelope {
             .signatures
             .iter()
             .map(|s| {
-                Value::Map(BTreeMap::from([
-                    ("keyid".to_owned(), Value::Text(s.keyid.clone())),
-                    ("sig".to_owned(), Value::Bytes(s.sig.clone())),
-                ]))
+                ValueRef::Map(vec![
+                    ("keyid", ValueRef::Text(&s.keyid)),
+                    ("sig", ValueRef::Bytes(&s.sig)),
+                ])
             })
             .collect();
-        let entry = Value::Map(BTreeMap::from([
-            ("payload".to_owned(), Value::Bytes(self.payload.clone())),
-            (
-                "payload_type".to_owned(),
-                Value::Text(self.payload_type.clone()),
-            ),
-            ("signatures".to_owned(), Value::Array(signatures)),
-        ]));
-        dagcbor::encode(&entry)
+        let entry = ValueRef::Map(vec![
+            ("payload", ValueRef::Bytes(&self.payload)),
+            ("payload_type", ValueRef::Text(&self.payload_type)),
+            ("signatures", ValueRef::Array(signatures)),
+        ]);
+        // Heads and keys take at most 9 + 13 bytes per item.
+        let items: usize = self
+            .signatures
+            .iter()
+            .map(|s| s.keyid.len() + s.sig.len() + 2 * 22)
+            .sum();
+        let mut out =
+            Vec::with_capacity(self.payload.len() + self.payload_type.len() + items + 4 * 22);
+        dagcbor::encode_into(&entry, &mut out);
+        out
     }
 
     /// Parse a log entry (strict DAG-CBOR).

@@ -131,33 +131,37 @@ pub fn key_order(a: &str, b: &str) -> Ordering {
 /// reader and the decoder refuse anything outside it).
 pub fn encode(value: &Value) -> Vec<u8> {
     let mut out = Vec::new();
-    encode_into(value, &mut out);
+    encode_into(&value.borrow(), &mut out);
     out
 }
 
-/// Append the encoding of `value` to `out`.
-fn encode_into(value: &Value, out: &mut Vec<u8>) {
+/// Append the canonical encoding of a borrowed value to `out` (as
+/// [`encode`]; a map's keys must be unique and are written in
+/// [`key_order`] whatever their order in the map).
+pub fn encode_into(value: &ValueRef<'_>, out: &mut Vec<u8>) {
     match value {
-        Value::Null => out.push(MAJOR_SIMPLE << 5 | SIMPLE_NULL),
-        Value::Bool(b) => out.push(MAJOR_SIMPLE << 5 | if *b { SIMPLE_TRUE } else { SIMPLE_FALSE }),
-        Value::Integer(n) if *n >= 0 => write_head(out, MAJOR_UNSIGNED, n.unsigned_abs()),
+        ValueRef::Null => out.push(MAJOR_SIMPLE << 5 | SIMPLE_NULL),
+        ValueRef::Bool(b) => {
+            out.push(MAJOR_SIMPLE << 5 | if *b { SIMPLE_TRUE } else { SIMPLE_FALSE });
+        }
+        ValueRef::Integer(n) if *n >= 0 => write_head(out, MAJOR_UNSIGNED, n.unsigned_abs()),
         // -1 - n fits u64 for every negative i64: |n| - 1.
-        Value::Integer(n) => write_head(out, MAJOR_NEGATIVE, n.unsigned_abs() - 1),
-        Value::Text(s) => {
+        ValueRef::Integer(n) => write_head(out, MAJOR_NEGATIVE, n.unsigned_abs() - 1),
+        ValueRef::Text(s) => {
             write_head(out, MAJOR_TEXT, s.len() as u64);
             out.extend_from_slice(s.as_bytes());
         }
-        Value::Bytes(b) => {
+        ValueRef::Bytes(b) => {
             write_head(out, MAJOR_BYTES, b.len() as u64);
             out.extend_from_slice(b);
         }
-        Value::Array(items) => {
+        ValueRef::Array(items) => {
             write_head(out, MAJOR_ARRAY, items.len() as u64);
             items.iter().for_each(|item| encode_into(item, out));
         }
-        Value::Map(map) => {
+        ValueRef::Map(map) => {
             write_head(out, MAJOR_MAP, map.len() as u64);
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            let mut entries: Vec<&(&str, ValueRef<'_>)> = map.iter().collect();
             entries.sort_by(|a, b| key_order(a.0, b.0));
             for (key, item) in entries {
                 write_head(out, MAJOR_TEXT, key.len() as u64);

@@ -50,11 +50,11 @@ pub struct HashedEntry {
 
 impl HashedEntry {
     /// The entry and its leaf hash. The bytes are kept in an allocation of
-    /// their exact length (an encoder's buffer may hold up to twice as
-    /// much), since a batch holds 100,000 of them.
+    /// their exact length (an encoder's buffer may hold more; shrunk in
+    /// place, not copied), since a batch holds 100,000 of them.
     pub fn new(entry: Vec<u8>) -> HashedEntry {
         let leaf = merkle::leaf_hash(&entry);
-        let entry = Box::from(entry.as_slice());
+        let entry = entry.into_boxed_slice();
         HashedEntry { entry, leaf }
     }
 
