@@ -186,11 +186,11 @@ pub fn decode_hashes(texts: &[String]) -> Result<Vec<Hash>, BundleError> {
     if texts.len() > MAX_PROOF_HASHES {
         return Err(BundleError::ProofTooLong(texts.len()));
     }
-    texts
-        .iter()
-        .enumerate()
-        .map(|(index, text)| decode_hash(index, text))
-        .collect()
+    let mut hashes = Vec::with_capacity(texts.len());
+    for (index, text) in texts.iter().enumerate() {
+        hashes.push(decode_hash(index, text)?);
+    }
+    Ok(hashes)
 }
 
 /// One proof hash: standard base64 of exactly 32 bytes, decoded in place.

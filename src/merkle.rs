@@ -257,7 +257,8 @@ fn split_point(len: u64) -> u64 {
 /// order (bottom-up). Needs `index < size`; at most 64 ranges.
 fn inclusion_plan(index: u64, size: u64) -> Vec<Range> {
     let (mut lo, mut hi) = (0u64, size);
-    let mut plan = Vec::new();
+    // One range per level: at most 64.
+    let mut plan = Vec::with_capacity(64);
     // Each step shrinks [lo, hi) to one side of the split; lo <= index < hi.
     while hi - lo > 1 {
         let k = split_point(hi - lo);
@@ -282,7 +283,8 @@ fn inclusion_plan(index: u64, size: u64) -> Vec<Range> {
 /// The ranges of PROOF(m, D[0:n]) = SUBPROOF(m, D[0:n], true) (RFC 6962
 /// section 2.1.2), in proof order. Empty when `m == 0` or `m >= n`.
 fn consistency_plan(m: u64, n: u64) -> Vec<Range> {
-    let mut plan = Vec::new();
+    // One range per level, and one more: at most 65.
+    let mut plan = Vec::with_capacity(65);
     if m == 0 || m >= n {
         return plan;
     }
