@@ -321,7 +321,7 @@ fn known_verified_ids() -> &'static BTreeSet<String> {
             let file = case["file"].as_str().expect("case names its file");
             let bytes = std::fs::read(dir.join(file)).expect("frozen bundle readable");
             let raw = RawBundle::parse(&bytes).expect("verified frozen bundle parses");
-            ids.insert(raw.receipt_id);
+            ids.insert(raw.receipt_id.into_owned());
         }
         assert!(
             !ids.is_empty(),

@@ -21,6 +21,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 
 /// Where a receipt sits in a log, with the proof and the signed checkpoint.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,37 +102,57 @@ struct MediaTypeOnly {
     media_type: Option<String>,
 }
 
-/// The v1 JSON shape, strings undecoded.
+/// The v1 JSON shape, strings undecoded and borrowed from the document
+/// where they hold no escape (a string with one is unescaped into its own
+/// buffer, as JSON demands: `\/` is `/`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawBundle {
+pub struct RawBundle<'a> {
     /// Must be [`BUNDLE_MEDIA_TYPE`].
-    pub media_type: String,
+    #[serde(borrow)]
+    pub media_type: Cow<'a, str>,
     /// Claimed receipt id text.
-    pub receipt_id: String,
+    #[serde(borrow)]
+    pub receipt_id: Cow<'a, str>,
     /// The envelope JSON, byte for byte as in the file.
-    pub envelope: Box<RawValue>,
+    #[serde(borrow)]
+    pub envelope: &'a RawValue,
     /// The log part.
-    pub log: RawLogProof,
+    #[serde(borrow)]
+    pub log: RawLogProof<'a>,
 }
 
 /// The v1 `log` object, strings undecoded.
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawLogProof {
+pub struct RawLogProof<'a> {
     /// Log origin.
-    pub origin: String,
+    #[serde(borrow)]
+    pub origin: Cow<'a, str>,
     /// Leaf index.
     pub index: u64,
     /// Tree size.
     pub tree_size: u64,
     /// Base64 proof hashes.
-    pub inclusion: Vec<String>,
+    #[serde(borrow)]
+    pub inclusion: Vec<JsonStr<'a>>,
     /// Signed checkpoint note text.
-    pub checkpoint: String,
+    #[serde(borrow)]
+    pub checkpoint: Cow<'a, str>,
 }
 
-impl RawBundle {
+/// A JSON string, borrowed from the document when it holds no escape.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct JsonStr<'a>(#[serde(borrow)] pub Cow<'a, str>);
+
+impl AsRef<str> for JsonStr<'_> {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'a> RawBundle<'a> {
     /// Size limit, then the v1 shape, then the media type, then the origin
     /// (one a checkpoint can carry: [`crate::note::check_origin`]).
     ///
@@ -143,17 +164,21 @@ impl RawBundle {
     /// [`Envelope::from_json`]). Only when that parse fails is the document
     /// walked again, to tell another bundle version (not evaluated) from a
     /// malformed v1 bundle (failed).
-    pub fn parse(bytes: &[u8]) -> Result<RawBundle, BundleError> {
+    pub fn parse(bytes: &'a [u8]) -> Result<RawBundle<'a>, BundleError> {
         if bytes.len() > MAX_BUNDLE_BYTES {
             return Err(BundleError::TooLarge(bytes.len()));
         }
         let raw = match strictjson::from_slice_closed::<RawBundle>(bytes) {
             Ok(raw) if raw.media_type == BUNDLE_MEDIA_TYPE => raw,
-            Ok(raw) => return Err(BundleError::UnsupportedMediaType(raw.media_type)),
+            Ok(raw) => {
+                return Err(BundleError::UnsupportedMediaType(
+                    raw.media_type.into_owned(),
+                ));
+            }
             Err(e) => return Err(classify_refusal(bytes, e)),
         };
         crate::note::check_origin(&raw.log.origin).map_err(|source| BundleError::BadOrigin {
-            origin: raw.log.origin.clone(),
+            origin: raw.log.origin.to_string(),
             source,
         })?;
         Ok(raw)
@@ -182,13 +207,13 @@ fn classify_refusal(bytes: &[u8], error: StrictJsonError) -> BundleError {
 }
 
 /// Decode base64 proof hashes, each exactly 32 bytes, at most [`MAX_PROOF_HASHES`].
-pub fn decode_hashes(texts: &[String]) -> Result<Vec<Hash>, BundleError> {
+pub fn decode_hashes<S: AsRef<str>>(texts: &[S]) -> Result<Vec<Hash>, BundleError> {
     if texts.len() > MAX_PROOF_HASHES {
         return Err(BundleError::ProofTooLong(texts.len()));
     }
     let mut hashes = Vec::with_capacity(texts.len());
     for (index, text) in texts.iter().enumerate() {
-        hashes.push(decode_hash(index, text)?);
+        hashes.push(decode_hash(index, text.as_ref())?);
     }
     Ok(hashes)
 }
@@ -219,13 +244,21 @@ pub fn encode_hashes(hashes: &[Hash]) -> Vec<String> {
     hashes.iter().map(|h| STANDARD.encode(h)).collect()
 }
 
+/// [`encode_hashes`], as the bundle's strings.
+fn encode_json_hashes(hashes: &[Hash]) -> Vec<JsonStr<'static>> {
+    hashes
+        .iter()
+        .map(|h| JsonStr(Cow::Owned(STANDARD.encode(h))))
+        .collect()
+}
+
 /// The JSON written for a bundle (field order as spec/verify.md "The bundle").
 #[derive(Serialize)]
 struct BundleOut<'a> {
     media_type: &'a str,
     receipt_id: &'a str,
     envelope: &'a RawValue,
-    log: RawLogProof,
+    log: RawLogProof<'a>,
 }
 
 impl Bundle {
@@ -235,14 +268,14 @@ impl Bundle {
         let envelope = Envelope::from_json(raw.envelope.get().as_bytes())?;
         let inclusion = raw.inclusion_hashes()?;
         let log = LogProof {
-            origin: raw.log.origin,
+            origin: raw.log.origin.into_owned(),
             index: raw.log.index,
             tree_size: raw.log.tree_size,
             inclusion,
-            checkpoint: raw.log.checkpoint,
+            checkpoint: raw.log.checkpoint.into_owned(),
         };
         Ok(Bundle {
-            receipt_id: raw.receipt_id,
+            receipt_id: raw.receipt_id.into_owned(),
             envelope,
             log,
         })
@@ -259,11 +292,11 @@ impl Bundle {
             receipt_id: &self.receipt_id,
             envelope: &raw,
             log: RawLogProof {
-                origin: self.log.origin.clone(),
+                origin: Cow::Borrowed(&self.log.origin),
                 index: self.log.index,
                 tree_size: self.log.tree_size,
-                inclusion: encode_hashes(&self.log.inclusion),
-                checkpoint: self.log.checkpoint.clone(),
+                inclusion: encode_json_hashes(&self.log.inclusion),
+                checkpoint: Cow::Borrowed(&self.log.checkpoint),
             },
         };
         serde_json::to_string_pretty(&out).unwrap_or_default()
@@ -282,6 +315,29 @@ mod tests {
                "log": {{"origin": "o", "index": 0, "tree_size": 1, "inclusion": [],
                         "checkpoint": "c"{extra_log}}}}}"#
         )
+    }
+
+    #[test]
+    fn strings_are_borrowed_unless_escaped_and_escapes_are_read() {
+        let hash = STANDARD.encode([0xffu8; 32]);
+        assert!(hash.contains('/'));
+        let plain = format!(
+            r#"{{"media_type": "{V1}", "receipt_id": "x", "envelope": {{"a": 1}},
+               "log": {{"origin": "o", "index": 0, "tree_size": 2, "inclusion": ["{hash}"],
+                        "checkpoint": "c\n"}}}}"#
+        );
+        let raw = RawBundle::parse(plain.as_bytes()).unwrap();
+        assert!(matches!(raw.receipt_id, Cow::Borrowed("x")));
+        assert!(matches!(raw.log.origin, Cow::Borrowed("o")));
+        assert!(matches!(&raw.log.inclusion[0].0, Cow::Borrowed(h) if *h == hash));
+        assert_eq!(raw.envelope.get(), r#"{"a": 1}"#);
+        // An escape is unescaped into its own buffer: "\/" is "/".
+        assert_eq!(raw.log.checkpoint, "c\n");
+        let escaped = plain.replace(&hash, &hash.replace('/', "\\/"));
+        assert_ne!(escaped, plain);
+        let raw = RawBundle::parse(escaped.as_bytes()).unwrap();
+        assert!(matches!(&raw.log.inclusion[0].0, Cow::Owned(h) if *h == hash));
+        assert_eq!(raw.inclusion_hashes().unwrap(), vec![[0xffu8; 32]]);
     }
 
     #[test]

@@ -163,19 +163,22 @@ pub fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
 /// The JSON shape of an envelope as read; unknown fields are ignored
 /// (DSSE `envelope.md`: "consumers MUST ignore unrecognized fields").
 #[derive(serde::Deserialize)]
-struct JsonEnvelope {
-    payload: String,
+struct JsonEnvelope<'a> {
+    #[serde(borrow)]
+    payload: std::borrow::Cow<'a, str>,
     #[serde(rename = "payloadType")]
     payload_type: String,
-    signatures: Vec<JsonSignature>,
+    #[serde(borrow)]
+    signatures: Vec<JsonSignature<'a>>,
 }
 
 /// One signature as read; a missing or null keyid becomes "".
 #[derive(serde::Deserialize)]
-struct JsonSignature {
+struct JsonSignature<'a> {
     #[serde(default)]
     keyid: Option<String>,
-    sig: String,
+    #[serde(borrow)]
+    sig: std::borrow::Cow<'a, str>,
 }
 
 impl Envelope {
