@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Before/after of two rcpt binaries on the same inputs, one after the
+# other (spec/performance.md "Second round: before and after"):
+#
+#   benches/compare.sh OLD_RCPT NEW_RCPT BENCH_DIR [ROUNDS]
+#
+# BENCH_DIR is an RCPT_BENCH_DIR kept by `cargo bench --bench cli` with
+# RCPT_BENCH_DIR set: envelopes.jsonl, log.key, trust.json, a bundles
+# directory of bundle files, and log-prove-1000000. Each command runs
+# under GNU time ("wall s user+sys peak KiB"). New logs and prove outputs
+# go to new directories under BENCH_DIR/compare and /dev/shm, and nothing
+# is deleted between runs (see "The bench" for why deletions matter).
+set -euo pipefail
+old=$1 new=$2 dir=$3 rounds=${4:-3}
+cd "$dir"
+bundles=$(ls -d bundles*/ | head -1)
+out="$dir/compare"
+mkdir -p "$out"
+t() { /usr/bin/time -f "%e s %U+%S %M KiB" "$@" 2>&1 >/dev/null | tail -1; }
+for _ in $(seq "$rounds"); do
+  for bin in "$old" "$new"; do
+    log=$(mktemp -d -p "$out" log.XXXXXX)
+    "$bin" log init "$log/log" --origin bench.example/log --key log.key >/dev/null 2>&1
+    sync
+    sleep 1
+    echo "append $bin $(t "$bin" log append "$log/log" --key log.key - < envelopes.jsonl)"
+  done
+done
+for format in human json; do
+  for _ in $(seq "$rounds"); do
+    for bin in "$old" "$new"; do
+      echo "verify-$format $bin $(cd "$bundles" && t "$bin" verify --trust ../trust.json --format "$format" $(ls))"
+    done
+  done
+done
+if [ -d log-prove-1000000 ]; then
+  for bin in "$old" "$new"; do
+    shm=$(mktemp -d -p /dev/shm rcpt-compare.XXXXXX)
+    echo "prove-all-tmpfs $bin $(t "$bin" log prove log-prove-1000000 --all --out-dir "$shm/out")"
+    rm -rf "$shm"
+  done
+  for bin in "$old" "$new"; do
+    ext=$(mktemp -d -p "$out" prove.XXXXXX)
+    echo "prove-200k-here $bin $(t "$bin" log prove log-prove-1000000 --range 0..200000 --out-dir "$ext/out")"
+  done
+fi
