@@ -253,22 +253,9 @@ impl InputError {
 /// path may have been swapped in between). For a regular file `O_NONBLOCK`
 /// changes nothing.
 pub fn open_regular(path: &Path) -> Result<(File, Metadata), InputError> {
-    let open_error = |source: io::Error| match source.kind() {
-        io::ErrorKind::NotFound => InputError::NotFound {
-            path: path.to_path_buf(),
-        },
-        _ => InputError::Open {
-            path: path.to_path_buf(),
-            source,
-        },
-    };
-    let not_regular = |meta: &Metadata| InputError::NotRegular {
-        path: path.to_path_buf(),
-        kind: FileKind::of(meta),
-    };
-    let before = std::fs::metadata(path).map_err(open_error)?;
+    let before = std::fs::metadata(path).map_err(|e| open_error(path, e))?;
     if !before.is_file() {
-        return Err(not_regular(&before));
+        return Err(not_regular(path, &before));
     }
     open_checked(path)
 }
@@ -276,15 +263,6 @@ pub fn open_regular(path: &Path) -> Result<(File, Metadata), InputError> {
 /// The second half of [`open_regular`]: open `path` with `O_NONBLOCK |
 /// O_NOCTTY` and refuse what `fstat` says is not a regular file.
 fn open_checked(path: &Path) -> Result<(File, Metadata), InputError> {
-    let open_error = |source: io::Error| match source.kind() {
-        io::ErrorKind::NotFound => InputError::NotFound {
-            path: path.to_path_buf(),
-        },
-        _ => InputError::Open {
-            path: path.to_path_buf(),
-            source,
-        },
-    };
     let mut options = OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -292,15 +270,33 @@ fn open_checked(path: &Path) -> Result<(File, Metadata), InputError> {
         &mut options,
         libc::O_NONBLOCK | libc::O_NOCTTY,
     );
-    let file = options.open(path).map_err(open_error)?;
-    let meta = file.metadata().map_err(open_error)?;
+    let file = options.open(path).map_err(|e| open_error(path, e))?;
+    let meta = file.metadata().map_err(|e| open_error(path, e))?;
     if !meta.is_file() {
-        return Err(InputError::NotRegular {
-            path: path.to_path_buf(),
-            kind: FileKind::of(&meta),
-        });
+        return Err(not_regular(path, &meta));
     }
     Ok((file, meta))
+}
+
+/// An error opening (or stat-ing) `path`: not found, or the system's error.
+fn open_error(path: &Path, source: io::Error) -> InputError {
+    match source.kind() {
+        io::ErrorKind::NotFound => InputError::NotFound {
+            path: path.to_path_buf(),
+        },
+        _ => InputError::Open {
+            path: path.to_path_buf(),
+            source,
+        },
+    }
+}
+
+/// `path` is something other than a regular file.
+fn not_regular(path: &Path, meta: &Metadata) -> InputError {
+    InputError::NotRegular {
+        path: path.to_path_buf(),
+        kind: FileKind::of(meta),
+    }
 }
 
 /// A path that named a regular file when its `stat` was taken (by a caller
