@@ -47,8 +47,8 @@ pub(crate) mod name {
 /// bundle that carries the same text); the cache is cleared when full.
 const CHECKPOINT_CACHE_ENTRIES: usize = 4096;
 
-/// Capacity of a report's check list: the 18 checks of a bundle (spec/verify.md)
-/// and the gate's, without growing.
+/// Capacity of a report's check list: room for the 17 checks a bundle can
+/// have (spec/verify.md) and the gate's, without growing.
 const CHECKS_PER_BUNDLE: usize = 24;
 
 /// Why a verifier could not be set up (a bad invocation, exit status 2).
