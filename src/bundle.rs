@@ -240,12 +240,7 @@ fn decode_hash(index: usize, text: &str) -> Result<Hash, BundleError> {
 }
 
 /// Base64 (standard, padded) of each hash, for JSON output.
-pub fn encode_hashes(hashes: &[Hash]) -> Vec<String> {
-    hashes.iter().map(|h| STANDARD.encode(h)).collect()
-}
-
-/// [`encode_hashes`], as the bundle's strings.
-fn encode_json_hashes(hashes: &[Hash]) -> Vec<JsonStr<'static>> {
+pub fn encode_hashes(hashes: &[Hash]) -> Vec<JsonStr<'static>> {
     hashes
         .iter()
         .map(|h| JsonStr(Cow::Owned(STANDARD.encode(h))))
@@ -295,7 +290,7 @@ impl Bundle {
                 origin: Cow::Borrowed(&self.log.origin),
                 index: self.log.index,
                 tree_size: self.log.tree_size,
-                inclusion: encode_json_hashes(&self.log.inclusion),
+                inclusion: encode_hashes(&self.log.inclusion),
                 checkpoint: Cow::Borrowed(&self.log.checkpoint),
             },
         };

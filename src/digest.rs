@@ -180,7 +180,8 @@ mod tests {
             Err(DigestError::BadLength(2))
         );
         assert_eq!("md5:00".parse::<Digest>(), Err(DigestError::UnknownPrefix));
-        // Every byte that is not a lowercase hex digit, at every position.
+        // Every ASCII byte that is not a lowercase hex digit, at four places
+        // (a lone byte of 0x80 or more is not UTF-8, so not a `str`).
         let good = d.to_string();
         for bad in (0u8..=255).filter(|b| !b"0123456789abcdef".contains(b)) {
             for at in [7, 8, 40, 70] {

@@ -440,6 +440,11 @@ impl TrustedKeys {
         }
     }
 
+    /// The keyids, in the order of the keys given to [`TrustedKeys::new`].
+    pub fn keyids(&self) -> impl Iterator<Item = &str> {
+        self.keys.iter().map(|(id, _)| id.as_str())
+    }
+
     /// Apply the trust rule to every signature of `envelope` (strict
     /// Ed25519 over PAE).
     ///

@@ -341,7 +341,7 @@ const TOP_FIELDS: &[&str] = &[
 
 /// A map checked to hold exactly `fields`, read with field paths for errors.
 struct Obj<'a> {
-    map: &'a [(&'a str, ValueRef<'a>)],
+    value: &'a ValueRef<'a>,
     path: &'a str,
 }
 
@@ -374,14 +374,13 @@ impl<'a> Obj<'a> {
         if let Some(k) = fields.iter().find(|f| !map.iter().any(|(k, _)| k == *f)) {
             return Err(field(join(k), "missing; every version-1 field is required"));
         }
-        Ok(Obj { map, path })
+        Ok(Obj { value, path })
     }
 
     /// A field known to be present (checked in `new`).
     fn get(&self, key: &str) -> Result<&'a ValueRef<'a>, SchemaError> {
-        self.map
-            .iter()
-            .find_map(|(k, v)| (*k == key).then_some(v))
+        self.value
+            .get(key)
             .ok_or_else(|| field(format!("{}{key}", self.prefix()), "missing"))
     }
 
@@ -755,12 +754,11 @@ impl Replay {
 
     /// `{"class": ...}`, with `proposal` and `execution` for `mixed` only.
     fn from_value(value: &ValueRef<'_>) -> Result<Replay, SchemaError> {
-        let ValueRef::Map(m) = value else {
+        if value.as_map().is_none() {
             return Err(wrong_type("replay", "a map", value));
-        };
-        let class = m
-            .iter()
-            .find_map(|(k, v)| (*k == "class").then_some(v))
+        }
+        let class = value
+            .get("class")
             .ok_or_else(|| field("replay.class", "missing; every replay names its class"))?;
         let class = text_ref(class, "replay.class")?;
         if class == "mixed" {
@@ -894,11 +892,7 @@ pub fn payload_from_json(json: &[u8]) -> Result<ValidPayload, PayloadError> {
 /// The id is BLAKE3 over the bytes as received; the strict decoder has
 /// already refused every byte string that is not the canonical form.
 pub fn payload_from_cbor(bytes: &[u8]) -> Result<ValidPayload, PayloadError> {
-    if bytes.len() > MAX_PAYLOAD_BYTES {
-        return Err(PayloadError::TooLarge(bytes.len()));
-    }
-    let value = dagcbor::decode_ref(bytes)?;
-    let receipt = checked(&value)?;
+    let (value, receipt) = read_cbor(bytes)?;
     Ok(ValidPayload {
         bytes: bytes.to_vec(),
         value: value.to_value(),
@@ -910,12 +904,18 @@ pub fn payload_from_cbor(bytes: &[u8]) -> Result<ValidPayload, PayloadError> {
 /// [`payload_from_cbor`] without the copies: the checked receipt and its
 /// id, decoded from a value borrowed from `bytes` ([`dagcbor::decode_ref`]).
 pub fn receipt_from_cbor(bytes: &[u8]) -> Result<(Receipt, Digest), PayloadError> {
+    let (_, receipt) = read_cbor(bytes)?;
+    Ok((receipt, identity(bytes)))
+}
+
+/// Size limit, strict decode (borrowed), schema and invariants.
+fn read_cbor(bytes: &[u8]) -> Result<(ValueRef<'_>, Receipt), PayloadError> {
     if bytes.len() > MAX_PAYLOAD_BYTES {
         return Err(PayloadError::TooLarge(bytes.len()));
     }
     let value = dagcbor::decode_ref(bytes)?;
     let receipt = checked(&value)?;
-    Ok((receipt, identity(bytes)))
+    Ok((value, receipt))
 }
 
 /// Schema, then every invariant.

@@ -21,7 +21,6 @@
 
 use crate::constants::RECEIPT_PAYLOAD_TYPE;
 use crate::dsse::{self, Envelope, EnvelopeError, SignatureCheck};
-use crate::keys::keyid;
 use crate::limits::MAX_ENTRY_BYTES;
 use crate::reason::Reason;
 use crate::receipt::{self, PayloadError};
@@ -35,8 +34,6 @@ pub struct AcceptedIssuers {
     issuers: Vec<Issuer>,
     /// The issuers' keys with their keyids, in the order of `issuers`.
     keys: dsse::TrustedKeys,
-    /// The keyid of each issuer's key, in the order of `issuers`.
-    keyids: Vec<String>,
 }
 
 /// Why a set of accepted issuers could not be read.
@@ -63,7 +60,6 @@ impl AcceptedIssuers {
         Ok(AcceptedIssuers {
             issuers: trust.issuers.clone(),
             keys: dsse::TrustedKeys::new(&trust.issuer_keys()),
-            keyids: trust.issuers.iter().map(|i| keyid(&i.key)).collect(),
         })
     }
 
@@ -100,7 +96,7 @@ impl AcceptedIssuers {
     fn names_of(&self, id: &str) -> impl Iterator<Item = &str> {
         self.issuers
             .iter()
-            .zip(&self.keyids)
+            .zip(self.keys.keyids())
             .filter(move |(_, k)| *k == id)
             .filter_map(|(i, _)| i.name.as_deref())
     }
@@ -304,7 +300,7 @@ fn issuer_signed(
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
-    use crate::keys::SigningKey;
+    use crate::keys::{SigningKey, keyid};
 
     fn key(seed: u8) -> SigningKey {
         SigningKey::from_bytes(&[seed; 32])
