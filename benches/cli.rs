@@ -33,11 +33,11 @@
 
 use rayon::prelude::*;
 use rcpt::bundle::{Bundle, LogProof};
-use rcpt::canonical::{self, json};
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
-use rcpt::dsse::{Envelope, pae};
 use rcpt::keys::{NoteVerifier, SigningKey};
-use rcpt::merkle::{Hash, leaf_hash};
+use rcpt::receipt::canonical::{self, json};
+use rcpt::receipt::dsse::{Envelope, pae};
+use rcpt::tlog::merkle::{Hash, leaf_hash};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -199,7 +199,7 @@ fn hashing_rate(entries: &[Vec<u8>]) -> f64 {
         level = level
             .chunks(2)
             .map(|pair| match pair {
-                [l, r] => rcpt::merkle::node_hash(l, r),
+                [l, r] => rcpt::tlog::merkle::node_hash(l, r),
                 [l] => *l,
                 _ => unreachable!(),
             })

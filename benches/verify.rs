@@ -14,11 +14,11 @@
 
 use rayon::prelude::*;
 use rcpt::bundle::{Bundle, LogProof};
-use rcpt::canonical::{self, json};
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
-use rcpt::dsse::{Envelope, pae};
 use rcpt::keys::{NoteVerifier, SigningKey};
 use rcpt::log::{Log, LogWriter};
+use rcpt::receipt::canonical::{self, json};
+use rcpt::receipt::dsse::{Envelope, pae};
 use rcpt::trust::Trust;
 use rcpt::verify::{Outcome, Verifier};
 use std::time::{Duration, Instant};

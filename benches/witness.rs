@@ -15,11 +15,11 @@
 )]
 
 use ed25519_dalek::Signer as _;
-use rcpt::cosig::{self, WitnessVerifier};
 use rcpt::keys::{NoteVerifier, SigningKey};
-use rcpt::merkle::{self, Hash, MemoryTree};
-use rcpt::note::{self, Checkpoint, Note};
-use rcpt::policy::Policy;
+use rcpt::tlog::cosig::{self, WitnessVerifier};
+use rcpt::tlog::merkle::{self, Hash, MemoryTree};
+use rcpt::tlog::note::{self, Checkpoint, Note};
+use rcpt::tlog::policy::Policy;
 use rcpt::witness::{AddCheckpointRequest, Witness};
 use std::time::Instant;
 

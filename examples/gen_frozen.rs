@@ -28,12 +28,12 @@ use anyhow::{Context, Result, bail};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use rcpt::bundle::{Bundle, LogProof};
-use rcpt::canonical::{Value, dagcbor, json};
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
 use rcpt::digest::{Digest, to_hex};
-use rcpt::dsse::Envelope;
 use rcpt::keys::{self, NoteVerifier, SigningKey};
 use rcpt::log::{Log, LogWriter};
+use rcpt::receipt::canonical::{Value, dagcbor, json};
+use rcpt::receipt::dsse::Envelope;
 use serde_json::{Value as J, json};
 use std::collections::BTreeSet;
 use std::fs;
@@ -160,7 +160,8 @@ fn witnessed_policies(series: &Series) -> Result<Vec<Fixture>> {
     let witness_lines: String = WITNESSES
         .iter()
         .map(|(label, name, key_name)| {
-            let vkey = rcpt::cosig::WitnessVerifier::new(key_name, key(label).verifying_key())?;
+            let vkey =
+                rcpt::tlog::cosig::WitnessVerifier::new(key_name, key(label).verifying_key())?;
             Ok(format!("witness {name} {vkey}\n"))
         })
         .collect::<Result<_>>()?;
@@ -250,7 +251,7 @@ impl Cosig {
     fn line(self, body: &str) -> Result<String> {
         let witness = |i: usize| WITNESSES.get(i).context("no such witness");
         let cosign = |body: &str, label: &str, name: &str, at: u64| -> Result<String> {
-            Ok(rcpt::cosig::sign(
+            Ok(rcpt::tlog::cosig::sign(
                 body,
                 name,
                 &key(label),
@@ -279,7 +280,7 @@ impl Cosig {
             }
             Cosig::Short(i) => {
                 let (label, _, name) = witness(i)?;
-                let id = rcpt::cosig::key_id(name, &key(label).verifying_key());
+                let id = rcpt::tlog::cosig::key_id(name, &key(label).verifying_key());
                 let raw: Vec<u8> = id.iter().copied().chain([7u8; 64]).collect();
                 format!("— {name} {}\n", STANDARD.encode(raw))
             }
@@ -1066,7 +1067,7 @@ impl Signing {
 }
 
 /// The envelope's first signature.
-fn first_signature(env: &mut Envelope) -> Result<&mut rcpt::dsse::Signature> {
+fn first_signature(env: &mut Envelope) -> Result<&mut rcpt::receipt::dsse::Signature> {
     env.signatures.first_mut().context("no signature")
 }
 
@@ -1109,7 +1110,7 @@ impl Edit {
             Edit::TlogProof(edit) => {
                 let bundle = Bundle::from_json(text.as_bytes())?;
                 let note = edit.apply(&bundle.log.checkpoint, &bundle.log.origin)?;
-                let proof = rcpt::tlogproof::TlogProof::new(
+                let proof = rcpt::tlog::proof::TlogProof::new(
                     Some(bundle.envelope.to_entry()),
                     bundle.log.index,
                     bundle.log.inclusion.clone(),
@@ -1224,7 +1225,9 @@ impl NoteEdit {
                 grease_line("c")
             ),
             NoteEdit::DropSignatures => format!("{body}\n"),
-            NoteEdit::ResignBy(label) => rcpt::note::sign(&format!("{body}\n"), name, &key(label))?,
+            NoteEdit::ResignBy(label) => {
+                rcpt::tlog::note::sign(&format!("{body}\n"), name, &key(label))?
+            }
             NoteEdit::AppendGreaseLines(count) => {
                 let extra: String = (0..*count)
                     .map(|i| grease_line(&format!("g{i}")) + "\n")
@@ -1417,7 +1420,7 @@ fn generate(series: &Series, out: &Path) -> Result<()> {
         };
         let size = case.size.unwrap_or(log.size());
         let bundle = Bundle {
-            receipt_id: rcpt::canonical::identity(&case.envelope.payload).to_string(),
+            receipt_id: rcpt::receipt::canonical::identity(&case.envelope.payload).to_string(),
             envelope: case.envelope.clone(),
             log: LogProof {
                 origin: log.origin().to_string(),

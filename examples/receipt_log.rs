@@ -10,9 +10,9 @@
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
-use rcpt::dsse::Envelope;
 use rcpt::keys::SigningKey;
 use rcpt::log::{Log, LogWriter};
+use rcpt::receipt::dsse::Envelope;
 use std::path::PathBuf;
 
 /// Receipt `n`: a deny verdict issued at second `n`.

@@ -22,19 +22,19 @@
 )]
 
 use rcpt::bundle::RawBundle;
-use rcpt::canonical::{self, dagcbor, json as cjson};
-use rcpt::cosig::{self, CosigStatus, WitnessVerifier};
-use rcpt::dsse::{self, Envelope, SignatureCheck};
 use rcpt::keys::NoteVerifier;
 use rcpt::limits::{MAX_ADD_CHECKPOINT_BYTES, MAX_ADD_CHECKPOINT_PROOF_LINES};
 use rcpt::limits::{MAX_ENTRY_BYTES, MAX_NOTE_BYTES, MAX_NOTE_SIGNATURES, MAX_PROOF_HASHES};
 use rcpt::limits::{MAX_POLICY_BYTES, MAX_POLICY_GROUPS, MAX_POLICY_LOGS, MAX_POLICY_WITNESSES};
-use rcpt::merkle::{self, Hash, MemoryTree};
-use rcpt::note::{self, Checkpoint, Note, NoteCheck};
-use rcpt::policy::{LogStatus, Member, Policy, Quorum, Verdict};
+use rcpt::receipt::canonical::{self, dagcbor, json as cjson};
+use rcpt::receipt::dsse::{self, Envelope, SignatureCheck};
 use rcpt::receipt::{self, Invariant, PayloadError};
-use rcpt::tiles;
-use rcpt::tlogproof::TlogProof;
+use rcpt::tlog::cosig::{self, CosigStatus, WitnessVerifier};
+use rcpt::tlog::merkle::{self, Hash, MemoryTree};
+use rcpt::tlog::note::{self, Checkpoint, Note, NoteCheck};
+use rcpt::tlog::policy::{LogStatus, Member, Policy, Quorum, Verdict};
+use rcpt::tlog::proof::TlogProof;
+use rcpt::tlog::tiles;
 use rcpt::trust::Trust;
 use rcpt::verify::{Outcome, Verifier};
 use rcpt::witness::AddCheckpointRequest;

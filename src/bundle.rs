@@ -13,10 +13,11 @@
 //! is fully decoded. This module does no verification.
 
 use crate::constants::BUNDLE_MEDIA_TYPE;
-use crate::dsse::{Envelope, EnvelopeError};
 use crate::limits::{MAX_BUNDLE_BYTES, MAX_JSON_DEPTH, MAX_PROOF_HASHES};
-use crate::merkle::Hash;
+use crate::receipt::dsse::{Envelope, EnvelopeError};
 use crate::strictjson::{self, StrictJsonError};
+use crate::tlog::merkle::Hash;
+use crate::tlog::proof::{TlogProof, TlogProofError};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
@@ -82,7 +83,7 @@ pub enum BundleError {
         origin: String,
         /// Why a checkpoint cannot carry it.
         #[source]
-        source: crate::note::NoteError,
+        source: crate::tlog::note::NoteError,
     },
     /// A DSSE envelope where a bundle is expected.
     #[error(
@@ -154,7 +155,7 @@ impl AsRef<str> for JsonStr<'_> {
 
 impl<'a> RawBundle<'a> {
     /// Size limit, then the v1 shape, then the media type, then the origin
-    /// (one a checkpoint can carry: [`crate::note::check_origin`]).
+    /// (one a checkpoint can carry: [`crate::tlog::note::check_origin`]).
     ///
     /// One pass on the happy path ([`strictjson::from_slice_closed`]):
     /// serde's derived structs refuse a repeated or unknown field at every
@@ -177,9 +178,11 @@ impl<'a> RawBundle<'a> {
             }
             Err(e) => return Err(classify_refusal(bytes, e)),
         };
-        crate::note::check_origin(&raw.log.origin).map_err(|source| BundleError::BadOrigin {
-            origin: raw.log.origin.to_string(),
-            source,
+        crate::tlog::note::check_origin(&raw.log.origin).map_err(|source| {
+            BundleError::BadOrigin {
+                origin: raw.log.origin.to_string(),
+                source,
+            }
         })?;
         Ok(raw)
     }
@@ -295,6 +298,45 @@ impl Bundle {
             },
         };
         serde_json::to_string_pretty(&out).unwrap_or_default()
+    }
+}
+
+/// Why a tlog-proof could not become a bundle.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProofBundleError {
+    /// The tlog-proof itself was refused.
+    #[error(transparent)]
+    Proof(#[from] TlogProofError),
+    /// No `extra` line: an `rcpt` proof carries its log entry there.
+    #[error(
+        "tlog-proof has no extra line; an rcpt proof carries the log entry (the envelope) there"
+    )]
+    NoEntry,
+    /// `extra` is not an `rcpt` log entry.
+    #[error("extra is not an rcpt log entry")]
+    Entry(#[source] crate::receipt::dsse::EntryError),
+}
+
+impl TlogProof {
+    /// The bundle that states what this proof states: the envelope decoded
+    /// from `extra` (the log entry), origin and tree size from the
+    /// checkpoint, index, inclusion proof and checkpoint as given. A
+    /// tlog-proof claims no receipt id, so the bundle's is the payload's.
+    pub fn to_bundle(&self) -> Result<Bundle, ProofBundleError> {
+        let entry = self.extra.as_deref().ok_or(ProofBundleError::NoEntry)?;
+        let envelope = Envelope::from_entry(entry).map_err(ProofBundleError::Entry)?;
+        Ok(Bundle {
+            receipt_id: crate::receipt::canonical::identity(&envelope.payload).to_string(),
+            envelope,
+            log: LogProof {
+                origin: self.body.origin.clone(),
+                index: self.index,
+                tree_size: self.body.size,
+                inclusion: self.inclusion.clone(),
+                checkpoint: self.checkpoint.clone(),
+            },
+        })
     }
 }
 

@@ -3,7 +3,7 @@
 //! Boundary: key material in and out (bytes, base64, PEM, verifier-key
 //! strings) and the two key identifiers `rcpt` uses, the DSSE keyid and the
 //! signed-note key hash. No signing or verification policy lives here (see
-//! [`crate::dsse`] and [`crate::note`]); the only I/O is [`read_key_file`],
+//! [`crate::receipt::dsse`] and [`crate::tlog::note`]); the only I/O is [`read_key_file`],
 //! which reads one file with a size cap.
 
 use crate::constants::NOTE_ED25519_TYPE;

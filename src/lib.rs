@@ -7,45 +7,48 @@
 //! *verifier* re-checks a receipt with the network off: signature, log
 //! inclusion, identifier consistency, append-only consistency.
 //!
-//! Data flows top to bottom through the modules:
-//! bytes → [`canonical`] value → [`receipt`] → [`dsse`] envelope → log
-//! entry → [`merkle`] tree → [`tiles`] / [`log`] → [`note`] checkpoint →
-//! [`bundle`] → [`verify`] outcome.
+//! # Layers
 //!
-//! Witnesses (C2SP): [`cosig`] signs and checks `cosignature/v1` lines,
-//! [`policy`] reads tlog-policy files and weighs a cosigned checkpoint
-//! against the quorum, [`witness`] decides and records `add-checkpoint`
-//! requests, [`tlogproof`] reads and writes tlog-proof@v1 files.
+//! Each layer uses only the layers above it in this list; `tests/layers.rs`
+//! fails when a `use` crosses the other way (spec/architecture.md).
 //!
-//! The library never prints and never exits: it returns typed results, and
-//! the `rcpt` binary decides what a person sees and the exit status.
+//! 1. **Shared basics**: [`constants`], [`digest`], [`io`] (the one reader
+//!    and the one atomic writer), [`keys`], [`limits`], [`reason`],
+//!    [`strictjson`].
+//! 2. **The receipt** ([`receipt`]: the payload model, `canonical`, `dsse`,
+//!    `require`) and, beside it and independent of it, **the tlog specs**
+//!    ([`tlog`]: merkle, tiles, note, cosig, policy, proof).
+//! 3. **Where they meet**: [`bundle`], [`trust`], [`fresh`] (a read set
+//!    re-read from a file system or git repository).
+//! 4. **Storage** ([`storage`]: the traits, a directory, S3, the tile reader).
+//! 5. **The log and the witness** ([`log`], [`witness`]), then
+//!    [`verify`] and the issuing [`gate`], then the network ([`net`]).
+//!
+//! The `rcpt` binary (`src/bin/rcpt/`) is the only place that prints or
+//! exits; the library never imports it.
+//!
+//! Data flows: bytes → `receipt::canonical` value → [`receipt`] →
+//! `receipt::dsse` envelope → log entry → `tlog::merkle` tree →
+//! `tlog::tiles` / [`log`] → `tlog::note` checkpoint → [`bundle`] →
+//! [`verify`] outcome.
 
 #![forbid(unsafe_code)]
 
 pub mod bundle;
-pub mod canonical;
 pub mod constants;
-pub mod cosig;
 pub mod digest;
-pub mod dsse;
-pub mod gate;
+pub mod fresh;
 pub mod io;
 pub mod keys;
 pub mod limits;
 pub mod log;
-pub mod merkle;
 #[cfg(feature = "net")]
 pub mod net;
-pub mod note;
-pub mod policy;
 pub mod reason;
 pub mod receipt;
-#[cfg(feature = "s3")]
-pub mod s3;
 pub mod storage;
 pub mod strictjson;
-pub mod tiles;
-pub mod tlogproof;
+pub mod tlog;
 pub mod trust;
 pub mod verify;
 pub mod witness;

@@ -9,9 +9,9 @@
 //!  "logs": [{"verifier_key": "log.example+1a2b3c4d+AQ..."}]}
 //! ```
 
-use crate::gate::require::{RequireError, RequireFile, Requirements};
 use crate::keys::{self, KeyError, NoteVerifier, VerifyingKey};
 use crate::limits::{MAX_JSON_DEPTH, MAX_KEY_FILE_BYTES};
+use crate::receipt::require::{RequireError, RequireFile, Requirements};
 use crate::strictjson;
 use serde::Deserialize;
 

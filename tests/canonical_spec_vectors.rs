@@ -17,7 +17,7 @@ mod canonical_support;
 
 use canonical_support::*;
 use ipld_core::ipld::Ipld;
-use rcpt::canonical::{dagcbor, identity, jcs, json};
+use rcpt::receipt::canonical::{dagcbor, identity, jcs, json};
 use std::collections::BTreeMap;
 
 /// One vector: name, JSON text, and its `key: value` lines.

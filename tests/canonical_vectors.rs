@@ -15,9 +15,9 @@ mod canonical_support;
 use canonical_support::*;
 use ipld_core::ipld::Ipld;
 use proptest::prelude::*;
-use rcpt::canonical::dagcbor::{self, DecodeError};
-use rcpt::canonical::{jcs, json};
 use rcpt::reason::Reason;
+use rcpt::receipt::canonical::dagcbor::{self, DecodeError};
+use rcpt::receipt::canonical::{jcs, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -230,8 +230,8 @@ fn openssl_verifies_our_envelope_signature_over_pae() {
     let key =
         keys::signing_key_from_pem(&std::fs::read_to_string(dir.path().join("k.key")).unwrap())
             .unwrap();
-    let env = rcpt::dsse::Envelope::sign("application/x", b"payload bytes".to_vec(), &key);
-    let pae = rcpt::dsse::pae(&env.payload_type, &env.payload);
+    let env = rcpt::receipt::dsse::Envelope::sign("application/x", b"payload bytes".to_vec(), &key);
+    let pae = rcpt::receipt::dsse::pae(&env.payload_type, &env.payload);
     std::fs::write(dir.path().join("pae"), &pae).unwrap();
     std::fs::write(dir.path().join("sig"), &env.signatures[0].sig).unwrap();
     let verify = |file: &str| {

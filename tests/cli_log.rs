@@ -14,10 +14,10 @@ use assert_cmd::Command;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
-use rcpt::dsse::Envelope;
 use rcpt::keys::SigningKey;
-use rcpt::merkle::{leaf_hash, verify_consistency, verify_inclusion};
-use rcpt::note::{Checkpoint, Note};
+use rcpt::receipt::dsse::Envelope;
+use rcpt::tlog::merkle::{leaf_hash, verify_consistency, verify_inclusion};
+use rcpt::tlog::note::{Checkpoint, Note};
 use std::path::{Path, PathBuf};
 use support::rcpt;
 

@@ -15,7 +15,7 @@ use canonical_support::*;
 use ed25519_dalek::SigningKey;
 use ed25519_dalek::pkcs8::EncodePrivateKey;
 use ipld_core::ipld::Ipld;
-use rcpt::canonical::json;
+use rcpt::receipt::canonical::json;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use support::rcpt;
@@ -279,7 +279,8 @@ fn duplicate_keys_are_refused_and_an_old_output_is_kept() {
 /// Write an envelope around arbitrary payload bytes, signed by the test key.
 fn envelope_file(dir: &Path, name: &str, payload: Vec<u8>) -> PathBuf {
     let key = SigningKey::from_bytes(&[7u8; 32]);
-    let env = rcpt::dsse::Envelope::sign("application/vnd.rcpt.receipt.v1+cbor", payload, &key);
+    let env =
+        rcpt::receipt::dsse::Envelope::sign("application/vnd.rcpt.receipt.v1+cbor", payload, &key);
     let path = dir.join(name);
     std::fs::write(&path, env.to_json()).unwrap();
     path
@@ -292,7 +293,7 @@ fn inspect_names_the_problem_of_a_bad_payload() {
     let mut v = sample_json();
     v["inverse_delta_id"] = json!(null);
     let value = json::from_json(&serde_json::to_vec(&v).unwrap()).unwrap();
-    let bytes = rcpt::canonical::dagcbor::encode(&value);
+    let bytes = rcpt::receipt::canonical::dagcbor::encode(&value);
     let path = envelope_file(dir.path(), "broken.json", bytes.clone());
     let out = rcpt()
         .args(["receipt", "inspect", "--json"])

@@ -14,12 +14,12 @@ mod support;
 
 use assert_cmd::Command;
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
-use rcpt::cosig::{self, CosigStatus, WitnessVerifier};
-use rcpt::dsse::Envelope;
 use rcpt::keys::SigningKey;
-use rcpt::merkle::{self, Hash, MemoryTree};
-use rcpt::note::{self, Checkpoint, Note};
-use rcpt::tlogproof::TlogProof;
+use rcpt::receipt::dsse::Envelope;
+use rcpt::tlog::cosig::{self, CosigStatus, WitnessVerifier};
+use rcpt::tlog::merkle::{self, Hash, MemoryTree};
+use rcpt::tlog::note::{self, Checkpoint, Note};
+use rcpt::tlog::proof::TlogProof;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use support::{rcpt, rcpt_bin};

@@ -4,9 +4,9 @@
 //! from pyca/cryptography) and the spec's signed-message example.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use rcpt::cosig::{self, CosigError, CosigStatus, WitnessVerifier};
 use rcpt::keys::SigningKey;
-use rcpt::note::{Checkpoint, Note};
+use rcpt::tlog::cosig::{self, CosigError, CosigStatus, WitnessVerifier};
+use rcpt::tlog::note::{Checkpoint, Note};
 use std::path::PathBuf;
 
 fn dir() -> PathBuf {
@@ -171,7 +171,7 @@ fn witness_and_log_keys_are_kept_apart() {
     let w = WitnessVerifier::new("n.example", k.verifying_key()).unwrap();
     assert_ne!(log.key_hash, w.key_id);
     // A log signature line is not read as a cosignature, nor the reverse.
-    let logged = rcpt::note::sign(BODY, "n.example", &k).unwrap();
+    let logged = rcpt::tlog::note::sign(BODY, "n.example", &k).unwrap();
     let note = Note::parse(logged.as_bytes()).unwrap();
     assert_eq!(
         cosig::check(&note, std::slice::from_ref(&w)),
@@ -180,7 +180,7 @@ fn witness_and_log_keys_are_kept_apart() {
     let cosigned = format!("{BODY}\n{}", cosig::sign(BODY, "n.example", &k, 5).unwrap());
     let note = Note::parse(cosigned.as_bytes()).unwrap();
     assert_eq!(
-        rcpt::note::check(&note, &[log]),
-        rcpt::note::NoteCheck::NotEvaluated
+        rcpt::tlog::note::check(&note, &[log]),
+        rcpt::tlog::note::NoteCheck::NotEvaluated
     );
 }

@@ -9,8 +9,8 @@
     clippy::panic
 )]
 
-use rcpt::dsse::{Envelope, EnvelopeError, SignatureCheck, check_signatures, pae};
 use rcpt::keys::{self, SigningKey, VerifyingKey};
+use rcpt::receipt::dsse::{Envelope, EnvelopeError, SignatureCheck, check_signatures, pae};
 use serde_json::Value;
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/dsse");

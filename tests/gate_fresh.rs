@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use rcpt::digest::{Algorithm, Digest};
-use rcpt::gate::fresh::{ItemState, ReadSetError, ResourceError, check_read_set, read_set};
+use rcpt::fresh::{ItemState, ReadSetError, ResourceError, check_read_set, read_set};
 use rcpt::receipt::Substrate;
 use std::path::Path;
 use std::process::Command;

@@ -2,9 +2,9 @@
 //! with pyca/cryptography (an independent Ed25519), reproduced by rcpt.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use rcpt::dsse::{Envelope, SignatureCheck, check_signatures};
 use rcpt::keys::{self, NoteVerifier, SigningKey};
-use rcpt::note::{self, Checkpoint, Note, NoteCheck};
+use rcpt::receipt::dsse::{Envelope, SignatureCheck, check_signatures};
+use rcpt::tlog::note::{self, Checkpoint, Note, NoteCheck};
 
 /// RFC 8032 section 7.1 TEST 1.
 const SEED: &str = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";

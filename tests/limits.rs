@@ -21,14 +21,14 @@ mod support;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use rcpt::bundle::{BundleError, RawBundle, decode_hashes};
-use rcpt::canonical::{Value, dagcbor};
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
-use rcpt::dsse::{EntryError, Envelope, EnvelopeError, Signature};
 use rcpt::keys::SigningKey;
 use rcpt::limits::*;
-use rcpt::note::{Note, NoteError};
 use rcpt::reason::Reason;
+use rcpt::receipt::canonical::{Value, dagcbor};
+use rcpt::receipt::dsse::{EntryError, Envelope, EnvelopeError, Signature};
 use rcpt::receipt::{PayloadError, Receipt, SchemaError, payload_from_cbor, payload_from_json};
+use rcpt::tlog::note::{Note, NoteError};
 use rcpt::trust::{Trust, TrustError};
 use rcpt::verify::{CheckVerdict, Outcome, Report};
 use std::path::{Path, PathBuf};
@@ -565,8 +565,8 @@ fn inclusion_proof_of_63_hashes_is_read_and_64_refused() {
     // And the Merkle layer refuses it on its own.
     let proof = vec![[7u8; 32]; MAX_PROOF_HASHES + 1];
     assert_eq!(
-        rcpt::merkle::verify_inclusion(&[0; 32], 0, u64::MAX, &proof, &[0; 32]),
-        Err(rcpt::merkle::ProofError::TooLong {
+        rcpt::tlog::merkle::verify_inclusion(&[0; 32], 0, u64::MAX, &proof, &[0; 32]),
+        Err(rcpt::tlog::merkle::ProofError::TooLong {
             len: MAX_PROOF_HASHES + 1,
             max: MAX_PROOF_HASHES
         })
@@ -576,12 +576,12 @@ fn inclusion_proof_of_63_hashes_is_read_and_64_refused() {
 /// A hash store that answers zeros and counts the hashes asked for.
 struct ZeroStore(std::cell::Cell<usize>);
 
-impl rcpt::merkle::HashReader for ZeroStore {
+impl rcpt::tlog::merkle::HashReader for ZeroStore {
     type Error = std::convert::Infallible;
     fn read_hashes(
         &self,
-        ids: &[rcpt::merkle::NodeId],
-    ) -> Result<Vec<rcpt::merkle::Hash>, Self::Error> {
+        ids: &[rcpt::tlog::merkle::NodeId],
+    ) -> Result<Vec<rcpt::tlog::merkle::Hash>, Self::Error> {
         self.0.set(self.0.get() + ids.len());
         Ok(vec![[0; 32]; ids.len()])
     }
@@ -589,7 +589,7 @@ impl rcpt::merkle::HashReader for ZeroStore {
 
 #[test]
 fn tree_sizes_over_the_limit_are_refused_before_any_read() {
-    use rcpt::merkle::{ProveError, prove_inclusion};
+    use rcpt::tlog::merkle::{ProveError, prove_inclusion};
     let store = ZeroStore(std::cell::Cell::new(0));
     // At the limit: a proof of 62 hashes, within MAX_PROOF_HASHES.
     let proof = prove_inclusion(0, MAX_TREE_SIZE, &store).unwrap();
@@ -847,8 +847,8 @@ fn log_append_takes_an_entry_of_65535_bytes_and_refuses_65536() {
         }
     );
     assert!(matches!(
-        rcpt::tiles::encode_entry_bundle([entry.as_slice()]),
-        Err(rcpt::tiles::TileError::EntryTooLarge { len, max, .. })
+        rcpt::tlog::tiles::encode_entry_bundle([entry.as_slice()]),
+        Err(rcpt::tlog::tiles::TileError::EntryTooLarge { len, max, .. })
             if len == MAX_ENTRY_BYTES + 1 && max == MAX_ENTRY_BYTES
     ));
 }
@@ -858,10 +858,10 @@ fn an_entry_bundle_of_1_gib_is_refused_unread() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(tmp.path().join("tile/entries")).unwrap();
     sparse(&tmp.path().join("tile/entries"), "000", GIB);
-    let reader = rcpt::tiles::TileReader::new(tmp.path(), 256);
+    let reader = rcpt::storage::tiles::TileReader::new(tmp.path(), 256);
     let err = reader.entry(0).unwrap_err();
     assert!(
-        matches!(err, rcpt::tiles::TileError::BundleTooLarge { max, .. } if max == MAX_ENTRY_BUNDLE_BYTES),
+        matches!(err, rcpt::tlog::tiles::TileError::BundleTooLarge { max, .. } if max == MAX_ENTRY_BUNDLE_BYTES),
         "{err:?}"
     );
 }

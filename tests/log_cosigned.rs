@@ -12,7 +12,7 @@
 
 use rcpt::keys::SigningKey;
 use rcpt::log::{CheckpointError, Log, LogError, LogWriter, check};
-use rcpt::note::{Note, NoteCheck};
+use rcpt::tlog::note::{Note, NoteCheck};
 use std::path::Path;
 
 const ORIGIN: &str = "example.com/cosigned-log";
@@ -34,7 +34,7 @@ fn entries(range: std::ops::Range<u64>) -> Vec<Vec<u8>> {
 fn cosign(note: &str, seed: u8) -> String {
     let body = Note::parse(note.as_bytes()).unwrap().text;
     let witness = SigningKey::from_bytes(&[seed; 32]);
-    let line = rcpt::cosig::sign(
+    let line = rcpt::tlog::cosig::sign(
         &body,
         &format!("witness.example/{seed}"),
         &witness,
@@ -126,7 +126,8 @@ fn a_note_that_is_not_the_latest_checkpoint_or_unreadable_is_refused() {
     // The latest body without the log's signature (cosignatures only).
     let body = Note::parse(latest.as_bytes()).unwrap().text;
     let witness = SigningKey::from_bytes(&[1; 32]);
-    let line = rcpt::cosig::sign(&body, "witness.example/1", &witness, 1_700_000_000).unwrap();
+    let line =
+        rcpt::tlog::cosig::sign(&body, "witness.example/1", &witness, 1_700_000_000).unwrap();
     let only_witness = format!("{body}\n{line}");
     assert!(matches!(
         refused(&mut w, &only_witness),
@@ -173,7 +174,7 @@ fn a_note_that_is_not_the_latest_checkpoint_or_unreadable_is_refused() {
     let parsed = Note::parse(log.checkpoint().as_bytes()).unwrap();
     assert_eq!(parsed.signatures.len(), 100);
     assert!(matches!(
-        rcpt::note::check(&parsed, std::slice::from_ref(log.verifier())),
+        rcpt::tlog::note::check(&parsed, std::slice::from_ref(log.verifier())),
         NoteCheck::Verified { .. }
     ));
     // The writer goes on.

@@ -12,9 +12,9 @@
 )]
 
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
-use rcpt::dsse::Envelope;
 use rcpt::keys::SigningKey;
 use rcpt::log::Log;
+use rcpt::receipt::dsse::Envelope;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

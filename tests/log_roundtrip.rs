@@ -11,8 +11,8 @@
 
 use rcpt::keys::SigningKey;
 use rcpt::log::{Appended, Log, LogError, LogWriter, check};
-use rcpt::merkle::{self, leaf_hash, verify_consistency, verify_inclusion};
-use rcpt::note::{Checkpoint, Note};
+use rcpt::tlog::merkle::{self, leaf_hash, verify_consistency, verify_inclusion};
+use rcpt::tlog::note::{Checkpoint, Note};
 use std::path::Path;
 
 fn key() -> SigningKey {

@@ -1,4 +1,4 @@
-//! Properties of `rcpt::merkle` against a direct transcription of the
+//! Properties of `rcpt::tlog::merkle` against a direct transcription of the
 //! recursive RFC 6962 section 2.1 definitions (MTH, PATH, PROOF, SUBPROOF):
 //! every 0 <= m < n <= 300 and every index < n, generated proofs equal the
 //! RFC's and verify; mutated proofs are refused; arbitrary u64 sizes,
@@ -11,7 +11,7 @@
 )]
 
 use proptest::prelude::*;
-use rcpt::merkle::{
+use rcpt::tlog::merkle::{
     Frontier, Hash, MemoryTree, ProofError, leaf_hash, node_hash, prove_consistency,
     prove_inclusion, tree_root, verify_consistency, verify_inclusion,
 };

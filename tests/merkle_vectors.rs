@@ -1,4 +1,4 @@
-//! External RFC 6962 / RFC 9162 vectors against `rcpt::merkle`:
+//! External RFC 6962 / RFC 9162 vectors against `rcpt::tlog::merkle`:
 //! every transparency-dev/merkle inclusion and consistency file (the harness
 //! walks the directories and asserts the count), and the real Argon2020 CT
 //! proofs. See tests/vectors/tlog/README.md for their origin.
@@ -11,7 +11,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
-use rcpt::merkle::{
+use rcpt::tlog::merkle::{
     self, Hash, MemoryTree, ProofError, hash_from_slice, leaf_hash, prove_consistency,
     prove_inclusion, verify_consistency, verify_inclusion,
 };

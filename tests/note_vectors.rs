@@ -10,7 +10,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use rcpt::keys::{KeyError, NoteVerifier, SigningKey};
-use rcpt::note::{self, Checkpoint, Note, NoteCheck, NoteError};
+use rcpt::tlog::note::{self, Checkpoint, Note, NoteCheck, NoteError};
 use std::path::{Path, PathBuf};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/signed-note");

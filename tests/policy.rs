@@ -8,11 +8,11 @@
     clippy::indexing_slicing
 )]
 
-use rcpt::cosig::{self, CosigStatus, WitnessVerifier};
 use rcpt::keys::{NoteVerifier, SigningKey};
 use rcpt::limits::{MAX_POLICY_BYTES, MAX_POLICY_GROUPS, MAX_POLICY_LOGS, MAX_POLICY_WITNESSES};
-use rcpt::note::{self, Checkpoint, Note, NoteError};
-use rcpt::policy::{LogStatus, Member, Name, Policy, PolicyError, Quorum, Verdict};
+use rcpt::tlog::cosig::{self, CosigStatus, WitnessVerifier};
+use rcpt::tlog::note::{self, Checkpoint, Note, NoteError};
+use rcpt::tlog::policy::{LogStatus, Member, Name, Policy, PolicyError, Quorum, Verdict};
 
 const ORIGIN: &str = "example.com/log";
 
@@ -444,7 +444,7 @@ fn cosigned(ws: &[u32]) -> String {
     t
 }
 
-fn evaluate(policy: &str, note_text: &str) -> rcpt::policy::Evaluation {
+fn evaluate(policy: &str, note_text: &str) -> rcpt::tlog::policy::Evaluation {
     let p = parse(policy).unwrap();
     p.evaluate(&Note::parse(note_text.as_bytes()).unwrap())
         .unwrap()

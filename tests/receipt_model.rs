@@ -12,8 +12,8 @@ mod canonical_support;
 use canonical_support::*;
 use ipld_core::ipld::Ipld;
 use proptest::prelude::*;
-use rcpt::canonical::{dagcbor, jcs, json};
 use rcpt::digest::Digest;
+use rcpt::receipt::canonical::{dagcbor, jcs, json};
 use rcpt::receipt::*;
 use serde_json::json;
 
@@ -329,10 +329,10 @@ fn malformed_inputs_are_refused_before_the_schema() {
     );
     // A byte string in place of text: inside the codec's model, not a receipt's.
     let mut value = json::from_json(SAMPLE_PAYLOAD.as_bytes()).unwrap();
-    if let rcpt::canonical::Value::Map(m) = &mut value {
+    if let rcpt::receipt::canonical::Value::Map(m) = &mut value {
         m.insert(
             "issuer".into(),
-            rcpt::canonical::Value::Bytes(b"gate".to_vec()),
+            rcpt::receipt::canonical::Value::Bytes(b"gate".to_vec()),
         );
     }
     let err = payload_from_cbor(&dagcbor::encode(&value)).unwrap_err();
@@ -394,7 +394,7 @@ fn arb_receipt() -> impl Strategy<Value = Receipt> {
     (
         (
             "\\PC{0,16}",
-            0..=rcpt::canonical::MAX_SAFE_INTEGER,
+            0..=rcpt::receipt::canonical::MAX_SAFE_INTEGER,
             prop::sample::select(Substrate::ALL.to_vec()),
         ),
         (

@@ -15,8 +15,8 @@ mod s3_support;
 
 use assert_cmd::Command;
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
-use rcpt::dsse::Envelope;
 use rcpt::keys::SigningKey;
+use rcpt::receipt::dsse::Envelope;
 
 const ORIGIN: &str = "example.com/s3-cli";
 

@@ -13,8 +13,8 @@
 mod s3_support;
 
 use bytes::Bytes;
-use rcpt::s3::sigv4::Credentials;
-use rcpt::s3::{BlockingClient, Created, Etag, S3Error, Settings};
+use rcpt::storage::s3::sigv4::Credentials;
+use rcpt::storage::s3::{BlockingClient, Created, Etag, S3Error, Settings};
 
 fn b(s: &'static str) -> Bytes {
     Bytes::from_static(s.as_bytes())

@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
-use rcpt::dsse::Envelope;
 use rcpt::keys::SigningKey;
+use rcpt::receipt::dsse::Envelope;
 
 const ORIGIN: &str = "example.com/s3-crash";
 /// Envelopes offered to each killed append.

@@ -37,8 +37,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use hyper::Method;
 use rcpt::net::client::Client;
-use rcpt::note::{Checkpoint, Note, NoteCheck};
-use rcpt::s3::{BlockingClient, LeaseConfig, Location, S3Store};
+use rcpt::storage::s3::{BlockingClient, LeaseConfig, Location, S3Store};
+use rcpt::tlog::note::{Checkpoint, Note, NoteCheck};
 use serve_support::{ORIGIN, entry_of, envelope, log_key, log_verifier, write_trust};
 
 /// Concurrent submitters.
@@ -127,7 +127,7 @@ fn verified(text: &str) -> (u64, [u8; 32]) {
     let note = Note::parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e}: {text:?}"));
     assert!(
         matches!(
-            rcpt::note::check(&note, &[log_verifier()]),
+            rcpt::tlog::note::check(&note, &[log_verifier()]),
             NoteCheck::Verified { .. }
         ),
         "a checkpoint that does not verify under the log key: {text:?}"
@@ -418,7 +418,7 @@ fn failover(fault: Fault) {
             continue; // the empty tree: every tree extends it
         }
         let proof = log.consistency_proof(m, n).unwrap();
-        rcpt::merkle::verify_consistency(m, n, &proof, &root_m, &root_n)
+        rcpt::tlog::merkle::verify_consistency(m, n, &proof, &root_m, &root_n)
             .unwrap_or_else(|e| panic!("the checkpoint of size {n} does not extend {m}: {e}"));
     }
     eprintln!(

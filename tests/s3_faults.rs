@@ -16,9 +16,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use rcpt::s3::client::MAX_ATTEMPTS;
-use rcpt::s3::sigv4::Credentials;
-use rcpt::s3::{BlockingClient, Endpoint, Location, S3Error, Settings};
+use rcpt::storage::s3::client::MAX_ATTEMPTS;
+use rcpt::storage::s3::sigv4::Credentials;
+use rcpt::storage::s3::{BlockingClient, Endpoint, Location, S3Error, Settings};
 use sha2::Digest;
 
 fn settings(port: u16) -> Settings {

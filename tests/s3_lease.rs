@@ -22,7 +22,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rcpt::s3::{
+use rcpt::storage::s3::{
     BlockingClient, Endpoint, Lease, LeaseConfig, LeaseError, Location, LostReason, Settings,
 };
 

@@ -54,7 +54,7 @@ fn mirror_into_s3_copies_checks_and_follows_appends() {
     let location = s3_support::fresh_location(&bucket, "mirror");
     let dest = format!("s3://{}/{}", location.bucket, location.prefix);
     let endpoint = settings.endpoint.url();
-    let s3 = rcpt::s3::BlockingClient::new(settings, &location).unwrap();
+    let s3 = rcpt::storage::s3::BlockingClient::new(settings, &location).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let dir = init_log(tmp.path(), "log");
     let trust = write_trust(tmp.path());

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use hyper::Method;
 use rcpt::net::client::Client;
-use rcpt::s3::{BlockingClient, LeaseConfig, Location, S3Store};
+use rcpt::storage::s3::{BlockingClient, LeaseConfig, Location, S3Store};
 use serve_support::{ORIGIN, entry_of, envelope, log_key, write_trust};
 
 /// Concurrent submitters per trial.

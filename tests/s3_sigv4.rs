@@ -1,7 +1,7 @@
 //! AWS Signature Version 4: every case under `tests/vectors/aws-sigv4/`
 //! (AWS's own test suite, and the S3 documentation's worked examples; see
 //! that directory's README for origin and licence) signed by
-//! `rcpt::s3::sigv4` must give the published canonical request, string to
+//! `rcpt::storage::s3::sigv4` must give the published canonical request, string to
 //! sign and signature byte for byte. The harness walks the directory, so no
 //! case can be skipped by forgetting to list it.
 #![cfg(feature = "s3")]
@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rcpt::s3::sigv4::{self, AmzTime, Credentials, Scope};
+use rcpt::storage::s3::sigv4::{self, AmzTime, Credentials, Scope};
 use sha2::{Digest, Sha256};
 
 fn vectors_dir() -> PathBuf {

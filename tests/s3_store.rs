@@ -19,9 +19,9 @@ use std::time::Duration;
 
 use rcpt::keys::SigningKey;
 use rcpt::log::{Log, LogError, LogWriter, Step, check_log};
-use rcpt::merkle::{leaf_hash, verify_inclusion};
-use rcpt::s3::{BlockingClient, LeaseConfig, S3Store};
+use rcpt::storage::s3::{BlockingClient, LeaseConfig, S3Store};
 use rcpt::storage::{PublicKey, PublicRead, Store, StoreError};
+use rcpt::tlog::merkle::{leaf_hash, verify_inclusion};
 
 const ORIGIN: &str = "example.com/s3-log";
 
@@ -303,8 +303,8 @@ fn measure_request_latency() {
 /// twice has one root; every acknowledged entry is at its index.
 #[test]
 fn two_writers_taking_turns_never_fork_the_tree() {
-    use rcpt::merkle::verify_consistency;
-    use rcpt::note::{Checkpoint, Note};
+    use rcpt::tlog::merkle::verify_consistency;
+    use rcpt::tlog::note::{Checkpoint, Note};
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -255,10 +255,14 @@ fn every_refusal_has_its_status_and_the_codes_of_log_append() {
             "applied":true,"replay":{{"class":"unknown"}}}}"#,
             h = "ab".repeat(32)
         );
-        let value = rcpt::canonical::json::from_json(json.as_bytes()).unwrap();
-        let bytes = rcpt::canonical::dagcbor::encode(&value);
-        rcpt::dsse::Envelope::sign(rcpt::constants::RECEIPT_PAYLOAD_TYPE, bytes, &issuer_key())
-            .to_json()
+        let value = rcpt::receipt::canonical::json::from_json(json.as_bytes()).unwrap();
+        let bytes = rcpt::receipt::canonical::dagcbor::encode(&value);
+        rcpt::receipt::dsse::Envelope::sign(
+            rcpt::constants::RECEIPT_PAYLOAD_TYPE,
+            bytes,
+            &issuer_key(),
+        )
+        .to_json()
     };
     let refused_400 = [
         "not json".to_string(),

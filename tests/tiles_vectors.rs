@@ -1,4 +1,4 @@
-//! C2SP tlog-tiles against `rcpt::tiles`: a log written by Tessera (its
+//! C2SP tlog-tiles against `rcpt::tlog::tiles`: a log written by Tessera (its
 //! checkpoints, tiles, entry bundles and the proofs derived from them), path
 //! encoding examples from the spec, and tiles written here at sizes that
 //! need tile levels 0..2, partial tiles and the full-tile fallback.
@@ -6,13 +6,14 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
-use rcpt::merkle::{
+use rcpt::storage::tiles::TileReader;
+use rcpt::tlog::merkle::{
     self, Hash, HashReader, MemoryTree, NodeId, leaf_hash, prove_consistency, prove_inclusion,
     tree_root,
 };
-use rcpt::tiles::{
-    TileError, TileReader, decode_entry_bundle, encode_entry_bundle, encode_hash_tile,
-    entries_tile_path, hash_tile_path,
+use rcpt::tlog::tiles::{
+    TileError, decode_entry_bundle, encode_entry_bundle, encode_hash_tile, entries_tile_path,
+    hash_tile_path,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -12,9 +12,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use rcpt::keys::SigningKey;
 use rcpt::limits::{MAX_TLOG_PROOF_BYTES, MAX_TLOG_PROOF_EXTRA_BYTES};
-use rcpt::merkle::{self, Hash, MemoryTree};
-use rcpt::note::{self, Checkpoint};
-use rcpt::tlogproof::{TlogProof, TlogProofError};
+use rcpt::tlog::merkle::{self, Hash, MemoryTree};
+use rcpt::tlog::note::{self, Checkpoint};
+use rcpt::tlog::proof::{TlogProof, TlogProofError};
 
 const ORIGIN: &str = "example.com/fancylog";
 
@@ -202,7 +202,7 @@ proptest::proptest! {
     fn witness_parsers_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..600)) {
         let _ = TlogProof::parse(&bytes);
         let _ = rcpt::witness::AddCheckpointRequest::parse(&bytes);
-        let _ = rcpt::policy::Policy::parse(&bytes);
+        let _ = rcpt::tlog::policy::Policy::parse(&bytes);
     }
 
     #[test]

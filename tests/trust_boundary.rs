@@ -581,8 +581,8 @@ fn a_future_version_is_not_evaluated_whatever_its_other_fields() {
         let err = rcpt::receipt::payload_from_json(p.to_string().as_bytes()).unwrap_err();
         assert_eq!(err.reason_code(), Reason::PayloadVersionUnsupported, "{p}");
         // In a bundle: the schema check is not evaluated, not failed.
-        let value = rcpt::canonical::json::from_json(p.to_string().as_bytes()).unwrap();
-        let cbor = rcpt::canonical::dagcbor::encode(&value);
+        let value = rcpt::receipt::canonical::json::from_json(p.to_string().as_bytes()).unwrap();
+        let cbor = rcpt::receipt::canonical::dagcbor::encode(&value);
         let mut b = bundle_json("verdict-admit");
         use base64::Engine as _;
         b["envelope"]["payload"] = json!(base64::engine::general_purpose::STANDARD.encode(&cbor));

@@ -14,8 +14,8 @@
 
 mod support;
 
-use rcpt::gate::require::{Requirements, VerdictArm};
 use rcpt::receipt::Invariant;
+use rcpt::receipt::require::{Requirements, VerdictArm};
 use rcpt::verify::{CheckVerdict, ConsistencyInput, Gate, Report, Verifier};
 use support::{bundle_json, corpus, verifier};
 
@@ -209,7 +209,7 @@ fn asked_requirements_follow_in_their_fixed_order() {
 fn a_policy_adds_checkpoint_witnesses_after_the_checkpoint_signature() {
     let vkey = std::fs::read_to_string(corpus().join("keys/log.vkey")).unwrap();
     let policy =
-        rcpt::policy::Policy::parse(format!("log {}\nquorum none\n", vkey.trim()).as_bytes())
+        rcpt::tlog::policy::Policy::parse(format!("log {}\nquorum none\n", vkey.trim()).as_bytes())
             .unwrap();
     let plain = corpus_reports(&verifier());
     let with = corpus_reports(&verifier().with_policy(policy));

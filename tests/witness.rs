@@ -10,11 +10,11 @@
     clippy::indexing_slicing
 )]
 
-use rcpt::cosig::{CosigStatus, WitnessVerifier};
 use rcpt::keys::{NoteVerifier, SigningKey};
-use rcpt::merkle::{self, Hash, MemoryTree};
-use rcpt::note::{self, Checkpoint, Note};
-use rcpt::policy::{Policy, Verdict};
+use rcpt::tlog::cosig::{CosigStatus, WitnessVerifier};
+use rcpt::tlog::merkle::{self, Hash, MemoryTree};
+use rcpt::tlog::note::{self, Checkpoint, Note};
+use rcpt::tlog::policy::{Policy, Verdict};
 use rcpt::witness::{
     AddCheckpointError, AddCheckpointRequest, BadRequest, CasError, Forbidden, Refusal,
     RequestError, StateStore, TreeHead, Unprocessable, Witness, WitnessError, decide,
@@ -337,7 +337,7 @@ fn witness_cosigns_records_and_then_answers_409() {
     let cosigned = format!("{}{}", checkpoint(&t, 6), first.lines);
     let note = Note::parse(cosigned.as_bytes()).unwrap();
     assert_eq!(
-        rcpt::cosig::check(&note, std::slice::from_ref(w.verifier())),
+        rcpt::tlog::cosig::check(&note, std::slice::from_ref(w.verifier())),
         vec![CosigStatus::Verified {
             timestamp: 1_700_000_000
         }]
@@ -618,7 +618,7 @@ fn init_refusals() {
             None,
             good.as_bytes()
         ),
-        Err(WitnessError::Key(rcpt::cosig::CosigError::BadName(_)))
+        Err(WitnessError::Key(rcpt::tlog::cosig::CosigError::BadName(_)))
     ));
     // A non-empty directory.
     std::fs::create_dir_all(tmp.path().join("d")).unwrap();

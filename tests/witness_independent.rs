@@ -18,11 +18,11 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use rcpt::cosig::{self, CosigStatus, WitnessVerifier};
 use rcpt::keys::{NoteVerifier, SigningKey};
-use rcpt::merkle::{self, Hash, MemoryTree};
-use rcpt::note::{self, Checkpoint, Note};
-use rcpt::policy::{LogStatus, Policy};
+use rcpt::tlog::cosig::{self, CosigStatus, WitnessVerifier};
+use rcpt::tlog::merkle::{self, Hash, MemoryTree};
+use rcpt::tlog::note::{self, Checkpoint, Note};
+use rcpt::tlog::policy::{LogStatus, Policy};
 use rcpt::witness::{AddCheckpointRequest, TreeHead, decide};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -595,7 +595,7 @@ fn tlog_proofs_from_rcpt_verify_independently() {
                 h = "ef".repeat(32)
             );
             let payload = rcpt::receipt::payload_from_json(json.as_bytes()).unwrap();
-            let env = rcpt::dsse::Envelope::sign(rcpt::constants::RECEIPT_PAYLOAD_TYPE, payload.bytes, &issuer);
+            let env = rcpt::receipt::dsse::Envelope::sign(rcpt::constants::RECEIPT_PAYLOAD_TYPE, payload.bytes, &issuer);
             let p = dir.join(format!("r{n}.json"));
             std::fs::write(&p, env.to_json()).unwrap();
             p

@@ -15,10 +15,10 @@ mod serve_support;
 mod witness_support;
 
 use bytes::Bytes;
-use rcpt::cosig::{CosigStatus, WitnessVerifier};
 use rcpt::keys::SigningKey;
 use rcpt::net::client::Client;
-use rcpt::note::Note;
+use rcpt::tlog::cosig::{CosigStatus, WitnessVerifier};
+use rcpt::tlog::note::Note;
 use serve_support::raw;
 use std::path::Path;
 use witness_support::{WitnessProc, body, checkpoint, init_witness, logs_policy, tree};
@@ -62,7 +62,7 @@ fn assert_cosigned(note: &str, lines: &str, vkey: &str) {
     let n = Note::parse(format!("{note}{lines}").as_bytes()).unwrap();
     assert!(
         matches!(
-            rcpt::cosig::check(&n, &[w])[0],
+            rcpt::tlog::cosig::check(&n, &[w])[0],
             CosigStatus::Verified { .. }
         ),
         "{lines}"
@@ -287,7 +287,7 @@ fn sigkill_under_load_then_restart_keeps_every_answered_cosignature() {
     let n = Note::parse(stored.as_bytes()).unwrap();
     let wv = WitnessVerifier::parse(&vkey).unwrap();
     assert!(matches!(
-        rcpt::cosig::check(&n, &[wv])[0],
+        rcpt::tlog::cosig::check(&n, &[wv])[0],
         CosigStatus::Verified { .. }
     ));
     // And it goes on from there.
@@ -312,7 +312,7 @@ fn served_and_offline_cosigning_share_one_record() {
     let cp = tmp.path().join("cp9");
     std::fs::write(&cp, checkpoint(ORIGIN, &key, &t, 9)).unwrap();
     let proof = tmp.path().join("proof");
-    let lines: Vec<String> = rcpt::merkle::prove_consistency(5, 9, &t)
+    let lines: Vec<String> = rcpt::tlog::merkle::prove_consistency(5, 9, &t)
         .unwrap()
         .iter()
         .map(|h| {

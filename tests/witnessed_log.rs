@@ -18,9 +18,9 @@
 mod serve_support;
 mod witness_support;
 
-use rcpt::cosig::CosigStatus;
-use rcpt::note::{Checkpoint, Note};
-use rcpt::policy::Policy;
+use rcpt::tlog::cosig::CosigStatus;
+use rcpt::tlog::note::{Checkpoint, Note};
+use rcpt::tlog::policy::Policy;
 use serve_support::{ORIGIN, Served, envelope, init_log, log_key, raw, write_trust};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -52,7 +52,7 @@ impl World {
             let seed = 51 + i as u8;
             let (dir, mut vkey) = init_witness(tmp, name, seed, &logs_policy(ORIGIN, &log_key()));
             if lying && name == "w3" {
-                let wrong = rcpt::cosig::WitnessVerifier::new(
+                let wrong = rcpt::tlog::cosig::WitnessVerifier::new(
                     &format!("witness.example/{name}"),
                     witness_key(99).verifying_key(),
                 )
@@ -117,8 +117,8 @@ fn published(log: &Served, policy_text: &str) -> (u64, usize) {
     assert_eq!(cp.origin, ORIGIN);
     // The log's own signature is there too.
     assert!(matches!(
-        rcpt::note::check(&note, &[serve_support::log_verifier()]),
-        rcpt::note::NoteCheck::Verified { .. }
+        rcpt::tlog::note::check(&note, &[serve_support::log_verifier()]),
+        rcpt::tlog::note::NoteCheck::Verified { .. }
     ));
     (cp.size, verified)
 }
@@ -318,9 +318,9 @@ fn a_fork_with_the_same_key_and_origin_gets_no_cosignature() {
     let root = |ns: &[u64], size: u64| {
         let leaves: Vec<_> = ns
             .iter()
-            .map(|n| rcpt::merkle::leaf_hash(&serve_support::entry_of(&envelope(*n))))
+            .map(|n| rcpt::tlog::merkle::leaf_hash(&serve_support::entry_of(&envelope(*n))))
             .collect();
-        rcpt::merkle::tree_root(size, &rcpt::merkle::MemoryTree::new(&leaves)).unwrap()
+        rcpt::tlog::merkle::tree_root(size, &rcpt::tlog::merkle::MemoryTree::new(&leaves)).unwrap()
     };
     let mut at_last = 0;
     for w in world.witnesses.iter().flatten() {
@@ -446,9 +446,11 @@ fn the_cosigned_checkpoint_is_stored_in_the_log() {
 
     // A policy that also needs a fourth witness is not met: the check is
     // real, not a count of lines.
-    let w4 =
-        rcpt::cosig::WitnessVerifier::new("witness.example/w4", witness_key(60).verifying_key())
-            .unwrap();
+    let w4 = rcpt::tlog::cosig::WitnessVerifier::new(
+        "witness.example/w4",
+        witness_key(60).verifying_key(),
+    )
+    .unwrap();
     let strict = tmp.path().join("strict.policy");
     let strict_text = verify_text.replace(
         "group g 2 w1 w2 w3",
@@ -621,7 +623,7 @@ fn a_witness_policy_that_cannot_be_met_is_refused_at_start() {
     let dir = init_log(tmp.path(), "log");
     let trust = write_trust(tmp.path());
     let vkey = |seed: u8| {
-        rcpt::cosig::WitnessVerifier::new(
+        rcpt::tlog::cosig::WitnessVerifier::new(
             &format!("witness.example/{seed}"),
             witness_key(seed).verifying_key(),
         )

@@ -15,10 +15,12 @@
 //!
 //! Reads only: nothing is written, no process is run, no socket opened.
 
-use super::gitref::{RefError, Repository};
+pub mod git;
+
 use crate::digest::{Algorithm, Digest};
 use crate::limits::{MAX_READ_SET_ITEMS, MAX_TEXT_BYTES};
 use crate::receipt::{ReadItem, Substrate};
+use git::{RefError, Repository};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};

@@ -20,9 +20,9 @@
 //! forged envelope costs no payload parsing when issuers are configured.
 
 use crate::constants::RECEIPT_PAYLOAD_TYPE;
-use crate::dsse::{self, Envelope, EnvelopeError, SignatureCheck};
 use crate::limits::MAX_ENTRY_BYTES;
 use crate::reason::Reason;
+use crate::receipt::dsse::{self, Envelope, EnvelopeError, SignatureCheck};
 use crate::receipt::{self, PayloadError};
 use crate::trust::{Issuer, Trust, TrustError};
 use base64::Engine;

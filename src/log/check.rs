@@ -12,9 +12,9 @@
 use super::error::{CheckpointError, LogError};
 use super::tilebuild::{BuiltTile, TileBuilder};
 use super::{Log, verify_checkpoint};
-use crate::merkle::{self, Frontier, Hash};
 use crate::storage::{PrivateKey, PublicKey, TileKey, Width};
-use crate::tiles::{self, MAX_HASH_TILE_BYTES, TILE_WIDTH};
+use crate::tlog::merkle::{self, Frontier, Hash};
+use crate::tlog::tiles::{self, MAX_HASH_TILE_BYTES, TILE_WIDTH};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use rayon::prelude::*;
@@ -44,7 +44,7 @@ pub struct CheckReport {
 
 /// Compare a recomputed tile with the stored one.
 fn compare_tile(log: &Log, tile: &BuiltTile) -> Result<(), LogError> {
-    match tiles::read_hash_tile(&**log.store(), &tile.key) {
+    match crate::storage::tiles::read_hash_tile(&**log.store(), &tile.key) {
         Ok(hashes) if hashes == tile.hashes => Ok(()),
         Ok(_) => Err(LogError::TileMismatch { path: tile.path() }),
         Err(e) => Err(e.into()),

@@ -2,10 +2,10 @@
 //! each keeping its cause as a `#[source]` (never flattened to text).
 
 use crate::keys::KeyError;
-use crate::merkle::{FrontierError, ProveError};
-use crate::note::NoteError;
 use crate::storage::StoreError;
-use crate::tiles::TileError;
+use crate::tlog::merkle::{FrontierError, ProveError};
+use crate::tlog::note::NoteError;
+use crate::tlog::tiles::TileError;
 
 /// Why a log operation failed.
 #[derive(Debug, thiserror::Error)]

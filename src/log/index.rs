@@ -19,8 +19,8 @@
 //! records whose key's top `bits` bits are below `j` (`dir[D]` = count).
 
 use super::error::LogError;
-use crate::merkle::Hash;
 use crate::storage::{PrivateDir, PrivateKey, RandomRead, Staged, StagedWrite, Store};
+use crate::tlog::merkle::Hash;
 use std::sync::Arc;
 
 /// First bytes of every run file.
@@ -530,8 +530,8 @@ fn merge_into(
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
-    use crate::merkle::leaf_hash;
     use crate::storage::posix::PosixStore;
+    use crate::tlog::merkle::leaf_hash;
 
     fn leaves(range: std::ops::Range<u64>) -> Vec<Hash> {
         range.map(|i| leaf_hash(&i.to_le_bytes())).collect()

@@ -7,8 +7,8 @@
 //! [`Store`](crate::storage::Store)'s business (`spec/storage.md`), and
 //! every read and write goes through one. Entries are opaque bytes here
 //! ([`admit`] decides which envelopes become entries); hashing and proofs
-//! come from [`merkle`](crate::merkle), tile encodings and tile reads from
-//! [`tiles`](crate::tiles), signed notes from [`note`](crate::note). It
+//! come from [`merkle`](crate::tlog::merkle), tile encodings and tile reads from
+//! [`tiles`](crate::tlog::tiles), signed notes from [`note`](crate::tlog::note). It
 //! never prints and never exits.
 //!
 //! Modules depend downward only, with no circle: `writer` and `check` use
@@ -32,11 +32,12 @@ pub use step::Step;
 pub use writer::{HashedEntry, LogWriter};
 
 use crate::keys::{NoteVerifier, SigningKey};
-use crate::merkle::{self, Hash};
-use crate::note::{self, Checkpoint};
 use crate::storage::posix::PosixStore;
+use crate::storage::tiles::{TileCache, TileReader};
 use crate::storage::{PrivateDir, PrivateKey, Store, TileKey, Version, Width};
-use crate::tiles::{TILE_WIDTH, TileCache, TileReader};
+use crate::tlog::merkle::{self, Hash};
+use crate::tlog::note::{self, Checkpoint};
+use crate::tlog::tiles::TILE_WIDTH;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use index::Index;
@@ -469,8 +470,10 @@ impl Log {
         }
         for t in from / TILE_WIDTH..to.div_ceil(TILE_WIDTH) {
             let Some(width) = Width::of(t, to) else { break };
-            let entries =
-                crate::tiles::read_entry_bundle(&*self.store, &TileKey::entries(t, width))?;
+            let entries = crate::storage::tiles::read_entry_bundle(
+                &*self.store,
+                &TileKey::entries(t, width),
+            )?;
             let skip = from.saturating_sub(t * TILE_WIDTH);
             // skip < 256 and entries holds the tile's width, so get() finds it.
             let trimmed = entries.get(skip as usize..).unwrap_or_default();
@@ -554,7 +557,7 @@ impl Log {
         };
         let key = TileKey::entries(t, width);
         let entries =
-            crate::tiles::read_entry_bundle(&*self.store, &key).map_err(LogError::from)?;
+            crate::storage::tiles::read_entry_bundle(&*self.store, &key).map_err(LogError::from)?;
         let (lo, hi) = (
             range.start.max(first),
             range.end.min(first + entries.len() as u64),
@@ -586,7 +589,7 @@ impl Log {
         }
         let upper = self
             .inclusion_proof(first, size)?
-            .split_off(usize::from(crate::tiles::TILE_HEIGHT));
+            .split_off(usize::from(crate::tlog::tiles::TILE_HEIGHT));
         let proof_of = |i: u64| -> Vec<Hash> {
             let k = (i - first) as usize;
             let inner = levels.iter().take(8).enumerate();
@@ -600,7 +603,7 @@ impl Log {
             .unwrap_or_default();
         merkle::verify_inclusion(&leaf, first, size, &proof_of(first), root).map_err(|_| {
             LogError::TileMismatch {
-                path: crate::tiles::hash_tile_path(0, t, None),
+                path: crate::tlog::tiles::hash_tile_path(0, t, None),
             }
         })?;
         for i in lo..hi {
@@ -618,7 +621,7 @@ impl Log {
 
 /// A tile read failure keeps its own error (and its cause); the rest are
 /// proof errors.
-fn proof_error(e: merkle::ProveError<crate::tiles::TileError>) -> LogError {
+fn proof_error(e: merkle::ProveError<crate::tlog::tiles::TileError>) -> LogError {
     match e {
         merkle::ProveError::Read(t) => LogError::Tile(t),
         other => LogError::Proof(other),

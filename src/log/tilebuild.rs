@@ -1,5 +1,5 @@
 //! tilebuild: turn the stream of completed subtrees reported by
-//! [`Frontier::push`](crate::merkle::Frontier::push) into C2SP tlog-tiles
+//! [`Frontier::push`](crate::tlog::merkle::Frontier::push) into C2SP tlog-tiles
 //! hash tiles. Used by the writer (tiles to store) and by `check` (tiles to
 //! compare). No I/O: the caller seeds the partial tiles and stores or
 //! compares what comes out.
@@ -8,9 +8,9 @@
 //! 8L": a level-`8L` node `i` sits in tile `(L, i / 256)` at position
 //! `i % 256`.
 
-use crate::merkle::{Hash, NodeId};
 use crate::storage::{TileKey, Width};
-use crate::tiles::{TILE_HEIGHT, TILE_WIDTH};
+use crate::tlog::merkle::{Hash, NodeId};
+use crate::tlog::tiles::{TILE_HEIGHT, TILE_WIDTH};
 
 /// One hash tile ready to store or compare.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,7 +42,7 @@ impl BuiltTile {
 
     /// Concatenated hashes: the tile file's bytes.
     pub fn bytes(&self) -> Vec<u8> {
-        crate::tiles::encode_hash_tile(&self.hashes)
+        crate::tlog::tiles::encode_hash_tile(&self.hashes)
     }
 }
 

@@ -17,11 +17,11 @@ use super::{
 };
 use crate::keys::SigningKey;
 use crate::limits::{MAX_APPEND_BATCH_BYTES, MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BYTES};
-use crate::merkle::{self, Frontier, Hash};
-use crate::storage::key::MAX_TILE_LEVEL;
 use crate::storage::posix::PosixStore;
 use crate::storage::{Family, PrivateKey, Store, StoreError, TileKey, Width, WriterLock};
-use crate::tiles::{self, TILE_WIDTH};
+use crate::tlog::merkle::{self, Frontier, Hash};
+use crate::tlog::tiles::path::MAX_TILE_LEVEL;
+use crate::tlog::tiles::{self, TILE_WIDTH};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::Path;
@@ -404,7 +404,8 @@ impl LogWriter {
         let store = &**self.log.store();
         let old = self.log.size();
         let mut frontier = self.frontier.clone();
-        let mut builder = TileBuilder::new(old, |key| tiles::read_hash_tile(store, key))?;
+        let mut builder =
+            TileBuilder::new(old, |key| crate::storage::tiles::read_hash_tile(store, key))?;
         for leaf in &batch.leaves {
             frontier
                 .push(*leaf, |id, h| builder.node(id, h))
@@ -434,9 +435,10 @@ impl LogWriter {
         let end = old + new.len() as u64;
         let first = old / TILE_WIDTH;
         let prefix = match Width::of(first, old) {
-            Some(w @ Width::Partial(_)) => {
-                tiles::read_entry_bundle(&**self.log.store(), &TileKey::entries(first, w))?
-            }
+            Some(w @ Width::Partial(_)) => crate::storage::tiles::read_entry_bundle(
+                &**self.log.store(),
+                &TileKey::entries(first, w),
+            )?,
             _ => Vec::new(),
         };
         // Each tile is encoded on its own (in parallel, kept in order).
@@ -526,9 +528,9 @@ impl LogWriter {
         self.ready()?;
         let name = "checkpoint".to_string();
         let cp = verify_checkpoint(note.as_bytes(), self.log.verifier(), None)?;
-        let same = crate::note::Note::parse(self.log.checkpoint.as_bytes())
+        let same = crate::tlog::note::Note::parse(self.log.checkpoint.as_bytes())
             .ok()
-            .zip(crate::note::Note::parse(note.as_bytes()).ok())
+            .zip(crate::tlog::note::Note::parse(note.as_bytes()).ok())
             .is_some_and(|(now, new)| now.text == new.text);
         if !same || cp.size != self.log.size() {
             return Err(LogError::Checkpoint {

@@ -37,14 +37,15 @@ use crate::keys::NoteVerifier;
 use crate::limits::{MAX_ENTRY_BUNDLE_BYTES, MAX_NOTE_BYTES};
 use crate::log::tilebuild::TileBuilder;
 use crate::log::{SETTINGS_FORMAT, Settings};
-use crate::merkle::{self, Frontier, Hash};
-use crate::note::Checkpoint;
 use crate::storage::posix::PosixStore;
+use crate::storage::tiles::TileReader;
 use crate::storage::{
     Family, PrivateKey, PublicKey, PublicRead, Store, StoreError, TileKey, Version, Versioned,
     Width,
 };
-use crate::tiles::{self, TILE_WIDTH, TileReader};
+use crate::tlog::merkle::{self, Frontier, Hash};
+use crate::tlog::note::Checkpoint;
+use crate::tlog::tiles::{self, TILE_WIDTH};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use std::path::{Path, PathBuf};
@@ -351,8 +352,8 @@ fn local_checkpoint(
 /// signature line `held` has, and more: the only replacement at one size.
 fn adds_signatures(held: &[u8], new: &[u8]) -> bool {
     let (Ok(held), Ok(new)) = (
-        crate::note::Note::parse(held),
-        crate::note::Note::parse(new),
+        crate::tlog::note::Note::parse(held),
+        crate::tlog::note::Note::parse(new),
     ) else {
         return false;
     };

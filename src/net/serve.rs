@@ -17,12 +17,12 @@
 use super::accept::serve_until_stopped;
 use crate::bundle::{Bundle, LogProof};
 use crate::constants::BUNDLE_MEDIA_TYPE;
-use crate::dsse::Envelope;
 use crate::keys::SigningKey;
 use crate::limits::{MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BUNDLE_BYTES, MAX_ENVELOPE_BYTES};
 use crate::log::admit::{AcceptedIssuers, RefusalClass, admit};
 use crate::log::{Log, LogError, LogWriter};
 use crate::net::witnessing::{Prover, Stopped, Witnessing};
+use crate::receipt::dsse::Envelope;
 use crate::storage::{Family, PublicKey, Store, TileKey};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -560,13 +560,14 @@ impl Batcher {
 /// otherwise (a note signed by the log alone, or one short of the quorum).
 fn quorum_cosigners(witnessing: &Witnessing, note: &str) -> Option<Vec<String>> {
     let policy = witnessing.policy();
-    let parsed = crate::note::Note::parse(note.as_bytes()).ok()?;
+    let parsed = crate::tlog::note::Note::parse(note.as_bytes()).ok()?;
     let eval = policy.evaluate(&parsed).ok()?;
     if !eval.quorum_met || !eval.failed_witnesses().is_empty() {
         return None;
     }
     let names = policy.witnesses.iter().zip(&eval.witnesses);
-    let names = names.filter(|(_, s)| matches!(s, crate::cosig::CosigStatus::Verified { .. }));
+    let names =
+        names.filter(|(_, s)| matches!(s, crate::tlog::cosig::CosigStatus::Verified { .. }));
     Some(names.map(|(w, _)| w.name.to_string()).collect())
 }
 
@@ -574,7 +575,7 @@ fn quorum_cosigners(witnessing: &Witnessing, note: &str) -> Option<Vec<String>> 
 /// the witnesses are sent (a stored note may carry older cosignatures).
 fn log_signed_only(note: &str, verifier: &crate::keys::NoteVerifier) -> String {
     use base64::Engine;
-    let Ok(parsed) = crate::note::Note::parse(note.as_bytes()) else {
+    let Ok(parsed) = crate::tlog::note::Note::parse(note.as_bytes()) else {
         return note.to_string();
     };
     let mut out = format!("{}\n", parsed.text);
@@ -588,7 +589,7 @@ fn log_signed_only(note: &str, verifier: &crate::keys::NoteVerifier) -> String {
         let b64 = base64::engine::general_purpose::STANDARD.encode(raw);
         out.push_str(&format!(
             "{}{} {b64}\n",
-            crate::note::SIGNATURE_LINE_PREFIX,
+            crate::tlog::note::SIGNATURE_LINE_PREFIX,
             sig.name
         ));
     }
@@ -806,7 +807,7 @@ fn within(key: &TileKey, size: u64) -> bool {
         return false;
     };
     key.index()
-        .checked_mul(crate::tiles::TILE_WIDTH)
+        .checked_mul(crate::tlog::tiles::TILE_WIDTH)
         .and_then(|start| start.checked_add(key.width().items() as u64))
         .is_some_and(|end| end <= count)
 }
@@ -1060,9 +1061,11 @@ mod tests {
         let origin = "example.com/strip";
         let note = crate::log::sign_checkpoint(origin, 5, [7; 32], &key).unwrap();
         let verifier = crate::keys::NoteVerifier::new(origin, key.verifying_key()).unwrap();
-        let body = crate::note::Note::parse(note.as_bytes()).unwrap().text;
+        let body = crate::tlog::note::Note::parse(note.as_bytes())
+            .unwrap()
+            .text;
         let w = SigningKey::from_bytes(&[4; 32]);
-        let line = crate::cosig::sign(&body, "witness.example/a", &w, 1).unwrap();
+        let line = crate::tlog::cosig::sign(&body, "witness.example/a", &w, 1).unwrap();
         let cosigned = format!("{note}{line}");
         assert_eq!(log_signed_only(&cosigned, &verifier), note);
         assert_eq!(log_signed_only(&note, &verifier), note);
@@ -1087,7 +1090,10 @@ mod tests {
             assert!(!within(&tile(path), first_size - 1), "{path}");
             assert!(within(&tile(path), first_size), "{path}");
         }
-        let last = format!("tile/0/{}", crate::storage::key::encode_index(u64::MAX));
+        let last = format!(
+            "tile/0/{}",
+            crate::tlog::tiles::path::encode_index(u64::MAX)
+        );
         assert!(!within(&tile(&last), u64::MAX));
     }
 

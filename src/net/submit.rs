@@ -16,7 +16,7 @@ use crate::bundle::Bundle;
 use crate::constants::BUNDLE_MEDIA_TYPE;
 use crate::keys::NoteVerifier;
 use crate::limits::MAX_BUNDLE_BYTES;
-use crate::merkle;
+use crate::tlog::merkle;
 use bytes::Bytes;
 use hyper::{Method, StatusCode, header};
 use std::time::Duration;
@@ -73,7 +73,7 @@ pub async fn submit(
 ) -> Result<Logged, SubmitError> {
     // The entry the log must hold: the envelope's, if it parses at all
     // (one that does not is sent anyway, for the service's reason code).
-    let entry = crate::dsse::Envelope::from_json(&envelope)
+    let entry = crate::receipt::dsse::Envelope::from_json(&envelope)
         .ok()
         .map(|e| e.to_entry());
     let mut last = String::new();

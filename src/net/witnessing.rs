@@ -13,11 +13,11 @@
 //! Progress and every failure go, one JSON line each, to a caller-given sink.
 
 use super::accept::stopped;
-use crate::cosig::{self, CosigStatus, WitnessVerifier};
-use crate::merkle::Hash;
 use crate::net::client::{Client, ClientError};
-use crate::note::Note;
-use crate::policy::Policy;
+use crate::tlog::cosig::{self, CosigStatus, WitnessVerifier};
+use crate::tlog::merkle::Hash;
+use crate::tlog::note::Note;
+use crate::tlog::policy::Policy;
 use crate::witness::{AddCheckpointRequest, parse_size_body};
 use bytes::Bytes;
 use hyper::{Method, StatusCode};

@@ -8,11 +8,11 @@
 //! is [`crate::receipt`]'s business; which keys are trusted is the caller's.
 //! Spec: DSSE v1.0.2 (secure-systems-lab/dsse `envelope.md`, `protocol.md`).
 
-use crate::canonical::{Value, ValueRef, dagcbor};
 use crate::constants::DSSE_PAE_PREFIX;
 use crate::keys::{SigningKey, VerifyingKey, decode_base64_any, keyid};
 use crate::limits::{MAX_ENTRY_BYTES, MAX_ENVELOPE_BYTES, MAX_ENVELOPE_SIGNATURES, MAX_JSON_DEPTH};
 use crate::reason::Reason;
+use crate::receipt::canonical::{Value, ValueRef, dagcbor};
 use crate::strictjson::{self, StrictJsonError};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;

@@ -5,11 +5,21 @@
 //! paths that make a payload trustworthy: [`payload_from_json`] (issuing)
 //! and [`payload_from_cbor`] (verifying, logging). Every refusal carries a
 //! stable reason code (spec/receipt.md). No I/O, no signatures.
+//!
+//! The receipt layer: [`canonical`] (the value and its two encodings),
+//! this module (the payload model), [`dsse`] (the signed envelope and the
+//! log entry), [`require`] (what a verified receipt must say). It uses only
+//! the shared basics (digest, limits, reason, keys, strictjson), never the
+//! tlog layer, storage, the log or the binary.
 
-use crate::canonical::{MAX_SAFE_INTEGER, Value, ValueRef, dagcbor, identity};
+pub mod canonical;
+pub mod dsse;
+pub mod require;
+
 use crate::digest::Digest;
 use crate::limits::{MAX_DENY_REASONS, MAX_PAYLOAD_BYTES, MAX_READ_SET_ITEMS, MAX_TEXT_BYTES};
 use crate::reason::Reason;
+use crate::receipt::canonical::{MAX_SAFE_INTEGER, Value, ValueRef, dagcbor, identity};
 
 /// Where the gated change happens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -834,10 +844,10 @@ pub struct ValidPayload {
 pub enum PayloadError {
     /// The JSON text could not be read as a data-model value.
     #[error("payload JSON: {0}")]
-    Json(#[from] crate::canonical::json::JsonError),
+    Json(#[from] crate::receipt::canonical::json::JsonError),
     /// The CBOR bytes are not canonical DAG-CBOR of the data model.
     #[error("payload CBOR: {0}")]
-    Cbor(#[from] crate::canonical::dagcbor::DecodeError),
+    Cbor(#[from] crate::receipt::canonical::dagcbor::DecodeError),
     /// Over `MAX_PAYLOAD_BYTES` once encoded.
     #[error("payload is {0} bytes, over the limit of {max}", max = crate::limits::MAX_PAYLOAD_BYTES)]
     TooLarge(usize),
@@ -872,7 +882,7 @@ impl PayloadError {
 /// The bytes are the canonical DAG-CBOR of the value read, so any key order
 /// or whitespace of the JSON gives the same bytes and the same id.
 pub fn payload_from_json(json: &[u8]) -> Result<ValidPayload, PayloadError> {
-    let value = crate::canonical::json::from_json(json)?;
+    let value = crate::receipt::canonical::json::from_json(json)?;
     let receipt = checked(&value.borrow())?;
     let bytes = dagcbor::encode(&value);
     if bytes.len() > MAX_PAYLOAD_BYTES {
@@ -933,7 +943,7 @@ fn checked(value: &ValueRef<'_>) -> Result<Receipt, PayloadError> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
-    use crate::canonical::json;
+    use crate::receipt::canonical::json;
 
     fn valid() -> Value {
         let text = br#"{"version": 1, "issuer": "i", "issued_at": 1, "substrate": "git",

@@ -18,10 +18,12 @@
 //! objects live under `PREFIX/.rcpt/`.
 
 pub mod contract;
-pub mod key;
 pub mod posix;
+#[cfg(feature = "s3")]
+pub mod s3;
+pub mod tiles;
 
-pub use key::{Family, PrivateDir, PrivateKey, PublicKey, TileKey, Width};
+pub use crate::tlog::tiles::path::{Family, PrivateDir, PrivateKey, PublicKey, TileKey, Width};
 
 /// Why a storage operation failed.
 #[derive(Debug, thiserror::Error)]

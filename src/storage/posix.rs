@@ -212,7 +212,7 @@ fn group_dir(group: u64) -> String {
     if group == 0 {
         return String::new();
     }
-    super::key::encode_index(group)
+    crate::tlog::tiles::path::encode_index(group)
         .split('/')
         .map(|e| {
             if e.starts_with('x') {

@@ -5,12 +5,12 @@
 //! message, signing one cosignature line and checking the lines of a note
 //! against witness keys. No I/O and no state: whether a witness *should*
 //! cosign a checkpoint is [`crate::witness`]'s question, and whether enough
-//! witnesses did is [`crate::policy`]'s. Formats: `spec/witness.md`.
+//! witnesses did is [`crate::tlog::policy`]'s. Formats: `spec/witness.md`.
 
 use crate::constants::{COSIGNATURE_V1_HEADER, NOTE_COSIGNATURE_TYPE};
 use crate::digest::to_hex;
 use crate::keys::{KeyError, SigningKey, VerifyingKey, is_valid_key_name, parse_hash_hex};
-use crate::note::{Checkpoint, Note, NoteError, NoteSignature, SIGNATURE_LINE_PREFIX};
+use crate::tlog::note::{Checkpoint, Note, NoteError, NoteSignature, SIGNATURE_LINE_PREFIX};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use ed25519_dalek::Signer as _;

@@ -4,7 +4,7 @@
 //! and signature lines out; Ed25519 (type 0x01) signing and the trust rule
 //! for notes; the checkpoint body (c2sp.org/tlog-checkpoint) parsed and
 //! printed. No I/O, no Merkle hashing: whether a root hash is right is
-//! [`crate::merkle`]'s question.
+//! [`crate::tlog::merkle`]'s question.
 
 use crate::keys::{NoteVerifier, SigningKey, is_valid_key_name, note_key_hash};
 use crate::limits::{MAX_NOTE_BYTES, MAX_NOTE_SIGNATURES};
@@ -370,6 +370,18 @@ fn parse_root_hash(text: &str) -> Result<[u8; 32], NoteError> {
     let bad = || NoteError::BadRootHash(text.to_owned());
     let raw = STANDARD.decode(text).map_err(|_| bad())?;
     raw.try_into().map_err(|_| bad())
+}
+
+/// ASCII decimal u64 "with no leading zeroes (unless the size is zero, in
+/// which case the encoding MUST be `0`)"; no sign, no spaces.
+pub fn parse_decimal(text: &[u8]) -> Option<u64> {
+    match text {
+        [b'0'] => Some(0),
+        [b'1'..=b'9', rest @ ..] if rest.iter().all(u8::is_ascii_digit) => {
+            std::str::from_utf8(text).ok()?.parse().ok()
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -4,14 +4,14 @@
 //! Boundary: the octets of a policy file in, a [`Policy`] out; a signed
 //! checkpoint note in, an [`Evaluation`] out (which listed log signed it,
 //! which listed witness cosigned, failed or stayed silent, and whether the
-//! quorum is met). No I/O. Signatures are checked by [`crate::note`] (log,
-//! type 0x01) and [`crate::cosig`] (witnesses, type 0x04). Rules and
+//! quorum is met). No I/O. Signatures are checked by [`crate::tlog::note`] (log,
+//! type 0x01) and [`crate::tlog::cosig`] (witnesses, type 0x04). Rules and
 //! refusals: `spec/witness.md`.
 
-use crate::cosig::{self, CosigError, CosigStatus, WitnessVerifier};
 use crate::keys::NoteVerifier;
 use crate::limits::{MAX_POLICY_BYTES, MAX_POLICY_GROUPS, MAX_POLICY_LOGS, MAX_POLICY_WITNESSES};
-use crate::note::{self, Checkpoint, Note, NoteCheck, NoteError};
+use crate::tlog::cosig::{self, CosigError, CosigStatus, WitnessVerifier};
+use crate::tlog::note::{self, Checkpoint, Note, NoteCheck, NoteError};
 
 /// The predefined name: "it can be used when defining the quorum, but it is
 /// invalid as a group member".

@@ -3,17 +3,16 @@
 //! Boundary: the text of a `.tlog-proof` file in and out (header, optional
 //! `extra`, `index`, inclusion proof, blank line, checkpoint note). No
 //! verification here: the proof's hashes, signatures and cosignatures are
-//! checked by [`crate::merkle`], [`crate::note`] and [`crate::policy`].
+//! checked by [`crate::tlog::merkle`], [`crate::tlog::note`] and [`crate::tlog::policy`].
 //! `rcpt` puts the log entry (the DAG-CBOR envelope) in `extra`, so the
-//! leaf hash is `SHA-256(0x00 || extra)`. Format: `spec/witness.md`.
+//! leaf hash is `SHA-256(0x00 || extra)`; `crate::bundle` turns a proof
+//! into a bundle (this layer knows no envelope). Format: `spec/witness.md`.
 
-use crate::bundle::{Bundle, LogProof};
 use crate::constants::TLOG_PROOF_HEADER;
-use crate::dsse::Envelope;
 use crate::limits::{MAX_PROOF_HASHES, MAX_TLOG_PROOF_BYTES, MAX_TLOG_PROOF_EXTRA_BYTES};
-use crate::merkle::Hash;
-use crate::note::{Checkpoint, Note, NoteError};
-use crate::witness::parse_decimal;
+use crate::tlog::merkle::Hash;
+use crate::tlog::note::parse_decimal;
+use crate::tlog::note::{Checkpoint, Note, NoteError};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
@@ -73,14 +72,6 @@ pub enum TlogProofError {
     /// Text that is not UTF-8 before the checkpoint.
     #[error("tlog-proof is not UTF-8 text")]
     NotUtf8,
-    /// No `extra` line: an `rcpt` proof carries its log entry there.
-    #[error(
-        "tlog-proof has no extra line; an rcpt proof carries the log entry (the envelope) there"
-    )]
-    NoEntry,
-    /// `extra` is not an `rcpt` log entry.
-    #[error("extra is not an rcpt log entry")]
-    Entry(#[source] crate::dsse::EntryError),
 }
 
 /// Split off the next newline-terminated line.
@@ -176,30 +167,10 @@ impl TlogProof {
         out
     }
 
-    /// The bundle that states what this proof states: the envelope decoded
-    /// from `extra` (the log entry), origin and tree size from the
-    /// checkpoint, index, inclusion proof and checkpoint as given. A
-    /// tlog-proof claims no receipt id, so the bundle's is the payload's.
-    pub fn to_bundle(&self) -> Result<Bundle, TlogProofError> {
-        let entry = self.extra.as_deref().ok_or(TlogProofError::NoEntry)?;
-        let envelope = Envelope::from_entry(entry).map_err(TlogProofError::Entry)?;
-        Ok(Bundle {
-            receipt_id: crate::canonical::identity(&envelope.payload).to_string(),
-            envelope,
-            log: LogProof {
-                origin: self.body.origin.clone(),
-                index: self.index,
-                tree_size: self.body.size,
-                inclusion: self.inclusion.clone(),
-                checkpoint: self.checkpoint.clone(),
-            },
-        })
-    }
-
     /// RFC 6962 leaf hash of the extra data, when present: for an `rcpt`
     /// log, the entry's leaf hash.
     pub fn extra_leaf_hash(&self) -> Option<Hash> {
-        self.extra.as_deref().map(crate::merkle::leaf_hash)
+        self.extra.as_deref().map(crate::tlog::merkle::leaf_hash)
     }
 }
 

@@ -5,19 +5,19 @@ use super::{
     Check, CheckResult, CheckVerdict, Failure, NotEvaluated, PayloadSummary, Reason, Report,
 };
 use crate::bundle::{BundleError, RawBundle, decode_hashes};
-use crate::canonical::{self, dagcbor};
-use crate::cosig::CosigStatus;
 use crate::digest::Digest;
 use crate::digest::to_hex;
-use crate::dsse::{self, Envelope, SignatureCheck};
-use crate::gate::fresh::{self, ItemState};
-use crate::gate::require::{self, Met, Requirements};
+use crate::fresh::{self, ItemState};
 use crate::io::{self, InputError};
 use crate::limits::{MAX_BUNDLE_BYTES, MAX_JSON_DEPTH, MAX_PAYLOAD_BYTES, MAX_PROOF_FILE_BYTES};
-use crate::merkle::{self, Hash};
-use crate::note::{self, Checkpoint, Note, NoteCheck};
-use crate::policy::{Evaluation, LogStatus, Member, Policy, Quorum, Verdict};
+use crate::receipt::canonical::{self, dagcbor};
+use crate::receipt::dsse::{self, Envelope, SignatureCheck};
+use crate::receipt::require::{self, Met, Requirements};
 use crate::receipt::{Invariant, Receipt, SchemaError};
+use crate::tlog::cosig::CosigStatus;
+use crate::tlog::merkle::{self, Hash};
+use crate::tlog::note::{self, Checkpoint, Note, NoteCheck};
+use crate::tlog::policy::{Evaluation, LogStatus, Member, Policy, Quorum, Verdict};
 use crate::trust::Trust;
 use crate::witness::error_chain;
 use crate::{constants, strictjson};
@@ -446,7 +446,7 @@ impl Verifier {
     /// A tlog-proof: another version is not evaluated, a malformed one
     /// fails as a malformed bundle, else its bundle is verified.
     fn verify_tlog_proof(&self, bytes: &[u8]) -> Report {
-        use crate::tlogproof::TlogProof;
+        use crate::tlog::proof::TlogProof;
         let first_line = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
         let result = if first_line != constants::TLOG_PROOF_HEADER.as_bytes() {
             Err(NotEvaluated {
@@ -458,7 +458,10 @@ impl Verifier {
                 ),
             })
         } else {
-            match TlogProof::parse(bytes).and_then(|p| p.to_bundle()) {
+            match TlogProof::parse(bytes)
+                .map_err(crate::bundle::ProofBundleError::from)
+                .and_then(|p| p.to_bundle())
+            {
                 Ok(bundle) => return self.verify_bytes(bundle.to_json().as_bytes()),
                 Err(e) => fail(
                     Reason::BundleMalformed,

@@ -17,13 +17,13 @@
 
 use super::{Gate, Outcome, Reason, Report, Verifier, VerifierError};
 use crate::digest::to_hex;
-use crate::gate::require::RequireFile;
 use crate::io::{self, InputError};
 use crate::limits::{
     MAX_CORPUS_FILE_BYTES, MAX_JSON_DEPTH, MAX_KEY_FILE_BYTES, MAX_MANIFEST_BYTES, MAX_POLICY_BYTES,
 };
-use crate::policy::Policy;
+use crate::receipt::require::RequireFile;
 use crate::strictjson;
+use crate::tlog::policy::Policy;
 use crate::trust::{Trust, TrustError};
 use serde::Deserialize;
 use std::path::{Component, Path, PathBuf};

@@ -146,7 +146,7 @@ impl PayloadSummary {
             substrate: receipt.substrate.as_str(),
             change_id: receipt.change_id.to_string(),
             policy_id: receipt.policy_id.to_string(),
-            verdict: crate::gate::require::VerdictArm::of(&receipt.verdict).as_str(),
+            verdict: crate::receipt::require::VerdictArm::of(&receipt.verdict).as_str(),
             applied: receipt.applied,
         }
     }

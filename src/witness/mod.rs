@@ -20,17 +20,16 @@
 mod request;
 mod state;
 
-pub(crate) use request::parse_decimal;
 pub use request::{AddCheckpointRequest, RequestError, parse_size_body};
 pub use state::{CasError, Record, StateError, StateStore, TreeHead, origin_hash};
 
 use crate::constants::TLOG_SIZE_CONTENT_TYPE;
-use crate::cosig::{self, CosigError, WitnessVerifier};
 use crate::keys::{NoteVerifier, SigningKey};
 use crate::limits::{MAX_KEY_FILE_BYTES, MAX_POLICY_BYTES, MAX_WITNESS_CAS_RETRIES};
-use crate::merkle::{self, ProofError};
-use crate::note::{self, Checkpoint, NoteCheck, NoteSignature, SIGNATURE_LINE_PREFIX};
-use crate::policy::{Policy, PolicyError};
+use crate::tlog::cosig::{self, CosigError, WitnessVerifier};
+use crate::tlog::merkle::{self, ProofError};
+use crate::tlog::note::{self, Checkpoint, NoteCheck, NoteSignature, SIGNATURE_LINE_PREFIX};
+use crate::tlog::policy::{Policy, PolicyError};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use std::io::Write as _;

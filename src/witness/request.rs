@@ -5,8 +5,8 @@
 //! Each line MUST terminate in a newline character (U+000A)."
 
 use crate::limits::{MAX_ADD_CHECKPOINT_BYTES, MAX_ADD_CHECKPOINT_PROOF_LINES};
-use crate::merkle::Hash;
-use crate::note::{Checkpoint, Note, NoteError};
+use crate::tlog::merkle::Hash;
+use crate::tlog::note::{Checkpoint, Note, NoteError};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
@@ -53,17 +53,7 @@ pub enum RequestError {
     Checkpoint(#[source] NoteError),
 }
 
-/// ASCII decimal u64 "with no leading zeroes (unless the size is zero, in
-/// which case the encoding MUST be `0`)"; no sign, no spaces.
-pub(crate) fn parse_decimal(text: &[u8]) -> Option<u64> {
-    match text {
-        [b'0'] => Some(0),
-        [b'1'..=b'9', rest @ ..] if rest.iter().all(u8::is_ascii_digit) => {
-            std::str::from_utf8(text).ok()?.parse().ok()
-        }
-        _ => None,
-    }
-}
+pub(crate) use crate::tlog::note::parse_decimal;
 
 /// The body of a 409 answer (`Content-Type: text/x.tlog.size`): "the tree
 /// size of the latest cosigned checkpoint in decimal, followed by a

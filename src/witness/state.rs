@@ -14,8 +14,8 @@
 
 use crate::io::{InputError, OUTPUT_FILE_MODE, OutputError};
 use crate::limits::MAX_NOTE_BYTES;
-use crate::merkle::Hash;
-use crate::note::{Checkpoint, Note};
+use crate::tlog::merkle::Hash;
+use crate::tlog::note::{Checkpoint, Note};
 
 use sha2::Digest as _;
 use std::fs::OpenOptions;

@@ -12,7 +12,7 @@
 
 use ipld_core::ipld::Ipld;
 use proptest::prelude::*;
-use rcpt::canonical::{MAX_SAFE_INTEGER, Value};
+use rcpt::receipt::canonical::{MAX_SAFE_INTEGER, Value};
 use std::collections::BTreeMap;
 
 /// Hex string to bytes.

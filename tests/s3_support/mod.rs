@@ -5,9 +5,9 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use rcpt::s3::config::{Location, Settings};
-use rcpt::s3::sigv4::Credentials;
-use rcpt::s3::{BlockingClient, Endpoint};
+use rcpt::storage::s3::config::{Location, Settings};
+use rcpt::storage::s3::sigv4::Credentials;
+use rcpt::storage::s3::{BlockingClient, Endpoint};
 
 /// The S3 server to test against, or `None` (the test then returns early,
 /// after saying why on stderr). With `RCPT_REQUIRE_S3=1` (CI) a missing

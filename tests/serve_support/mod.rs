@@ -10,8 +10,8 @@
 )]
 
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
-use rcpt::dsse::Envelope;
 use rcpt::keys::{NoteVerifier, SigningKey};
+use rcpt::receipt::dsse::Envelope;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};

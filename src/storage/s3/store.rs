@@ -30,11 +30,11 @@ use super::blocking::BlockingClient;
 use super::client::{Created, Etag, S3Error};
 use super::config::Location;
 use super::lease::{Lease, LeaseConfig, LeaseError, LeaseWatch};
-use crate::storage::key::encode_index;
 use crate::storage::{
     Family, PrivateDir, PrivateKey, PublicKey, PublicRead, RandomRead, Staged, StagedWrite, Store,
     StoreError, TileKey, Version, Versioned, WriterLock,
 };
+use crate::tlog::tiles::path::encode_index;
 
 /// Tiles uploaded at once by `create_tiles`.
 pub const CONCURRENT_PUTS: usize = 16;

@@ -173,7 +173,7 @@ fn public_key_of(text: &str) -> anyhow::Result<VerifyingKey> {
 
 /// The C2SP cosignature/v1 (type 0x04) verifier key of `public` under `name`.
 fn witness_vkey(name: &str, public: VerifyingKey) -> anyhow::Result<String> {
-    let v =
-        rcpt::cosig::WitnessVerifier::new(name, public).map_err(|e| UsageError(e.to_string()))?;
+    let v = rcpt::tlog::cosig::WitnessVerifier::new(name, public)
+        .map_err(|e| UsageError(e.to_string()))?;
     Ok(v.to_string())
 }

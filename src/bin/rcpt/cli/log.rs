@@ -12,7 +12,6 @@ use base64::engine::general_purpose::STANDARD;
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
-use rcpt::dsse::Envelope;
 use rcpt::io::{InputError, Source, Target};
 use rcpt::keys::NoteVerifier;
 use rcpt::keys::SigningKey;
@@ -23,6 +22,7 @@ use rcpt::limits::{
 use rcpt::log::admit::{self, AcceptedIssuers, Admitted};
 use rcpt::log::{HashedEntry, InitOptions, Log, LogError, LogWriter};
 use rcpt::reason::Reason;
+use rcpt::receipt::dsse::Envelope;
 use rcpt::storage::Store;
 use rcpt::storage::posix::PosixStore;
 use std::ffi::OsString;
@@ -229,7 +229,7 @@ fn s3_store(
     endpoint: Option<&str>,
     lease_ttl: u64,
 ) -> anyhow::Result<Arc<dyn Store>> {
-    use rcpt::s3::{BlockingClient, LeaseConfig, Location, S3Store, Settings};
+    use rcpt::storage::s3::{BlockingClient, LeaseConfig, Location, S3Store, Settings};
     let lease = LeaseConfig::new(std::time::Duration::from_secs(lease_ttl))
         .map_err(|e| UsageError(e.to_string()))?;
     let location = Location::parse(location).map_err(|e| UsageError(e.to_string()))?;
@@ -842,7 +842,7 @@ fn index_of_receipt(log: &Log, path: &Path) -> anyhow::Result<u64> {
     let bytes =
         rcpt::io::read_path(path, MAX_ENVELOPE_BYTES).context("reading the --receipt envelope")?;
     let env = Envelope::from_json(&bytes).with_context(|| format!("reading {}", path.display()))?;
-    let leaf = rcpt::merkle::leaf_hash(&env.to_entry());
+    let leaf = rcpt::tlog::merkle::leaf_hash(&env.to_entry());
     log.find(&leaf)?.ok_or_else(|| {
         anyhow::anyhow!(
             "the receipt in {} is not in log {} (size {}); append it first",
@@ -875,7 +875,7 @@ fn prove(
     // unpublished size before any proof work.
     let checkpoint = log.checkpoint_at(size)?;
     if format == ProveFormat::TlogProof {
-        let proof = rcpt::tlogproof::TlogProof::new(
+        let proof = rcpt::tlog::proof::TlogProof::new(
             Some(log.entry(index)?),
             index,
             log.inclusion_proof(index, size)?,
@@ -943,7 +943,7 @@ fn prove_many(
         |index, entry, inclusion| -> anyhow::Result<()> {
             let (name, text) = match format {
                 ProveFormat::TlogProof => {
-                    let proof = rcpt::tlogproof::TlogProof::new(
+                    let proof = rcpt::tlog::proof::TlogProof::new(
                         Some(entry.to_vec()),
                         index,
                         inclusion,
@@ -984,7 +984,7 @@ fn bundle_text(
     log: &Log,
     index: u64,
     entry: &[u8],
-    inclusion: Vec<rcpt::merkle::Hash>,
+    inclusion: Vec<rcpt::tlog::merkle::Hash>,
     size: u64,
     checkpoint: &str,
 ) -> anyhow::Result<String> {

@@ -10,13 +10,13 @@ use super::read_input;
 use anyhow::Context;
 use clap::Subcommand;
 use rcpt::bundle::RawBundle;
-use rcpt::canonical::{dagcbor, identity, jcs, json};
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
-use rcpt::dsse::Envelope;
 use rcpt::io::{Source, Target};
 use rcpt::keys;
 use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_PAYLOAD_JSON_BYTES};
 use rcpt::reason::Reason;
+use rcpt::receipt::canonical::{dagcbor, identity, jcs, json};
+use rcpt::receipt::dsse::Envelope;
 use rcpt::receipt::{PayloadError, Receipt, payload_from_json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -126,7 +126,7 @@ fn read_set(
         ReadSetAlg::Blake3 => Algorithm::Blake3,
         ReadSetAlg::Sha256 => Algorithm::Sha256,
     };
-    let items = rcpt::gate::fresh::read_set(root, substrate, alg, resources)?;
+    let items = rcpt::fresh::read_set(root, substrate, alg, resources)?;
     #[derive(serde::Serialize)]
     struct Item {
         resource: String,

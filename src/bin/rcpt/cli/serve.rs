@@ -101,7 +101,7 @@ fn witnessing(path: &Path) -> anyhow::Result<Arc<rcpt::net::witnessing::Witnessi
     if bytes.len() > max {
         return Err(UsageError(format!("{} is over {max} bytes", what())).into());
     }
-    let policy = rcpt::policy::Policy::parse(&bytes)
+    let policy = rcpt::tlog::policy::Policy::parse(&bytes)
         .map_err(|e| UsageError(format!("{}: {:#}", what(), anyhow::Error::new(e))))?;
     let w = rcpt::net::witnessing::Witnessing::new(policy)
         .map_err(|e| UsageError(format!("{}: {:#}", what(), anyhow::Error::new(e))))?;

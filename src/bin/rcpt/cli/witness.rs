@@ -12,7 +12,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use clap::Subcommand;
 use rcpt::limits::{MAX_NOTE_BYTES, MAX_POLICY_BYTES, MAX_PROOF_FILE_BYTES};
-use rcpt::merkle::Hash;
+use rcpt::tlog::merkle::Hash;
 use rcpt::witness::{AddCheckpointError, AddCheckpointRequest, Refusal, Witness, error_chain};
 use std::path::{Path, PathBuf};
 
