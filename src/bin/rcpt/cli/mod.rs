@@ -15,8 +15,6 @@ use std::process::ExitCode;
 mod key;
 mod log;
 mod receipt;
-#[cfg(feature = "net")]
-mod serve;
 mod verify;
 mod witness;
 

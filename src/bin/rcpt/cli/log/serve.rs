@@ -2,7 +2,7 @@
 //! HTTP (spec/service.md). The library (`rcpt::net`) does the work; this
 //! file reads arguments and files, prints, and picks the exit status.
 
-use super::{EXIT_FAILED, EXIT_OK, UsageError};
+use crate::cli::{EXIT_OK, UsageError};
 use anyhow::Context;
 use rcpt::keys::{NoteVerifier, SigningKey};
 use rcpt::log::Log;
@@ -14,18 +14,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Longest `--batch-wait`.
-const MAX_BATCH_WAIT: Duration = Duration::from_secs(60);
+pub(super) const MAX_BATCH_WAIT: Duration = Duration::from_secs(60);
 /// Most submissions `log submit` has in flight at once.
-const MAX_SUBMIT_CONCURRENCY: u64 = 1024;
+pub(super) const MAX_SUBMIT_CONCURRENCY: u64 = 1024;
 
 /// Longest a request log line waits in memory before it is written.
-const LOG_FLUSH_EVERY: Duration = Duration::from_millis(100);
+pub(super) const LOG_FLUSH_EVERY: Duration = Duration::from_millis(100);
 /// Request log bytes that trigger a write at once.
-const LOG_CHUNK_BYTES: usize = 64 * 1024;
+pub(super) const LOG_CHUNK_BYTES: usize = 64 * 1024;
 
 /// Request log lines on their way to stderr.
 #[derive(Default)]
-struct LogLines {
+pub(super) struct LogLines {
     buf: std::sync::Mutex<Vec<u8>>,
 }
 
@@ -85,11 +85,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     witness_policy: Option<PathBuf>,
     #[command(flatten)]
-    at: super::log::EndpointArg,
+    at: super::EndpointArg,
 }
 
 /// The witnesses of `--witness-policy FILE`.
-fn witnessing(path: &Path) -> anyhow::Result<Arc<rcpt::net::witnessing::Witnessing>> {
+pub(super) fn witnessing(path: &Path) -> anyhow::Result<Arc<rcpt::net::witnessing::Witnessing>> {
     use std::io::Read;
     let what = || format!("--witness-policy {}", path.display());
     let file = std::fs::File::open(path).with_context(what)?;
@@ -109,7 +109,7 @@ fn witnessing(path: &Path) -> anyhow::Result<Arc<rcpt::net::witnessing::Witnessi
 }
 
 /// `250ms`, `2s` or `0s`, at most [`MAX_BATCH_WAIT`].
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(super) fn parse_duration(text: &str) -> Result<Duration, String> {
     let (digits, unit) = match text.strip_suffix("ms") {
         Some(d) => (d, 1),
         None => match text.strip_suffix('s') {
@@ -128,7 +128,7 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Read a small file (key, trust), refusing one over the key-file limit.
-fn read_small(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
+pub(super) fn read_small(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
     use std::io::Read;
     let file =
         std::fs::File::open(path).with_context(|| format!("reading {what} {}", path.display()))?;
@@ -144,7 +144,10 @@ fn read_small(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
 /// The log key from `--log-key VKEY` (always key text, never a file name:
 /// a file planted under the key's name cannot replace it) or
 /// `--log-key-file FILE` (spec/keys.md).
-fn parse_log_key(text: Option<&str>, file: Option<&Path>) -> anyhow::Result<NoteVerifier> {
+pub(super) fn parse_log_key(
+    text: Option<&str>,
+    file: Option<&Path>,
+) -> anyhow::Result<NoteVerifier> {
     let (text, what) = match (text, file) {
         (Some(t), None) => (t.trim().to_string(), format!("--log-key \"{t}\"")),
         (None, Some(f)) => (
@@ -168,7 +171,7 @@ fn parse_log_key(text: Option<&str>, file: Option<&Path>) -> anyhow::Result<Note
     Ok(NoteVerifier::parse(&text).map_err(|e| UsageError(format!("{what}: {e}{hint}")))?)
 }
 
-fn signing_key(
+pub(super) fn signing_key(
     dir: &Path,
     store: &Arc<dyn rcpt::storage::Store>,
     key: Option<&Path>,
@@ -259,217 +262,5 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
     }
     log.flush();
     summary?;
-    Ok(EXIT_OK)
-}
-
-#[derive(clap::Args)]
-#[command(after_help = "Example:
-  rcpt log submit http://127.0.0.1:8080 receipts/*.json --log-key-file log.vkey --bundle-dir bundles/")]
-pub struct SubmitArgs {
-    /// The log's URL (http://HOST[:PORT][/PREFIX]).
-    url: String,
-    /// Envelope files (.json), or '-' for JSON Lines on stdin.
-    #[arg(required = true)]
-    files: Vec<String>,
-    /// The log's verifier key as text (NAME+HASH+KEY; never read as a file
-    /// name): every bundle must verify under it.
-    #[arg(
-        long,
-        value_name = "VKEY",
-        required_unless_present = "log_key_file",
-        conflicts_with = "log_key_file"
-    )]
-    log_key: Option<String>,
-    /// A file holding the log's verifier key.
-    #[arg(long, value_name = "FILE")]
-    log_key_file: Option<PathBuf>,
-    /// Write each receipt's bundle here as <receipt hex>.bundle.json.
-    #[arg(long)]
-    bundle_dir: Option<PathBuf>,
-    /// Most submissions in flight at once.
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=MAX_SUBMIT_CONCURRENCY))]
-    concurrency: u64,
-    /// One JSON object per line on stdout.
-    #[arg(long)]
-    json: bool,
-}
-
-type Submitted = Result<rcpt::net::submit::Logged, String>;
-
-pub fn submit(args: SubmitArgs) -> anyhow::Result<u8> {
-    let key = parse_log_key(args.log_key.as_deref(), args.log_key_file.as_deref())?;
-    let client =
-        rcpt::net::client::Client::new(&args.url).map_err(|e| UsageError(e.to_string()))?;
-    if let Some(d) = &args.bundle_dir {
-        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-    }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let mut failed = 0u64;
-    let mut out = std::io::stdout().lock();
-    let mut pending: std::collections::VecDeque<(String, tokio::task::JoinHandle<Submitted>)> =
-        std::collections::VecDeque::new();
-    let key = Arc::new(key);
-    for (name, bytes) in super::log::inputs(&args.files) {
-        while pending.len() >= args.concurrency as usize {
-            if let Some((n, h)) = pending.pop_front() {
-                failed += u64::from(!report(&mut out, &args, &n, runtime.block_on(h))?);
-            }
-        }
-        let bytes = match bytes {
-            Ok(b) => b,
-            Err((reason, detail)) => {
-                failed += 1;
-                refused(&mut out, args.json, &name, reason, &detail)?;
-                continue;
-            }
-        };
-        let (client, key) = (client.clone(), Arc::clone(&key));
-        let task = runtime.spawn(async move {
-            rcpt::net::submit::submit(&client, bytes.into(), &key)
-                .await
-                .map_err(|e| e.to_string())
-        });
-        pending.push_back((name, task));
-    }
-    for (n, h) in pending {
-        failed += u64::from(!report(&mut out, &args, &n, runtime.block_on(h))?);
-    }
-    Ok(if failed > 0 { EXIT_FAILED } else { EXIT_OK })
-}
-
-/// Print one result; false when it failed.
-fn report(
-    out: &mut impl Write,
-    args: &SubmitArgs,
-    name: &str,
-    joined: Result<Submitted, tokio::task::JoinError>,
-) -> anyhow::Result<bool> {
-    let logged = match joined {
-        Ok(Ok(l)) => l,
-        Ok(Err(detail)) => {
-            refused(out, args.json, name, "submit_failed", &detail)?;
-            return Ok(false);
-        }
-        Err(e) => {
-            refused(out, args.json, name, "submit_failed", &e.to_string())?;
-            return Ok(false);
-        }
-    };
-    let b = &logged.bundle;
-    if let Some(dir) = &args.bundle_dir {
-        let hex = b
-            .receipt_id
-            .strip_prefix("blake3:")
-            .unwrap_or(&b.receipt_id);
-        let path = dir.join(format!("{hex}.bundle.json"));
-        write_atomic(&path, &logged.json)?;
-    }
-    if args.json {
-        let v = serde_json::json!({"file": name, "index": b.log.index, "receipt_id": b.receipt_id,
-            "tree_size": b.log.tree_size});
-        writeln!(out, "{v}")?;
-    } else {
-        writeln!(out, "{} {}", b.log.index, b.receipt_id)?;
-    }
-    out.flush()?;
-    Ok(true)
-}
-
-fn refused(
-    out: &mut impl Write,
-    json: bool,
-    name: &str,
-    reason: &str,
-    detail: &str,
-) -> anyhow::Result<()> {
-    if json {
-        let v = serde_json::json!({"file": name, "error": reason, "detail": detail});
-        writeln!(out, "{v}")?;
-    }
-    eprintln!("rcpt: {name}: {detail}");
-    Ok(())
-}
-
-/// Write through a temporary file, fsync, rename: a reader never sees half a bundle.
-fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().with_context(|| format!("writing {}", path.display()))
-}
-
-#[derive(clap::Args)]
-#[command(after_help = "Example:
-  rcpt log mirror http://log.example/ mirror/ --log-key-file log.vkey && rcpt log check mirror/
-  rcpt log mirror http://log.example/ s3://bucket/mirror --endpoint http://127.0.0.1:9000 --log-key-file log.vkey")]
-pub struct MirrorArgs {
-    /// The log's URL (http://HOST[:PORT][/PREFIX]).
-    url: String,
-    /// The mirror: a directory (created), or s3://BUCKET/PREFIX in object
-    /// storage; later runs bring it up to date.
-    dir: PathBuf,
-    /// For a mirror at s3://BUCKET/PREFIX: the S3 endpoint, http://HOST:PORT
-    /// (default: $AWS_ENDPOINT_URL_S3, then $AWS_ENDPOINT_URL); credentials
-    /// and region from the AWS_* variables, as for the log commands.
-    #[arg(long, value_name = "URL")]
-    endpoint: Option<String>,
-    /// The log's verifier key as text (NAME+HASH+KEY; never read as a file name).
-    #[arg(
-        long,
-        value_name = "VKEY",
-        required_unless_present = "log_key_file",
-        conflicts_with = "log_key_file"
-    )]
-    log_key: Option<String>,
-    /// A file holding the log's verifier key.
-    #[arg(long, value_name = "FILE")]
-    log_key_file: Option<PathBuf>,
-}
-
-pub fn mirror(args: MirrorArgs) -> anyhow::Result<u8> {
-    let key = parse_log_key(args.log_key.as_deref(), args.log_key_file.as_deref())?;
-    let client =
-        rcpt::net::client::Client::new(&args.url).map_err(|e| UsageError(e.to_string()))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let report = if args.dir.to_str().is_some_and(|d| d.starts_with("s3://")) {
-        // Object storage: fetched files are staged in a local temporary
-        // directory (spec/storage.md "Mirroring into object storage").
-        let store = super::log::store_at(&args.dir, args.endpoint.as_deref(), 10)?;
-        let stage = std::env::temp_dir().join(format!("rcpt-mirror-{}", std::process::id()));
-        // Never resumed: whatever an earlier process of this pid left goes.
-        let _ = std::fs::remove_dir_all(&stage);
-        // `store` outlives the runtime's work: its client's own runtime is
-        // dropped here, outside `block_on`.
-        runtime.block_on(rcpt::net::mirror::mirror_into(
-            &client, &store, &stage, &key,
-        ))?
-    } else {
-        if args.endpoint.is_some() {
-            return Err(UsageError(format!(
-                "--endpoint is for a mirror at s3://BUCKET/PREFIX, not the directory {}",
-                args.dir.display()
-            ))
-            .into());
-        }
-        runtime.block_on(rcpt::net::mirror::mirror(&client, &args.dir, &key))?
-    };
-    use base64::Engine;
-    let root = base64::engine::general_purpose::STANDARD.encode(report.root);
-    if report.new_size == report.old_size {
-        println!("up to date: {} entries, root {root}", report.new_size);
-    } else {
-        println!(
-            "mirrored {} entries (was {}), fetched {} files, root {root}",
-            report.new_size, report.old_size, report.fetched
-        );
-    }
     Ok(EXIT_OK)
 }

@@ -1,0 +1,337 @@
+//! `rcpt log`: write and read a transparency log.
+//!
+//! The library (`rcpt::log`) owns the files and their durability; this file
+//! reads inputs, admits envelopes through `rcpt::log::admit` (in
+//! parallel), feeds the library batches of entry bytes, and prints what
+//! happened.
+
+mod append;
+mod init;
+mod inspect;
+#[cfg(feature = "net")]
+mod mirror;
+mod progress;
+mod prove;
+#[cfg(feature = "net")]
+mod serve;
+#[cfg(feature = "net")]
+mod submit;
+
+use crate::cli::{EXIT_OK, UsageError};
+use anyhow::Context;
+use clap::Subcommand;
+use rcpt::io::Target;
+use rcpt::keys::NoteVerifier;
+use rcpt::limits::MAX_APPEND_BATCH_ENTRIES;
+use rcpt::log::Log;
+use rcpt::storage::Store;
+use rcpt::storage::posix::PosixStore;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use append::*;
+use init::*;
+use inspect::*;
+use progress::Progress;
+use prove::*;
+
+#[derive(Subcommand)]
+pub enum LogCommand {
+    /// Create an empty log.
+    #[command(after_help = "Example:
+  rcpt log init log/ --origin log.example/receipts --key logkey.key")]
+    Init {
+        /// The log directory to create (C2SP tlog-tiles layout).
+        dir: PathBuf,
+        /// Checkpoint origin line, also the log key's name.
+        #[arg(long)]
+        origin: String,
+        /// The log's private key (PKCS#8 PEM), kept outside DIR.
+        #[arg(long)]
+        key: PathBuf,
+        /// Trust file whose issuers the log accepts (kept in DIR/.rcpt/):
+        /// append then refuses an envelope without a valid signature by
+        /// the accepted issuer its receipt names.
+        #[arg(long)]
+        trust: Option<PathBuf>,
+        #[command(flatten)]
+        at: EndpointArg,
+    },
+    /// Append envelopes (.json files, or '-' for JSON Lines on stdin).
+    #[command(after_help = "Example:
+  rcpt log append log/ envelope.json")]
+    Append {
+        /// The log directory.
+        dir: PathBuf,
+        /// The log's private key (default: the key file given at init).
+        #[arg(long)]
+        key: Option<PathBuf>,
+        /// Trust file whose issuers this append accepts (default: the one
+        /// given at init; with neither, signatures are not checked).
+        #[arg(long)]
+        trust: Option<PathBuf>,
+        /// One JSON object per line on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Wait for another writer to finish instead of failing at once.
+        #[arg(long)]
+        wait: bool,
+        /// Most envelopes per durable batch (each batch is published before
+        /// its lines are printed).
+        #[arg(long, default_value_t = MAX_APPEND_BATCH_ENTRIES as u64,
+              value_parser = clap::value_parser!(u64).range(1..=MAX_APPEND_BATCH_ENTRIES as u64))]
+        batch: u64,
+        /// Envelope files (.json), or '-' for JSON Lines of envelopes on standard input.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<String>,
+        #[command(flatten)]
+        at: EndpointArg,
+    },
+    /// Print the latest checkpoint.
+    #[command(after_help = "Example:
+  rcpt log checkpoint log/ > checkpoint.txt")]
+    Checkpoint {
+        /// The log directory.
+        dir: PathBuf,
+        #[command(flatten)]
+        key: LogKeyArg,
+    },
+    /// Write the proof bundle of one receipt.
+    #[command(group(clap::ArgGroup::new("which").required(true)
+        .args(["index", "receipt", "all", "range"])))]
+    #[command(after_help = "Examples:
+  rcpt log prove log/ --receipt envelope.json -o bundle.json
+  rcpt log prove log/ --index 3 --size 10 | rcpt verify --trust trust.json -
+  rcpt log prove log/ --all --out-dir bundles/")]
+    Prove {
+        /// The log directory.
+        dir: PathBuf,
+        /// Leaf index of the entry to prove.
+        #[arg(long)]
+        index: Option<u64>,
+        /// An envelope file whose entry is looked up in the log.
+        #[arg(long)]
+        receipt: Option<PathBuf>,
+        /// Every entry of the tree: one bundle each, into --out-dir.
+        #[arg(long, requires = "out_dir")]
+        all: bool,
+        /// Entries A to B-1 (`A..B`): one bundle each, into --out-dir.
+        #[arg(long, value_name = "A..B", value_parser = parse_range, requires = "out_dir")]
+        range: Option<std::ops::Range<u64>>,
+        /// Tree size of the proof (default: the latest checkpoint).
+        #[arg(long)]
+        size: Option<u64>,
+        /// Output file, written atomically; '-' or nothing for standard output.
+        #[arg(short = 'o', long = "out", value_name = "FILE", conflicts_with_all = ["all", "range"])]
+        out: Option<Target>,
+        /// With --all or --range: an empty or new directory that receives
+        /// one file per entry, `<index>.bundle.json` (or `<index>.tlog-proof`).
+        #[arg(long = "out-dir", value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+        /// `bundle` (rcpt JSON) or `tlog-proof` (C2SP tlog-proof@v1, the entry in `extra`).
+        #[arg(long, value_enum, default_value = "bundle")]
+        format: ProveFormat,
+        #[command(flatten)]
+        key: LogKeyArg,
+    },
+    /// Print a consistency proof between two tree sizes.
+    #[command(after_help = "Example:
+  rcpt log consistency log/ --from 3 --to 10 --json >> proofs.jsonl")]
+    Consistency {
+        /// The log directory.
+        dir: PathBuf,
+        /// The older tree size (a published checkpoint's size).
+        #[arg(long)]
+        from: u64,
+        /// The newer tree size (default: the latest checkpoint's).
+        #[arg(long)]
+        to: Option<u64>,
+        /// Print {"from", "to", "proof"} JSON, as `rcpt verify --consistency` reads.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        key: LogKeyArg,
+    },
+    /// Recompute every tile and the root; verify the checkpoint.
+    #[command(after_help = "Example:
+  rcpt log check log/")]
+    Check {
+        /// The log directory.
+        dir: PathBuf,
+        #[command(flatten)]
+        key: LogKeyArg,
+    },
+    /// Serve the log over HTTP: tlog-tiles read API and POST /add.
+    #[cfg(feature = "net")]
+    Serve(serve::ServeArgs),
+    /// Submit envelopes to a log service; verify and print each bundle's index.
+    #[cfg(feature = "net")]
+    Submit(submit::SubmitArgs),
+    /// Copy a served log's public files, checked, into a local directory.
+    #[cfg(feature = "net")]
+    Mirror(mirror::MirrorArgs),
+}
+
+/// How a reader finds the log key: the log's settings, or `--log-key`
+/// for a copy of its public files.
+#[derive(clap::Args)]
+pub struct LogKeyArg {
+    /// The log's verifier key (NAME+HASH+KEY), to read a copy of a log's
+    /// public files that has no .rcpt/settings.json; checked against the
+    /// settings when they exist. Always a key string, never a file name.
+    #[arg(long = "log-key", value_name = "VKEY")]
+    log_key: Option<String>,
+    #[command(flatten)]
+    at: EndpointArg,
+}
+
+/// Where an `s3://BUCKET/PREFIX` log's object store answers.
+#[derive(clap::Args)]
+pub struct EndpointArg {
+    /// For a log at s3://BUCKET/PREFIX: the S3 endpoint, http://HOST:PORT
+    /// (default: $AWS_ENDPOINT_URL_S3, then $AWS_ENDPOINT_URL). Credentials
+    /// and region come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+    /// AWS_SESSION_TOKEN and AWS_REGION.
+    #[arg(long, value_name = "URL")]
+    endpoint: Option<String>,
+    /// For a log at s3://: seconds a writer's lease lives without renewal
+    /// (a standby takes over about this long after a writer dies).
+    #[arg(long, value_name = "SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=600))]
+    lease_ttl: u64,
+}
+
+impl EndpointArg {
+    /// The store of the log at `dir`: an `s3://` location's bucket, else the directory.
+    pub(crate) fn store(&self, dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
+        store_at(dir, self.endpoint.as_deref(), self.lease_ttl)
+    }
+}
+
+/// The store at `dir`: an `s3://BUCKET/PREFIX` location (answering at
+/// `endpoint`, leases of `lease_ttl` seconds), else the directory.
+pub(crate) fn store_at(
+    dir: &Path,
+    endpoint: Option<&str>,
+    lease_ttl: u64,
+) -> anyhow::Result<Arc<dyn Store>> {
+    match dir.to_str().filter(|d| d.starts_with("s3://")) {
+        Some(location) => s3_store(location, endpoint, lease_ttl),
+        None if endpoint.is_some() => Err(UsageError(format!(
+            "--endpoint is for logs at s3://BUCKET/PREFIX, not the directory {}",
+            dir.display()
+        ))
+        .into()),
+        None => Ok(Arc::new(PosixStore::new(dir))),
+    }
+}
+
+/// The S3 store at `location` (`s3://BUCKET/PREFIX`).
+#[cfg(feature = "s3")]
+fn s3_store(
+    location: &str,
+    endpoint: Option<&str>,
+    lease_ttl: u64,
+) -> anyhow::Result<Arc<dyn Store>> {
+    use rcpt::storage::s3::{BlockingClient, LeaseConfig, Location, S3Store, Settings};
+    let lease = LeaseConfig::new(std::time::Duration::from_secs(lease_ttl))
+        .map_err(|e| UsageError(e.to_string()))?;
+    let location = Location::parse(location).map_err(|e| UsageError(e.to_string()))?;
+    let settings = Settings::from_env(endpoint).map_err(|e| UsageError(e.to_string()))?;
+    let client = BlockingClient::new(settings, &location).context("starting the S3 client")?;
+    Ok(Arc::new(S3Store::new(Arc::new(client), location, lease)))
+}
+
+#[cfg(not(feature = "s3"))]
+fn s3_store(location: &str, _: Option<&str>, _: u64) -> anyhow::Result<Arc<dyn Store>> {
+    Err(UsageError(format!(
+        "{location}: this rcpt was built without object-storage support (cargo feature s3)"
+    ))
+    .into())
+}
+
+impl LogKeyArg {
+    /// Open the log at `dir` with this key, if any.
+    fn open(&self, dir: &Path) -> anyhow::Result<Log> {
+        let key = match &self.log_key {
+            Some(text) => Some(NoteVerifier::parse(text.trim()).map_err(|e| {
+                UsageError(format!("--log-key {text:?} is not a verifier key: {e}"))
+            })?),
+            None => None,
+        };
+        Ok(Log::open_store(self.at.store(dir)?, key.as_ref())?)
+    }
+}
+
+pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
+    match cmd {
+        LogCommand::Init {
+            dir,
+            origin,
+            key,
+            trust,
+            at,
+        } => init(&dir, &at, &origin, &key, trust.as_deref()),
+        LogCommand::Append {
+            dir,
+            key,
+            trust,
+            json,
+            wait,
+            batch,
+            files,
+            at,
+        } => {
+            let opts = AppendOptions {
+                key,
+                trust,
+                json,
+                wait,
+                max_batch: batch as usize,
+            };
+            append(&dir, &at.store(&dir)?, &opts, &files)
+        }
+        LogCommand::Checkpoint { dir, key } => {
+            let log = key.open(&dir)?;
+            write!(std::io::stdout().lock(), "{}", log.checkpoint())?;
+            Ok(EXIT_OK)
+        }
+        LogCommand::Prove {
+            dir,
+            index,
+            receipt,
+            all,
+            range,
+            size,
+            out,
+            out_dir,
+            format,
+            key,
+        } => {
+            let log = key.open(&dir)?;
+            match (all, range, out_dir) {
+                (true, _, Some(d)) => prove_many(&log, None, size, &d, format),
+                (false, Some(r), Some(d)) => prove_many(&log, Some(r), size, &d, format),
+                (_, _, Some(_)) => {
+                    Err(UsageError("--out-dir goes with --all or --range".into()).into())
+                }
+                _ => prove(&log, index, receipt.as_deref(), size, out.as_ref(), format),
+            }
+        }
+        LogCommand::Consistency {
+            dir,
+            from,
+            to,
+            json,
+            key,
+        } => consistency(&key.open(&dir)?, from, to, json),
+        LogCommand::Check { dir, key } => check(&key.open(&dir)?),
+        #[cfg(feature = "net")]
+        LogCommand::Serve(args) => serve::serve(args),
+        #[cfg(feature = "net")]
+        LogCommand::Submit(args) => submit::submit(args),
+        #[cfg(feature = "net")]
+        LogCommand::Mirror(args) => mirror::mirror(args),
+    }
+}

@@ -1,0 +1,214 @@
+//! `rcpt log prove`: one bundle (or tlog-proof), or every bundle of a range
+//! into a directory.
+
+use crate::cli::{EXIT_OK, UsageError};
+use anyhow::Context;
+use rcpt::io::Target;
+use rcpt::limits::MAX_ENVELOPE_BYTES;
+use rcpt::log::Log;
+use rcpt::receipt::dsse::Envelope;
+use std::io::Write;
+use std::path::Path;
+
+use super::*;
+
+/// The log index of the envelope in `path`, found by its entry's leaf hash.
+pub(super) fn index_of_receipt(log: &Log, path: &Path) -> anyhow::Result<u64> {
+    let bytes =
+        rcpt::io::read_path(path, MAX_ENVELOPE_BYTES).context("reading the --receipt envelope")?;
+    let env = Envelope::from_json(&bytes).with_context(|| format!("reading {}", path.display()))?;
+    let leaf = rcpt::tlog::merkle::leaf_hash(&env.to_entry());
+    log.find(&leaf)?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "the receipt in {} is not in log {} (size {}); append it first",
+            path.display(),
+            log.origin(),
+            log.size()
+        )
+    })
+}
+
+pub(super) fn prove(
+    log: &Log,
+    index: Option<u64>,
+    receipt: Option<&Path>,
+    size: Option<u64>,
+    out: Option<&Target>,
+    format: ProveFormat,
+) -> anyhow::Result<u8> {
+    let index = match (index, receipt) {
+        (Some(i), _) => i,
+        (None, Some(path)) => index_of_receipt(log, path)?,
+        (None, None) => return Err(UsageError("pass --index I or --receipt FILE".into()).into()),
+    };
+    let size = size.unwrap_or(log.size());
+    if index >= size {
+        let msg = format!("index {index} is not below the tree size {size}");
+        return Err(UsageError(msg).into());
+    }
+    // A bundle needs the signed checkpoint of its size: refuse an
+    // unpublished size before any proof work.
+    let checkpoint = log.checkpoint_at(size)?;
+    if format == ProveFormat::TlogProof {
+        let proof = rcpt::tlog::proof::TlogProof::new(
+            Some(log.entry(index)?),
+            index,
+            log.inclusion_proof(index, size)?,
+            &checkpoint,
+        )?;
+        return emit(out, &proof.to_text());
+    }
+    let inclusion = log.inclusion_proof(index, size)?;
+    let text = bundle_text(log, index, &log.entry(index)?, inclusion, size, &checkpoint)?;
+    emit(out, &text)
+}
+
+/// `A..B` as a range of log indexes.
+pub(super) fn parse_range(text: &str) -> Result<std::ops::Range<u64>, String> {
+    let (a, b) = text
+        .split_once("..")
+        .ok_or_else(|| format!("{text:?} is not A..B"))?;
+    let (a, b): (u64, u64) = (
+        a.parse().map_err(|e| format!("{a:?}: {e}"))?,
+        b.parse().map_err(|e| format!("{b:?}: {e}"))?,
+    );
+    if a > b {
+        return Err(format!("{text:?}: {a} is after {b}"));
+    }
+    Ok(a..b)
+}
+
+/// One bundle (or tlog-proof) per entry of `range` (all: every entry) at
+/// `size`, written to `out_dir` as `<index>.bundle.json` (`.tlog-proof`),
+/// in parallel.
+pub(super) fn prove_many(
+    log: &Log,
+    range: Option<std::ops::Range<u64>>,
+    size: Option<u64>,
+    out_dir: &Path,
+    format: ProveFormat,
+) -> anyhow::Result<u8> {
+    let size = size.unwrap_or(log.size());
+    let range = range.unwrap_or(0..size);
+    let checkpoint = log.checkpoint_at(size)?;
+    if range.end > size {
+        let msg = format!(
+            "--range {}..{} reaches past the tree size {size}",
+            range.start, range.end
+        );
+        return Err(UsageError(msg).into());
+    }
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let not_empty = std::fs::read_dir(out_dir)
+        .with_context(|| format!("reading {}", out_dir.display()))?
+        .next()
+        .is_some();
+    if not_empty {
+        let msg = format!(
+            "{} is not empty; --out-dir needs an empty or new directory",
+            out_dir.display()
+        );
+        return Err(UsageError(msg).into());
+    }
+    let progress = std::sync::Mutex::new(Progress::new(Some(range.end - range.start), "proving"));
+    let done = std::sync::atomic::AtomicU64::new(0);
+    log.prove_range(
+        range.clone(),
+        size,
+        |index, entry, inclusion| -> anyhow::Result<()> {
+            let (name, text) = match format {
+                ProveFormat::TlogProof => {
+                    let proof = rcpt::tlog::proof::TlogProof::new(
+                        Some(entry.to_vec()),
+                        index,
+                        inclusion,
+                        &checkpoint,
+                    )?;
+                    (format!("{index}.tlog-proof"), proof.to_text())
+                }
+                ProveFormat::Bundle => (
+                    format!("{index}.bundle.json"),
+                    bundle_text(log, index, entry, inclusion, size, &checkpoint)?,
+                ),
+            };
+            write_new(&out_dir.join(name), text.as_bytes())?;
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            if n.is_multiple_of(4096)
+                && let Ok(mut p) = progress.lock()
+            {
+                p.set(n);
+            }
+            Ok(())
+        },
+    )?;
+    if let Ok(p) = progress.lock() {
+        p.finish();
+    }
+    println!(
+        "wrote {} bundles (entries {}..{} at tree size {size}) to {}",
+        range.end - range.start,
+        range.start,
+        range.end,
+        out_dir.display()
+    );
+    Ok(EXIT_OK)
+}
+
+/// The bundle JSON of entry `index` with its proof in the tree of `size`.
+pub(super) fn bundle_text(
+    log: &Log,
+    index: u64,
+    entry: &[u8],
+    inclusion: Vec<rcpt::tlog::merkle::Hash>,
+    size: u64,
+    checkpoint: &str,
+) -> anyhow::Result<String> {
+    let envelope =
+        Envelope::from_entry(entry).with_context(|| format!("decoding entry {index}"))?;
+    let (_, id) = rcpt::receipt::receipt_from_cbor(&envelope.payload)
+        .with_context(|| format!("entry {index} holds no valid receipt"))?;
+    let bundle = rcpt::bundle::Bundle {
+        receipt_id: id.to_string(),
+        envelope,
+        log: rcpt::bundle::LogProof {
+            origin: log.origin().to_string(),
+            index,
+            tree_size: size,
+            inclusion,
+            checkpoint: checkpoint.to_string(),
+        },
+    };
+    let mut text = bundle.to_json();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+/// Write a new file, created exclusively (never over an existing file or
+/// through a symlink planted at its name).
+pub(super) fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)?;
+        f.write_all(bytes)
+    };
+    write().with_context(|| format!("writing {}", path.display()))
+}
+
+/// The proof formats of `rcpt log prove`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProveFormat {
+    /// The rcpt bundle (JSON).
+    Bundle,
+    /// C2SP tlog-proof@v1.
+    TlogProof,
+}
+
+/// Write `text` to `out` (standard output when absent or '-'), atomically for a file.
+pub(super) fn emit(out: Option<&Target>, text: &str) -> anyhow::Result<u8> {
+    crate::cli::write_target(out.unwrap_or(&Target::Stdout), text.as_bytes())?;
+    Ok(EXIT_OK)
+}
