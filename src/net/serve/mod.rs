@@ -1,0 +1,336 @@
+//! serve: the log as an HTTP service (spec/service.md).
+//!
+//! One process holds the log's writer lock. Async workers (tokio, hyper
+//! HTTP/1.1) serve the read API (C2SP tlog-tiles) and admit `POST /add`
+//! submissions; one dedicated writer thread closes batches (at
+//! `batch_max` entries or `batch_wait` after a batch's first entry) and
+//! integrates each with one durable append ([`LogWriter::append`]: every
+//! tile, then the checkpoint, fsynced and renamed). A submitter is answered
+//! only after the append that holds its entry has published its checkpoint,
+//! so every 200 survives a crash of the process at any instant.
+//!
+//! Memory is bounded by the queue: a submission takes one of `queue_max`
+//! permits before its body is read and keeps it until it is answered, so at
+//! most `queue_max` submissions are being read, queued, integrated or
+//! answered at once; one more gets 503 with `Retry-After`.
+
+use super::accept::serve_until_stopped;
+use crate::keys::SigningKey;
+use crate::limits::{MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BUNDLE_BYTES, MAX_ENVELOPE_BYTES};
+use crate::log::admit::AcceptedIssuers;
+use crate::log::{Log, LogError, LogWriter};
+use crate::net::witnessing::Witnessing;
+use crate::storage::{Family, PublicKey, Store, TileKey};
+use http_body_util::Full;
+use hyper::header;
+use hyper::{Response, StatusCode};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::{Semaphore, oneshot, watch};
+
+/// Longest request path written to the request log.
+pub const MAX_LOGGED_PATH_BYTES: usize = 128;
+/// Largest `POST /add` body: one envelope (`limits::MAX_ENVELOPE_BYTES`).
+pub const MAX_BODY_BYTES: usize = MAX_ENVELOPE_BYTES;
+/// Most open connections; the accept loop waits for one to close beyond it.
+pub const MAX_CONNECTIONS: usize = 16_384;
+/// Largest `--queue-max`.
+pub const MAX_QUEUE: usize = 1 << 20;
+/// Time allowed for a request's headers to arrive.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Time allowed for a `POST /add` body to arrive.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// `Retry-After` of a 503 (seconds).
+pub const RETRY_AFTER_SECONDS: u64 = 1;
+/// Largest hash tile file: 256 hashes.
+const MAX_HASH_TILE_BYTES: usize = 256 * 32;
+/// Cache-Control of the checkpoint (C2SP tlog-tiles: mutable).
+pub const CACHE_CHECKPOINT: &str = "no-cache";
+/// Cache-Control of a full tile or entry bundle (immutable once published).
+pub const CACHE_FULL_TILE: &str = "public, max-age=604800, immutable";
+/// Cache-Control of a partial tile (spec/service.md explains the short life).
+pub const CACHE_PARTIAL_TILE: &str = "public, max-age=60";
+/// Cache-Control of every other answer.
+pub const CACHE_NONE: &str = "no-store";
+
+/// How the service runs.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    /// The log directory (for a log on object storage, its `s3://` location, for messages).
+    pub dir: PathBuf,
+    /// Where the log lives: `None` is the directory `dir`; an object store
+    /// (`s3://`) is given here.
+    pub store: Option<Arc<dyn Store>>,
+    /// Wait for the writer lock (a standby: on object storage, until the
+    /// holder's lease is released or expires) instead of failing at once.
+    pub wait: bool,
+    /// The log's signing key.
+    pub key: SigningKey,
+    /// Accepted issuers (at least one, by type): an envelope needs a
+    /// signature by one of them, under the name its payload gives as `issuer`.
+    pub accepted: AcceptedIssuers,
+    /// Most entries in one batch (1..=`MAX_APPEND_BATCH_ENTRIES`).
+    pub batch_max: usize,
+    /// How long a batch stays open after its first entry.
+    pub batch_wait: Duration,
+    /// Most submissions in the service at once (1..=[`MAX_QUEUE`]).
+    pub queue_max: usize,
+    /// Witnesses whose quorum must cosign each checkpoint before it is
+    /// published (`--witness-policy`); `None` publishes at once.
+    pub witnessing: Option<Arc<Witnessing>>,
+}
+
+impl ServeConfig {
+    /// The store of the log: the one given, or the directory.
+    fn open_store(&self) -> Arc<dyn Store> {
+        match &self.store {
+            Some(store) => Arc::clone(store),
+            None => Arc::new(crate::storage::posix::PosixStore::new(&self.dir)),
+        }
+    }
+}
+
+/// Why the service could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// A setting is out of range.
+    #[error("{0}")]
+    Setting(String),
+    /// Opening or writing the log failed.
+    #[error(transparent)]
+    Log(#[from] LogError),
+    /// The listening socket could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The async runtime, a signal handler or the writer thread could not start.
+    #[error("starting the service: {0}")]
+    Start(std::io::Error),
+    /// The writer thread stopped abnormally.
+    #[error("the log writer thread stopped unexpectedly")]
+    WriterThread,
+}
+
+/// What a service did, returned when it has drained.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Requests answered.
+    pub requests: u64,
+    /// Durable appends made.
+    pub batches: u64,
+    /// Submissions integrated (new or duplicate).
+    pub integrated: u64,
+}
+
+/// Receives one JSON line per request (the CLI writes them to stderr).
+pub type RequestSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// A bound, not yet running, service: it holds the writer lock and the socket.
+pub struct Server {
+    config: ServeConfig,
+    writer: LogWriter,
+    listener: std::net::TcpListener,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("dir", &self.config.dir)
+            .field("listener", &self.listener)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Check the settings, take the log's writer lock (failing at once if
+    /// another writer holds it), and bind `addr`.
+    pub fn bind(config: ServeConfig, addr: &str) -> Result<Server, ServeError> {
+        if !(1..=MAX_APPEND_BATCH_ENTRIES).contains(&config.batch_max) {
+            return Err(ServeError::Setting(format!(
+                "--batch-max must be 1..={MAX_APPEND_BATCH_ENTRIES}"
+            )));
+        }
+        if !(1..=MAX_QUEUE).contains(&config.queue_max) {
+            return Err(ServeError::Setting(format!(
+                "--queue-max must be 1..={MAX_QUEUE}"
+            )));
+        }
+        let writer = LogWriter::open_store(config.open_store(), &config.key, config.wait)?;
+        let listener = std::net::TcpListener::bind(addr).map_err(|source| ServeError::Bind {
+            addr: addr.to_string(),
+            source,
+        })?;
+        listener.set_nonblocking(true).map_err(ServeError::Start)?;
+        Ok(Server {
+            config,
+            writer,
+            listener,
+        })
+    }
+
+    /// The address the socket is bound to (the port, when 0 was asked for).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serve until SIGTERM or SIGINT, then drain: stop accepting, finish
+    /// the requests in flight (queued submissions are integrated and
+    /// answered), and return.
+    pub fn run(self, sink: RequestSink) -> Result<Summary, ServeError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(ServeError::Start)?;
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let signals = runtime.block_on(async {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok::<_, std::io::Error>((
+                signal(SignalKind::terminate())?,
+                signal(SignalKind::interrupt())?,
+            ))
+        });
+        let (mut term, mut int) = signals.map_err(ServeError::Start)?;
+        runtime.spawn(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            let _ = stop_tx.send(true);
+        });
+        self.run_until(&runtime, stop_rx, sink)
+    }
+
+    /// [`Server::run`] with the stop signal given by the caller.
+    fn run_until(
+        self,
+        runtime: &tokio::runtime::Runtime,
+        stop: watch::Receiver<bool>,
+        sink: RequestSink,
+    ) -> Result<Summary, ServeError> {
+        let Server {
+            config,
+            writer,
+            listener,
+        } = self;
+        let shared = Arc::new(Shared::new(
+            writer.log(),
+            &config.dir,
+            config.witnessing.as_deref(),
+        ));
+        let (tx, rx) = mpsc::channel::<Job>();
+        let batcher = Batcher {
+            config: config.clone(),
+            shared: Arc::clone(&shared),
+            sink: Arc::clone(&sink),
+            runtime: runtime.handle().clone(),
+            stop: stop.clone(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("rcpt-log-writer".to_string())
+            .spawn(move || batcher.run(writer, rx))
+            .map_err(ServeError::Start)?;
+        let ctx = Arc::new(Ctx {
+            shared: Arc::clone(&shared),
+            tx,
+            permits: Arc::new(Semaphore::new(config.queue_max)),
+            accepted: config.accepted,
+            sink,
+            requests: AtomicU64::new(0),
+        });
+        let accepted = runtime.block_on(async {
+            let listener = tokio::net::TcpListener::from_std(listener)?;
+            let ctx = Arc::clone(&ctx);
+            let handle = move |req, remote| {
+                let ctx = Arc::clone(&ctx);
+                async move { handle(req, &ctx, remote).await }
+            };
+            serve_until_stopped(listener, MAX_CONNECTIONS, HEADER_READ_TIMEOUT, stop, handle).await;
+            Ok::<_, std::io::Error>(())
+        });
+        let requests = ctx.requests.load(Ordering::Relaxed);
+        // The last sender goes with the context: the writer drains the
+        // queue, integrates it, answers, and ends.
+        drop(ctx);
+        let batches = thread.join().map_err(|_| ServeError::WriterThread)?;
+        accepted.map_err(ServeError::Start)?;
+        Ok(Summary {
+            requests,
+            batches: batches.0,
+            integrated: batches.1,
+        })
+    }
+}
+
+mod reply;
+mod routes;
+mod sequencer;
+mod state;
+
+use reply::*;
+use routes::*;
+use sequencer::*;
+use state::*;
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn witnesses_are_sent_the_note_with_the_log_lines_only() {
+        let key = SigningKey::from_bytes(&[3; 32]);
+        let origin = "example.com/strip";
+        let note = crate::log::sign_checkpoint(origin, 5, [7; 32], &key).unwrap();
+        let verifier = crate::keys::NoteVerifier::new(origin, key.verifying_key()).unwrap();
+        let body = crate::tlog::note::Note::parse(note.as_bytes())
+            .unwrap()
+            .text;
+        let w = SigningKey::from_bytes(&[4; 32]);
+        let line = crate::tlog::cosig::sign(&body, "witness.example/a", &w, 1).unwrap();
+        let cosigned = format!("{note}{line}");
+        assert_eq!(log_signed_only(&cosigned, &verifier), note);
+        assert_eq!(log_signed_only(&note, &verifier), note);
+    }
+
+    fn tile(path: &str) -> TileKey {
+        match PublicKey::from_path(path) {
+            Some(PublicKey::Tile(t)) => t,
+            other => panic!("{path}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_tile_is_served_only_inside_the_published_tree() {
+        for (path, first_size) in [
+            ("tile/0/001", 512),
+            ("tile/entries/001.p/3", 259),
+            ("tile/1/000", 65_536),
+            ("tile/1/000.p/1", 256),
+            ("tile/2/000.p/1", 65_536),
+        ] {
+            assert!(!within(&tile(path), first_size - 1), "{path}");
+            assert!(within(&tile(path), first_size), "{path}");
+        }
+        let last = format!(
+            "tile/0/{}",
+            crate::tlog::tiles::path::encode_index(u64::MAX)
+        );
+        assert!(!within(&tile(&last), u64::MAX));
+    }
+
+    #[test]
+    fn truncation_keeps_whole_characters() {
+        assert_eq!(truncated("abc", 2), "ab");
+        assert_eq!(truncated("aé", 2), "a");
+        assert_eq!(truncated("abc", 10), "abc");
+    }
+}

@@ -1,0 +1,63 @@
+//! What the read API serves (the published checkpoint) and the health of the writer.
+
+use super::*;
+use bytes::Bytes;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+/// What the read API serves and the health of the writer.
+#[derive(Debug)]
+pub(super) struct Shared {
+    pub(super) published: RwLock<Published>,
+    pub(super) writer_alive: AtomicBool,
+}
+
+/// The latest published checkpoint (empty: none yet, a witnessed log
+/// before its first quorum).
+#[derive(Debug, Clone)]
+pub(super) struct Published {
+    pub(super) size: u64,
+    pub(super) checkpoint: Bytes,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) dir: PathBuf,
+}
+
+impl Shared {
+    /// A witnessed log publishes nothing until its checkpoint is cosigned:
+    /// a stored checkpoint that already carries a quorum is published from
+    /// the first request on (before any is accepted); any other waits for
+    /// the writer thread to get it witnessed.
+    pub(super) fn new(log: &Log, dir: &Path, witnessing: Option<&Witnessing>) -> Shared {
+        let stored = (log.size(), Bytes::from(log.checkpoint().to_string()));
+        let (size, checkpoint) = match witnessing {
+            None => stored,
+            Some(w) if quorum_cosigners(w, log.checkpoint()).is_some() => stored,
+            Some(_) => (0, Bytes::new()),
+        };
+        Shared {
+            published: RwLock::new(Published {
+                size,
+                checkpoint,
+                store: Arc::clone(log.store()),
+                dir: dir.to_path_buf(),
+            }),
+            writer_alive: AtomicBool::new(true),
+        }
+    }
+
+    pub(super) fn published(&self) -> Published {
+        match self.published.read() {
+            Ok(p) => p.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub(super) fn publish(&self, size: u64, checkpoint: String) {
+        let mut p = match self.published.write() {
+            Ok(p) => p,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        p.size = size;
+        p.checkpoint = Bytes::from(checkpoint);
+    }
+}
