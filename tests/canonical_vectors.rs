@@ -10,7 +10,8 @@
 //! no file is skipped silently. Origins are in each set's README.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod canonical_support;
+mod support;
+use support::canonical as canonical_support;
 
 use canonical_support::*;
 use ipld_core::ipld::Ipld;

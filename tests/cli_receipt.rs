@@ -6,7 +6,7 @@
     clippy::panic
 )]
 
-mod canonical_support;
+use support::canonical as canonical_support;
 mod support;
 
 use base64::Engine as _;

@@ -7,7 +7,8 @@
     clippy::panic
 )]
 
-mod canonical_support;
+mod support;
+use support::canonical as canonical_support;
 
 use canonical_support::*;
 use ipld_core::ipld::Ipld;

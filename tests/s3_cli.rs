@@ -11,7 +11,8 @@
     clippy::indexing_slicing
 )]
 
-mod s3_support;
+mod support;
+use support::s3 as s3_support;
 
 use assert_cmd::Command;
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;

@@ -10,7 +10,8 @@
     clippy::indexing_slicing
 )]
 
-mod s3_support;
+mod support;
+use support::s3 as s3_support;
 
 use bytes::Bytes;
 use rcpt::storage::s3::sigv4::Credentials;

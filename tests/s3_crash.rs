@@ -14,7 +14,8 @@
     clippy::indexing_slicing
 )]
 
-mod s3_support;
+mod support;
+use support::s3 as s3_support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};

@@ -12,7 +12,8 @@
     clippy::indexing_slicing
 )]
 
-mod s3_support;
+mod support;
+use support::s3 as s3_support;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};

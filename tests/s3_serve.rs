@@ -12,8 +12,9 @@
     clippy::indexing_slicing
 )]
 
-mod s3_support;
-mod serve_support;
+use support::s3 as s3_support;
+mod support;
+use support::serve as serve_support;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;

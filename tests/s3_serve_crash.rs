@@ -15,8 +15,9 @@
     clippy::indexing_slicing
 )]
 
-mod s3_support;
-mod serve_support;
+use support::s3 as s3_support;
+mod support;
+use support::serve as serve_support;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};

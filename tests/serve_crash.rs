@@ -13,7 +13,8 @@
     clippy::indexing_slicing
 )]
 
-mod serve_support;
+mod support;
+use support::serve as serve_support;
 
 use bytes::Bytes;
 use hyper::Method;

@@ -11,8 +11,9 @@
     clippy::indexing_slicing
 )]
 
-mod serve_support;
-mod witness_support;
+mod support;
+use support::serve as serve_support;
+use support::witness as witness_support;
 
 use bytes::Bytes;
 use rcpt::keys::SigningKey;

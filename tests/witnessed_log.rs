@@ -15,8 +15,9 @@
     clippy::indexing_slicing
 )]
 
-mod serve_support;
-mod witness_support;
+mod support;
+use support::serve as serve_support;
+use support::witness as witness_support;
 
 use rcpt::tlog::cosig::CosigStatus;
 use rcpt::tlog::note::{Checkpoint, Note};

@@ -19,15 +19,30 @@ use assert_cmd::Command;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
-/// The `rcpt` binary under test.
+pub mod canonical;
+pub mod s3;
+pub mod serve;
+pub mod witness;
+
+/// The binary under test: `RCPT_TEST_BIN` when set (a long run pointed at
+/// a frozen copy), else the one Cargo built for these tests. Every test
+/// finds the binary here.
+pub fn bin() -> PathBuf {
+    match std::env::var_os("RCPT_TEST_BIN") {
+        Some(path) => PathBuf::from(path),
+        None => PathBuf::from(env!("CARGO_BIN_EXE_rcpt")),
+    }
+}
+
+/// The `rcpt` binary under test, as an `assert_cmd` command.
 pub fn rcpt() -> Command {
-    Command::cargo_bin("rcpt").expect("the rcpt binary is built")
+    Command::new(bin())
 }
 
 /// The path of the `rcpt` binary, for `std::process::Command` (pipes,
 /// children killed mid-run, a shell wrapper).
 pub fn rcpt_bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("rcpt")
+    bin()
 }
 
 /// The frozen corpus directory.

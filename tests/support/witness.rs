@@ -1,13 +1,6 @@
 //! Test support for witnesses over HTTP: `rcpt witness init`, a started
 //! `rcpt witness serve` process, synthetic log trees and signed
 //! checkpoints, and `add-checkpoint` bodies.
-#![allow(
-    dead_code,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
 use rcpt::keys::{NoteVerifier, SigningKey};
 use rcpt::tlog::merkle::{self, Hash, MemoryTree};
@@ -17,10 +10,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-/// The binary under test.
-pub fn bin() -> String {
-    std::env::var("RCPT_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rcpt").to_string())
-}
+pub use super::bin;
 
 /// A witness key from a seed.
 pub fn witness_key(seed: u8) -> SigningKey {

@@ -2,13 +2,6 @@
 //! renderer for the data model, conversions to and from the independent
 //! codec's value (ipld-core's `Ipld`, decoded by serde_ipld_dagcbor),
 //! generators of arbitrary values, and a sample payload.
-#![allow(
-    clippy::indexing_slicing,
-    dead_code,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic
-)]
 
 use ipld_core::ipld::Ipld;
 use proptest::prelude::*;

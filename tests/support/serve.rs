@@ -1,13 +1,6 @@
 //! Test support for the HTTP service: logs, keys, receipts, a started
 //! `rcpt log serve` process, a raw HTTP/1.1 exchange (so paths reach the
 //! server byte for byte) and the crate's own pooled client for load.
-#![allow(
-    dead_code,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
 use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
 use rcpt::keys::{NoteVerifier, SigningKey};
@@ -21,10 +14,7 @@ use std::time::Duration;
 pub const ORIGIN: &str = "example.com/served";
 pub const ISSUER: &str = "gate-a";
 
-/// The binary under test; `RCPT_TEST_BIN` points a long run at a frozen copy.
-pub fn bin() -> String {
-    std::env::var("RCPT_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rcpt").to_string())
-}
+pub use super::bin;
 
 pub fn issuer_key() -> SigningKey {
     SigningKey::from_bytes(&[21u8; 32])

@@ -1,7 +1,6 @@
 //! Shared by the tests that need a real S3 server (radosgw, started by
 //! `.ci/radosgw/start.sh`): the settings from its env file's variables, a
 //! fresh prefix per test, and the skip rule.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
