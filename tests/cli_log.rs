@@ -29,15 +29,8 @@ fn issuer() -> SigningKey {
 
 /// A valid signed receipt envelope (JSON), distinct for each `n`.
 pub fn envelope(n: u64) -> String {
-    let json = format!(
-        r#"{{"version":1,"issuer":"test","issued_at":{n},"substrate":"git",
-        "change_id":"blake3:{h}","inverse_delta_id":null,"reversibility":null,"read_set":[],
-        "precondition":null,"policy_id":"sha256:{h}","verdict":{{"deny":{{"reasons":["r"]}}}},
-        "applied":false,"replay":{{"class":"unknown"}}}}"#,
-        h = "ab".repeat(32)
-    );
-    let payload = rcpt::receipt::payload_from_json(json.as_bytes()).unwrap();
-    Envelope::sign(RECEIPT_PAYLOAD_TYPE, payload.bytes, &issuer()).to_json()
+    let payload = support::deny_payload(n, "test", "ab");
+    support::signed_envelope(&payload, &issuer())
 }
 
 /// A fresh log in a temp dir; its key file sits beside it.

@@ -419,7 +419,7 @@ fn verifies_with_no_network_at_all() {
     // Inside a new network namespace there is no interface but a down loopback.
     let status = std::process::Command::new("unshare")
         .args(["-rn", "sh", "-c", "ip -o link show 2>/dev/null | grep -v ' lo:' | grep -q . && exit 9; exec \"$0\" verify --corpus \"$1\""])
-        .arg(env!("CARGO_BIN_EXE_rcpt"))
+        .arg(support::bin())
         .arg(corpus())
         .status()
         .unwrap();
@@ -451,7 +451,7 @@ fn opens_no_socket_and_reads_only_its_inputs() {
             "-o",
         ])
         .arg(&trace)
-        .arg(env!("CARGO_BIN_EXE_rcpt"))
+        .arg(support::bin())
         .args(["verify", "--corpus"])
         .arg(corpus())
         .stdout(std::process::Stdio::null())

@@ -13,7 +13,6 @@
 mod support;
 
 use assert_cmd::Command;
-use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
 use rcpt::keys::SigningKey;
 use rcpt::receipt::dsse::Envelope;
 use rcpt::tlog::cosig::{self, CosigStatus, WitnessVerifier};
@@ -43,20 +42,8 @@ fn write_key(path: &Path, seed: u8) -> SigningKey {
 
 /// A valid receipt envelope, distinct for each `n`.
 fn envelope(n: u64) -> String {
-    let json = format!(
-        r#"{{"version":1,"issuer":"test","issued_at":{n},"substrate":"git",
-        "change_id":"blake3:{h}","inverse_delta_id":null,"reversibility":null,"read_set":[],
-        "precondition":null,"policy_id":"sha256:{h}","verdict":{{"deny":{{"reasons":["r"]}}}},
-        "applied":false,"replay":{{"class":"unknown"}}}}"#,
-        h = "cd".repeat(32)
-    );
-    let payload = rcpt::receipt::payload_from_json(json.as_bytes()).unwrap();
-    Envelope::sign(
-        RECEIPT_PAYLOAD_TYPE,
-        payload.bytes,
-        &SigningKey::from_bytes(&[3; 32]),
-    )
-    .to_json()
+    let payload = support::deny_payload(n, "test", "cd");
+    support::signed_envelope(&payload, &SigningKey::from_bytes(&[3; 32]))
 }
 
 struct Setup {

@@ -18,8 +18,6 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const RCPT: &str = env!("CARGO_BIN_EXE_rcpt");
-
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -59,7 +57,10 @@ fn show(o: &Output) -> String {
 }
 
 fn rcpt(args: &[&str]) -> Output {
-    Command::new(RCPT).args(args).output().expect("run rcpt")
+    Command::new(support::bin())
+        .args(args)
+        .output()
+        .expect("run rcpt")
 }
 
 /// Runs rcpt and requires success.
@@ -399,9 +400,10 @@ fn bundles_written_independently_verify_and_mutants_are_refused() {
     }
     // random JSON- and byte-level mutations of one valid bundle: same exit status
     let kept = dir.path().join("disagreeing");
+    let bin = support::bin();
     let o = py(&[
         "differential",
-        RCPT,
+        s(&bin),
         s(&bundles[5]),
         s(&trust),
         "--count",

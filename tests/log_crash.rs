@@ -11,32 +11,23 @@
     clippy::indexing_slicing
 )]
 
-use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
 use rcpt::keys::SigningKey;
 use rcpt::log::Log;
 use rcpt::receipt::dsse::Envelope;
+mod support;
+use support::bin;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// The binary under test; `RCPT_TEST_BIN` points a long run at a frozen copy.
-fn bin() -> String {
-    std::env::var("RCPT_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rcpt").to_string())
-}
-
 /// A valid signed receipt envelope (one JSON line), distinct for each `n`.
 fn envelope(n: u64) -> String {
-    let json = format!(
-        r#"{{"version":1,"issuer":"crash","issued_at":{n},"substrate":"filesystem",
-        "change_id":"blake3:{h}","inverse_delta_id":null,"reversibility":null,"read_set":[],
-        "precondition":null,"policy_id":"sha256:{h}","verdict":{{"escalate":{{"ticket":"t"}}}},
-        "applied":false,"replay":{{"class":"unknown"}}}}"#,
-        h = "cd".repeat(32)
-    );
-    let payload = rcpt::receipt::payload_from_json(json.as_bytes()).unwrap();
-    let key = SigningKey::from_bytes(&[4u8; 32]);
-    Envelope::sign(RECEIPT_PAYLOAD_TYPE, payload.bytes, &key).to_json()
+    let mut payload = support::deny_payload(n, "crash", "cd");
+    payload["substrate"] = "filesystem".into();
+    payload["verdict"] = serde_json::json!({"escalate": {"ticket": "t"}});
+    support::signed_envelope(&payload, &SigningKey::from_bytes(&[4u8; 32]))
 }
 
 fn entry_of(envelope_json: &str) -> Vec<u8> {

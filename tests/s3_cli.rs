@@ -15,32 +15,18 @@ mod support;
 use support::s3 as s3_support;
 
 use assert_cmd::Command;
-use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
 use rcpt::keys::SigningKey;
-use rcpt::receipt::dsse::Envelope;
 
 const ORIGIN: &str = "example.com/s3-cli";
 
 /// A valid signed receipt envelope (JSON), distinct for each `n`.
 fn envelope(n: u64) -> String {
-    let json = format!(
-        r#"{{"version":1,"issuer":"test","issued_at":{n},"substrate":"git",
-        "change_id":"blake3:{h}","inverse_delta_id":null,"reversibility":null,"read_set":[],
-        "precondition":null,"policy_id":"sha256:{h}","verdict":{{"deny":{{"reasons":["r"]}}}},
-        "applied":false,"replay":{{"class":"unknown"}}}}"#,
-        h = "ab".repeat(32)
-    );
-    let payload = rcpt::receipt::payload_from_json(json.as_bytes()).unwrap();
-    Envelope::sign(
-        RECEIPT_PAYLOAD_TYPE,
-        payload.bytes,
-        &SigningKey::from_bytes(&[3u8; 32]),
-    )
-    .to_json()
+    let payload = support::deny_payload(n, "test", "ab");
+    support::signed_envelope(&payload, &SigningKey::from_bytes(&[3u8; 32]))
 }
 
 fn rcpt() -> Command {
-    let mut c = Command::cargo_bin("rcpt").unwrap();
+    let mut c = support::rcpt();
     // The endpoint comes from the flag in these tests, never from the environment.
     c.env_remove("AWS_ENDPOINT_URL")
         .env_remove("AWS_ENDPOINT_URL_S3");

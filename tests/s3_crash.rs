@@ -22,29 +22,15 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
 use rcpt::keys::SigningKey;
-use rcpt::receipt::dsse::Envelope;
 
 const ORIGIN: &str = "example.com/s3-crash";
 /// Envelopes offered to each killed append.
 const PER_TRIAL: u64 = 600;
 
 fn envelope(n: u64) -> String {
-    let json = format!(
-        r#"{{"version":1,"issuer":"test","issued_at":{n},"substrate":"git",
-        "change_id":"blake3:{h}","inverse_delta_id":null,"reversibility":null,"read_set":[],
-        "precondition":null,"policy_id":"sha256:{h}","verdict":{{"deny":{{"reasons":["r"]}}}},
-        "applied":false,"replay":{{"class":"unknown"}}}}"#,
-        h = "cd".repeat(32)
-    );
-    let payload = rcpt::receipt::payload_from_json(json.as_bytes()).unwrap();
-    Envelope::sign(
-        RECEIPT_PAYLOAD_TYPE,
-        payload.bytes,
-        &SigningKey::from_bytes(&[3u8; 32]),
-    )
-    .to_json()
+    let payload = support::deny_payload(n, "test", "cd");
+    support::signed_envelope(&payload, &SigningKey::from_bytes(&[3u8; 32]))
 }
 
 struct Setup {
@@ -56,7 +42,7 @@ struct Setup {
 
 /// `rcpt log SUBCOMMAND LOG --endpoint … --lease-ttl 1 ARGS…`
 fn rcpt(s: &Setup, subcommand: &str, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rcpt"));
+    let mut c = Command::new(support::bin());
     c.args([
         "log",
         subcommand,

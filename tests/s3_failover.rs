@@ -55,24 +55,7 @@ const RETRY_FOR: Duration = Duration::from_secs(90);
 /// (SIGSTOP) gives up on it and tries the others.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
 
-struct Ctx {
-    log: String,
-    endpoint: String,
-    trust: std::path::PathBuf,
-    key: std::path::PathBuf,
-}
-
-fn rcpt(c: &Ctx, sub: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rcpt"));
-    cmd.args([
-        "log",
-        sub,
-        c.log.as_str(),
-        "--endpoint",
-        c.endpoint.as_str(),
-    ]);
-    cmd
-}
+use support::s3::S3Log as Ctx;
 
 /// Starts `serve` (`--wait` for the standby); its URL is sent once it
 /// listens (a standby listens only once it holds the lease).
@@ -81,7 +64,7 @@ fn serve(
     standby: bool,
     stderr: &std::path::Path,
 ) -> (Child, std::sync::mpsc::Receiver<String>) {
-    let mut cmd = rcpt(c, "serve");
+    let mut cmd = c.rcpt("serve");
     cmd.args([
         "--lease-ttl",
         "2",
@@ -213,7 +196,8 @@ fn failover(fault: Fault) {
         trust: write_trust(tmp.path()),
         key,
     };
-    let init = rcpt(&c, "init")
+    let init = c
+        .rcpt("init")
         .args(["--origin", ORIGIN, "--key"])
         .arg(&c.key)
         .output()
@@ -429,7 +413,7 @@ fn failover(fault: Fault) {
         acks.len(),
         log.size()
     );
-    let check = rcpt(&c, "check").output().unwrap();
+    let check = c.rcpt("check").output().unwrap();
     assert!(
         check.status.success(),
         "{}",

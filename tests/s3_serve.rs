@@ -18,34 +18,17 @@ use support::serve as serve_support;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Instant;
 
 use serve_support::{ORIGIN, envelope, log_key, raw, write_trust};
 
-struct Ctx {
-    log: String,
-    endpoint: String,
-    trust: std::path::PathBuf,
-    key: std::path::PathBuf,
-}
-
-fn rcpt(c: &Ctx, sub: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rcpt"));
-    cmd.args([
-        "log",
-        sub,
-        c.log.as_str(),
-        "--endpoint",
-        c.endpoint.as_str(),
-    ]);
-    cmd
-}
+use support::s3::S3Log as Ctx;
 
 /// Starts `serve` (with `--wait` for a standby); the address once it listens
 /// (a standby listens only once it holds the lease).
 fn serve(c: &Ctx, standby: bool) -> (Child, std::sync::mpsc::Receiver<SocketAddr>) {
-    let mut cmd = rcpt(c, "serve");
+    let mut cmd = c.rcpt("serve");
     cmd.args([
         "--lease-ttl",
         "2",
@@ -108,7 +91,8 @@ fn a_standby_serve_takes_over_when_the_serving_one_is_killed() {
         trust: write_trust(tmp.path()),
         key,
     };
-    let init = rcpt(&c, "init")
+    let init = c
+        .rcpt("init")
         .args(["--origin", ORIGIN, "--key"])
         .arg(&c.key)
         .output()
@@ -144,12 +128,12 @@ fn a_standby_serve_takes_over_when_the_serving_one_is_killed() {
     standby.kill().unwrap();
     standby.wait().unwrap();
 
-    let check = rcpt(&c, "check").output().unwrap();
+    let check = c.rcpt("check").output().unwrap();
     assert!(
         check.status.success(),
         "{}",
         String::from_utf8_lossy(&check.stderr)
     );
-    let cp = rcpt(&c, "checkpoint").output().unwrap();
+    let cp = c.rcpt("checkpoint").output().unwrap();
     assert!(String::from_utf8_lossy(&cp.stdout).starts_with(&format!("{ORIGIN}\n10\n")));
 }

@@ -21,7 +21,7 @@ use support::serve as serve_support;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -54,29 +54,13 @@ impl Rng {
 /// What one trial's clients saw answered 200: receipt number -> index.
 type Acks = Arc<Mutex<HashMap<u64, u64>>>;
 
-struct Ctx {
-    log: String,
-    endpoint: String,
-    trust: std::path::PathBuf,
-    key: std::path::PathBuf,
-}
-
-fn rcpt(c: &Ctx, sub: &str) -> Command {
-    let mut cmd = Command::new(serve_support::bin());
-    cmd.args([
-        "log",
-        sub,
-        c.log.as_str(),
-        "--endpoint",
-        c.endpoint.as_str(),
-    ]);
-    cmd
-}
+use support::s3::S3Log as Ctx;
 
 /// `rcpt log serve --wait` on the log; the child and its URL once it
 /// listens (after the previous server's lease has expired).
 fn serve(c: &Ctx) -> (std::process::Child, String) {
-    let mut child = rcpt(c, "serve")
+    let mut child = c
+        .rcpt("serve")
         .args(["--wait", "--lease-ttl", LEASE_TTL])
         .args(["--listen", "127.0.0.1:0", "--batch-wait", "20ms"])
         .args(["--batch-max", "64", "--trust"])
@@ -141,7 +125,7 @@ async fn load(url: String, base: u64, earlier: Arc<Vec<(u64, u64)>>, acks: Acks)
 }
 
 fn log_check(c: &Ctx) {
-    let out = rcpt(c, "check").output().unwrap();
+    let out = c.rcpt("check").output().unwrap();
     assert!(
         out.status.success(),
         "log check: {}{}",
@@ -166,7 +150,8 @@ fn trials(count: u64, seed: u64, check_every: u64) {
         trust: write_trust(tmp.path()),
         key,
     };
-    let init = rcpt(&c, "init")
+    let init = c
+        .rcpt("init")
         .args(["--origin", ORIGIN, "--key"])
         .arg(&c.key)
         .output()

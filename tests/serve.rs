@@ -249,21 +249,9 @@ fn every_refusal_has_its_status_and_the_codes_of_log_append() {
     };
     // An invariant broken (applied with deny), correctly signed.
     let bad_payload = {
-        let json = format!(
-            r#"{{"version":1,"issuer":"{ISSUER}","issued_at":1,"substrate":"git",
-            "change_id":"blake3:{h}","inverse_delta_id":null,"reversibility":null,"read_set":[],
-            "precondition":null,"policy_id":"sha256:{h}","verdict":{{"deny":{{"reasons":["r"]}}}},
-            "applied":true,"replay":{{"class":"unknown"}}}}"#,
-            h = "ab".repeat(32)
-        );
-        let value = rcpt::receipt::canonical::json::from_json(json.as_bytes()).unwrap();
-        let bytes = rcpt::receipt::canonical::dagcbor::encode(&value);
-        rcpt::receipt::dsse::Envelope::sign(
-            rcpt::constants::RECEIPT_PAYLOAD_TYPE,
-            bytes,
-            &issuer_key(),
-        )
-        .to_json()
+        let mut payload = support::deny_payload(1, ISSUER, "ab");
+        payload["applied"] = true.into();
+        support::signed_unchecked(&payload, &issuer_key())
     };
     let refused_400 = [
         "not json".to_string(),

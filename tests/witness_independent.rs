@@ -16,6 +16,8 @@
     clippy::indexing_slicing
 )]
 
+mod support;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use rcpt::keys::{NoteVerifier, SigningKey};
@@ -27,8 +29,6 @@ use rcpt::witness::{AddCheckpointRequest, TreeHead, decide};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::Command;
-
-const RCPT: &str = env!("CARGO_BIN_EXE_rcpt");
 
 fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/independent/witness_ref.py")
@@ -141,7 +141,7 @@ fn rcpt_witness_cosign_output_verifies_independently() {
     std::fs::write(p("w.key"), rcpt::keys::signing_key_to_pem(&key(901))).unwrap();
     std::fs::write(p("logs"), format!("log {log}\nquorum none\n")).unwrap();
     let run = |args: &[&str]| {
-        let o = Command::new(RCPT).args(args).output().unwrap();
+        let o = Command::new(support::bin()).args(args).output().unwrap();
         assert!(
             o.status.success(),
             "{args:?}: {}",
@@ -571,7 +571,7 @@ fn tlog_proofs_from_rcpt_verify_independently() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     std::fs::write(dir.join("log.key"), rcpt::keys::signing_key_to_pem(&key(3))).unwrap();
-    let o = Command::new(RCPT)
+    let o = Command::new(support::bin())
         .args([
             "log",
             "init",
@@ -601,7 +601,7 @@ fn tlog_proofs_from_rcpt_verify_independently() {
             p
         })
         .collect();
-    let o = Command::new(RCPT)
+    let o = Command::new(support::bin())
         .args(["log", "append", dir.join("log").to_str().unwrap()])
         .args(&files)
         .output()
@@ -609,7 +609,7 @@ fn tlog_proofs_from_rcpt_verify_independently() {
     assert!(o.status.success());
     for i in 0..7u64 {
         let path = dir.join(format!("p{i}.tlog-proof"));
-        let o = Command::new(RCPT)
+        let o = Command::new(support::bin())
             .args([
                 "log",
                 "prove",

@@ -45,6 +45,38 @@ pub fn rcpt_bin() -> PathBuf {
     bin()
 }
 
+/// The test payload most tests need: a valid v1 deny ("r"), not applied,
+/// replay unknown, by `issuer`, `issued_at` = `n` (so each `n` is another
+/// receipt); change and policy ids are `fill` repeated 32 times as hex.
+/// Change fields with `payload["field"] = ...` before signing.
+pub fn deny_payload(n: u64, issuer: &str, fill: &str) -> Value {
+    let h = fill.repeat(32);
+    json!({
+        "version": 1, "issuer": issuer, "issued_at": n, "substrate": "git",
+        "change_id": format!("blake3:{h}"), "inverse_delta_id": null,
+        "reversibility": null, "read_set": [], "precondition": null,
+        "policy_id": format!("sha256:{h}"),
+        "verdict": {"deny": {"reasons": ["r"]}},
+        "applied": false, "replay": {"class": "unknown"}
+    })
+}
+
+/// `payload` checked as a receipt payload, encoded canonically and signed
+/// by `key` in a DSSE envelope (JSON text).
+pub fn signed_envelope(payload: &Value, key: &rcpt::keys::SigningKey) -> String {
+    let payload = rcpt::receipt::payload_from_json(payload.to_string().as_bytes()).unwrap();
+    rcpt::receipt::dsse::Envelope::sign(rcpt::constants::RECEIPT_PAYLOAD_TYPE, payload.bytes, key)
+        .to_json()
+}
+
+/// `payload` encoded canonically WITHOUT the issuing checks (to build a
+/// receipt that breaks an invariant) and signed by `key`.
+pub fn signed_unchecked(payload: &Value, key: &rcpt::keys::SigningKey) -> String {
+    let value = rcpt::receipt::canonical::json::from_json(payload.to_string().as_bytes()).unwrap();
+    let bytes = rcpt::receipt::canonical::dagcbor::encode(&value);
+    rcpt::receipt::dsse::Envelope::sign(rcpt::constants::RECEIPT_PAYLOAD_TYPE, bytes, key).to_json()
+}
+
 /// The frozen corpus directory.
 pub fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/frozen-receipts")

@@ -58,3 +58,31 @@ pub fn setup(name: &str) -> Option<(BlockingClient, Location)> {
     let location = fresh_location(&bucket, name);
     Some((BlockingClient::new(settings, &location).unwrap(), location))
 }
+
+/// A log on the test S3 server as the S3 tests drive it through the
+/// binary: its `s3://` location, the endpoint, its trust file and log key.
+pub struct S3Log {
+    /// `s3://BUCKET/PREFIX`.
+    pub log: String,
+    /// The S3 endpoint URL.
+    pub endpoint: String,
+    /// The trust file of accepted issuers.
+    pub trust: std::path::PathBuf,
+    /// The log's private key file.
+    pub key: std::path::PathBuf,
+}
+
+impl S3Log {
+    /// `rcpt log SUB LOG --endpoint URL` (more arguments follow).
+    pub fn rcpt(&self, sub: &str) -> std::process::Command {
+        let mut cmd = std::process::Command::new(super::bin());
+        cmd.args([
+            "log",
+            sub,
+            self.log.as_str(),
+            "--endpoint",
+            self.endpoint.as_str(),
+        ]);
+        cmd
+    }
+}

@@ -2,7 +2,6 @@
 //! `rcpt log serve` process, a raw HTTP/1.1 exchange (so paths reach the
 //! server byte for byte) and the crate's own pooled client for load.
 
-use rcpt::constants::RECEIPT_PAYLOAD_TYPE;
 use rcpt::keys::{NoteVerifier, SigningKey};
 use rcpt::receipt::dsse::Envelope;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -30,15 +29,8 @@ pub fn log_verifier() -> NoteVerifier {
 
 /// A valid receipt envelope signed by `key` for issuer `issuer`, distinct per `n`.
 pub fn envelope_by(n: u64, issuer: &str, key: &SigningKey) -> String {
-    let json = format!(
-        r#"{{"version":1,"issuer":"{issuer}","issued_at":{n},"substrate":"git",
-        "change_id":"blake3:{h}","inverse_delta_id":null,"reversibility":null,"read_set":[],
-        "precondition":null,"policy_id":"sha256:{h}","verdict":{{"deny":{{"reasons":["r"]}}}},
-        "applied":false,"replay":{{"class":"unknown"}}}}"#,
-        h = "ab".repeat(32)
-    );
-    let payload = rcpt::receipt::payload_from_json(json.as_bytes()).unwrap();
-    Envelope::sign(RECEIPT_PAYLOAD_TYPE, payload.bytes, key).to_json()
+    let payload = super::deny_payload(n, issuer, "ab");
+    super::signed_envelope(&payload, key)
 }
 
 /// A valid receipt envelope of the accepted issuer, distinct per `n`.
