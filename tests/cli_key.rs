@@ -160,7 +160,7 @@ fn openssl() -> Option<std::process::Command> {
     match found {
         Ok(out) if out.status.success() => Some(std::process::Command::new("openssl")),
         _ => {
-            println!("openssl not found: skipping the openssl interoperability test");
+            support::skip("openssl not found: the openssl interoperability test");
             None
         }
     }

@@ -411,8 +411,8 @@ fn unshare_works() -> bool {
 #[test]
 fn verifies_with_no_network_at_all() {
     if !unshare_works() {
-        println!(
-            "SKIPPED: `unshare -rn` is missing or not permitted here; the offline test needs a network namespace"
+        support::skip(
+            "`unshare -rn` is missing or not permitted here; the offline test needs a network namespace",
         );
         return;
     }
@@ -437,7 +437,7 @@ fn opens_no_socket_and_reads_only_its_inputs() {
         .status()
         .is_ok_and(|s| s.success());
     if !strace_works {
-        println!("SKIPPED: strace is missing or not permitted here");
+        support::skip("strace is missing or not permitted here");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -326,7 +326,9 @@ fn full_disk_fails_cleanly_and_keeps_every_acknowledged_receipt() {
     let fs = match SmallFs::mount(&tmp.path().join("small"), "1m") {
         Ok(fs) => fs,
         Err(why) => {
-            eprintln!("skipped: cannot mount a 1 MiB tmpfs to fill ({why}); needs root");
+            support::skip(&format!(
+                "cannot mount a 1 MiB tmpfs to fill ({why}); needs root"
+            ));
             return;
         }
     };
@@ -356,7 +358,9 @@ fn read_only_log_directory_fails_with_a_clear_message() {
     let fs = match SmallFs::mount(&tmp.path().join("ro"), "4m") {
         Ok(fs) => fs,
         Err(why) => {
-            eprintln!("skipped: cannot mount a tmpfs to make read-only ({why}); needs root");
+            support::skip(&format!(
+                "cannot mount a tmpfs to make read-only ({why}); needs root"
+            ));
             return;
         }
     };
@@ -366,7 +370,7 @@ fn read_only_log_directory_fails_with_a_clear_message() {
     let (ok, acks, err) = append_all(&dir, &first, 5);
     assert!(ok, "{err}");
     if !fs.remount_read_only() {
-        eprintln!("skipped: cannot remount the tmpfs read-only");
+        support::skip("cannot remount the tmpfs read-only");
         return;
     }
     let (ok, _, err) = append_all(&dir, &[envelope(9_100_000)], 5);

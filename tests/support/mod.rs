@@ -45,6 +45,47 @@ pub fn rcpt_bin() -> PathBuf {
     bin()
 }
 
+/// Where [`skip`] leaves one record per skipped test, for the summary
+/// `.ci/test` prints after `cargo test` (a skip is never a silent pass).
+pub fn skip_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped")
+}
+
+/// Say that the running test could not run here and why: a `skipped:`
+/// line on stderr (seen with `--nocapture`) and a record under
+/// [`skip_dir`] that `.ci/test` lists at the end of the run. The caller
+/// then returns early. Where CI requires the missing part (the
+/// `RCPT_REQUIRE_*` variables), tests fail instead of calling this.
+pub fn skip(why: &str) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("(unnamed)")
+        .to_string();
+    // One line per skip, whatever the reason holds (a traceback, say).
+    let why: String = why
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(300)
+        .collect();
+    let line = format!("{}::{test}: {why}", env!("CARGO_CRATE_NAME"));
+    eprintln!("skipped: {line}");
+    let dir = skip_dir();
+    let name = format!(
+        "{}-{}-{}",
+        env!("CARGO_CRATE_NAME"),
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    );
+    // The record is best effort: a read-only target dir still has the stderr line.
+    if std::fs::create_dir_all(&dir).is_ok() {
+        let _ = std::fs::write(dir.join(name), format!("{line}\n"));
+    }
+}
+
 /// The test payload most tests need: a valid v1 deny ("r"), not applied,
 /// replay unknown, by `issuer`, `issued_at` = `n` (so each `n` is another
 /// receipt); change and policy ids are `fill` repeated 32 times as hex.

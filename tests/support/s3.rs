@@ -19,8 +19,8 @@ pub fn server() -> Option<(Settings, String)> {
                 "RCPT_REQUIRE_S3=1 but RCPT_S3_ENDPOINT is not set: start radosgw with .ci/radosgw/start.sh and source its env file"
             );
         }
-        eprintln!(
-            "skipped: RCPT_S3_ENDPOINT is not set (start radosgw with .ci/radosgw/start.sh, then source /tmp/rcpt-radosgw/env)"
+        super::skip(
+            "no S3 server: RCPT_S3_ENDPOINT is not set (start radosgw with .ci/radosgw/start.sh, then source /tmp/rcpt-radosgw/env)",
         );
         return None;
     };
