@@ -160,6 +160,24 @@ pub enum LogError {
         /// Base64 of the recomputed root.
         computed: String,
     },
+    /// A logged entry is not an envelope (a log this rcpt did not write?).
+    #[error("decoding entry {index}")]
+    EntryDecode {
+        /// The entry's index.
+        index: u64,
+        /// Why it is not an envelope.
+        #[source]
+        source: crate::receipt::dsse::EntryError,
+    },
+    /// A logged envelope holds no valid receipt.
+    #[error("entry {index} holds no valid receipt")]
+    EntryPayload {
+        /// The entry's index.
+        index: u64,
+        /// Why the payload was refused.
+        #[source]
+        source: crate::receipt::PayloadError,
+    },
     /// A proof could not be made.
     #[error("proof")]
     Proof(#[source] ProveError<TileError>),

@@ -17,6 +17,7 @@
 //! leaves. The reader uses `index` (for `find`), never `writer` or `check`.
 
 pub mod admit;
+mod bundle;
 mod check;
 mod error;
 mod index;

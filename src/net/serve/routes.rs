@@ -1,10 +1,8 @@
 //! Routing: the strict tlog-tiles read API, `POST /add` and `/healthz`.
 
 use super::*;
-use crate::bundle::{Bundle, LogProof};
 use crate::constants::BUNDLE_MEDIA_TYPE;
 use crate::log::admit::{AcceptedIssuers, RefusalClass, admit};
-use crate::receipt::dsse::Envelope;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -304,25 +302,11 @@ pub(super) async fn answered(receipt_id: String, entry: Option<Vec<u8>>, a: Answ
         );
     };
     let made = tokio::task::spawn_blocking(move || {
-        let envelope =
-            Envelope::from_entry(&entry).map_err(|e| format!("decoding the logged entry: {e}"))?;
-        let inclusion = log
-            .inclusion_proof(a.index, a.tree_size)
-            .map_err(|e| e.to_string())?;
+        let inclusion = log.inclusion_proof(a.index, a.tree_size)?;
         // The published checkpoint, with any witness cosignatures.
         let checkpoint = a.checkpoint.to_string();
-        let bundle = Bundle {
-            receipt_id,
-            envelope,
-            log: LogProof {
-                origin: log.origin().to_string(),
-                index: a.index,
-                tree_size: a.tree_size,
-                inclusion,
-                checkpoint,
-            },
-        };
-        Ok::<_, String>(bundle.to_json())
+        let bundle = log.bundle_from(a.index, &entry, inclusion, a.tree_size, &checkpoint)?;
+        Ok::<_, LogError>(bundle.to_json())
     })
     .await;
     match made {

@@ -163,22 +163,9 @@ pub(super) fn bundle_text(
     size: u64,
     checkpoint: &str,
 ) -> anyhow::Result<String> {
-    let envelope =
-        Envelope::from_entry(entry).with_context(|| format!("decoding entry {index}"))?;
-    let (_, id) = rcpt::receipt::receipt_from_cbor(&envelope.payload)
-        .with_context(|| format!("entry {index} holds no valid receipt"))?;
-    let bundle = rcpt::bundle::Bundle {
-        receipt_id: id.to_string(),
-        envelope,
-        log: rcpt::bundle::LogProof {
-            origin: log.origin().to_string(),
-            index,
-            tree_size: size,
-            inclusion,
-            checkpoint: checkpoint.to_string(),
-        },
-    };
-    let mut text = bundle.to_json();
+    let mut text = log
+        .bundle_from(index, entry, inclusion, size, checkpoint)?
+        .to_json();
     if !text.ends_with('\n') {
         text.push('\n');
     }
