@@ -13,6 +13,9 @@
 )]
 
 mod support;
+use rcpt::storage::CheckpointStore as _;
+use rcpt::storage::PrivateStore as _;
+use rcpt::storage::TileStore as _;
 use support::s3 as s3_support;
 
 use std::sync::Arc;
@@ -21,7 +24,7 @@ use std::time::Duration;
 use rcpt::keys::SigningKey;
 use rcpt::log::{Log, LogError, LogWriter, Step, check_log};
 use rcpt::storage::s3::{BlockingClient, LeaseConfig, S3Store};
-use rcpt::storage::{PublicKey, PublicRead, Store, StoreError};
+use rcpt::storage::{PublicKey, PublicRead, StoreError};
 use rcpt::tlog::merkle::{leaf_hash, verify_inclusion};
 
 const ORIGIN: &str = "example.com/s3-log";
@@ -56,12 +59,17 @@ fn same_log(store: &S3Store) -> Arc<S3Store> {
     Arc::new(S3Store::new(Arc::new(s3), store.location().clone(), ttl))
 }
 
+/// Each trait's group of the contract on its own new prefix, then all.
 #[test]
 fn the_storage_contract_holds_on_s3() {
-    let Some(store) = store("contract") else {
-        return;
-    };
-    rcpt::storage::contract::run(&*store).unwrap();
+    use rcpt::storage::contract;
+    let all: (&str, contract::Group) = ("all", contract::run);
+    for (name, group) in contract::GROUPS.into_iter().chain([all]) {
+        let Some(store) = store(&format!("contract-{name}")) else {
+            return;
+        };
+        group(&*store).unwrap();
+    }
 }
 
 #[test]

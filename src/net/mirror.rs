@@ -37,6 +37,7 @@ use crate::keys::NoteVerifier;
 use crate::limits::{MAX_ENTRY_BUNDLE_BYTES, MAX_NOTE_BYTES};
 use crate::log::tilebuild::TileBuilder;
 use crate::log::{SETTINGS_FORMAT, Settings};
+use crate::storage::TileStore as _;
 use crate::storage::posix::PosixStore;
 use crate::storage::tiles::TileReader;
 use crate::storage::{

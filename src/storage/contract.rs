@@ -41,17 +41,43 @@ fn call<T>(property: &'static str, r: Result<T, StoreError>) -> Result<T, Broken
     r.map_err(|e| broken(property, e))
 }
 
-/// Every check, in order, on a new empty store.
+/// One group of checks, run on a new empty store.
+pub type Group = fn(&dyn Store) -> Check;
+
+/// The groups, one per storage trait, by name; [`run`] is all of them.
+pub const GROUPS: [(&str, Group); 3] = [
+    ("tiles", tile_store),
+    ("checkpoint", checkpoint_store),
+    ("private", private_store),
+];
+
+/// Every group, in order, on one new empty store.
 pub fn run(store: &dyn Store) -> Check {
+    tile_store(store)?;
+    checkpoint_store(store)?;
+    private_store(store)
+}
+
+/// The [`PublicRead`](super::PublicRead) and [`TileStore`](super::TileStore)
+/// group, on a new empty store.
+pub fn tile_store(store: &dyn Store) -> Check {
     empty_store_reads_nothing(store)?;
     tiles_are_create_only(store)?;
     reads_are_capped(store)?;
-    listing_and_removal_find_tiles_by_index(store)?;
+    listing_and_removal_find_tiles_by_index(store)
+}
+
+/// The [`CheckpointStore`](super::CheckpointStore) group (compare-and-swap
+/// and the writer's lock), on a new empty store.
+pub fn checkpoint_store(store: &dyn Store) -> Check {
     checkpoint_changes_by_compare_and_swap(store)?;
+    one_writer_holds_the_lock(store)
+}
+
+/// The [`PrivateStore`](super::PrivateStore) group, on a new empty store.
+pub fn private_store(store: &dyn Store) -> Check {
     private_objects_are_replaced_whole(store)?;
-    staged_objects_are_named_when_installed(store)?;
-    one_writer_holds_the_lock(store)?;
-    Ok(())
+    staged_objects_are_named_when_installed(store)
 }
 
 fn tile(level: u8, index: u64, width: u8) -> Result<TileKey, Broken> {

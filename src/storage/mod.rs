@@ -190,20 +190,12 @@ pub trait WriterLock: Send + Sync + std::fmt::Debug {
     fn check(&self) -> Result<(), StoreError>;
 }
 
-/// Where a log lives: its public objects, its private state, and the one
-/// writer's lock. The contract is `spec/storage.md`; in short:
+/// The immutable half of a log: tiles and entry bundles, written once.
 ///
-/// - reads are capped ([`PublicRead::read`]);
-/// - [`Store::create_tiles`] is create-only: an object that exists with
-///   the same bytes is a retried write and succeeds, one with different
-///   bytes is [`StoreError::Conflict`]; on return every object is durable;
-/// - the checkpoint changes only by [`Store::replace_checkpoint`], a
-///   compare-and-swap on the [`Version`] read;
-/// - private objects are replaced whole and durably.
-pub trait Store: PublicRead {
-    /// True when the store holds nothing yet (a new log may be made here).
-    fn is_empty(&self) -> Result<bool, StoreError>;
-
+/// [`TileStore::create_tiles`] is create-only: an object that exists with
+/// the same bytes is a retried write and succeeds, one with different bytes
+/// is [`StoreError::Conflict`]; on return every object is durable.
+pub trait TileStore: PublicRead {
     /// Write immutable objects, each create-only (same bytes: success;
     /// other bytes: [`StoreError::Conflict`]). On return every object is
     /// durable under its name (a directory: each file fsynced and renamed,
@@ -218,6 +210,13 @@ pub trait Store: PublicRead {
     /// this, for tiles past the published checkpoint. A removal need not be
     /// durable on return: one lost in a crash is repeated by the next repair.
     fn remove_tiles(&self, keys: &[TileKey]) -> Result<(), StoreError>;
+}
+
+/// The one mutable public object and who may change it: the checkpoint's
+/// compare-and-swap and the writer's lock (Sunlight's `LockBackend`).
+pub trait CheckpointStore: PublicRead {
+    /// True when the store holds nothing yet (a new log may be made here).
+    fn is_empty(&self) -> Result<bool, StoreError>;
 
     /// Replace the checkpoint with `bytes` if it is still version
     /// `expected` (`None`: only if there is none), durably; else
@@ -228,6 +227,15 @@ pub trait Store: PublicRead {
         bytes: &[u8],
     ) -> Result<Version, StoreError>;
 
+    /// Take the writer's lock: wait for it when `wait`, else fail at once
+    /// with [`StoreError::Locked`].
+    fn lock(&self, wait: bool) -> Result<Box<dyn WriterLock>, StoreError>;
+}
+
+/// The writer's private state beside the public objects (under
+/// `.rcpt/`): settings, the dedup index, kept checkpoints. Never served.
+/// Private objects are replaced whole and durably.
+pub trait PrivateStore: Send + Sync {
     /// The private object `key`, at most `max` bytes (`Ok(None)`: absent).
     fn read_private(&self, key: &PrivateKey, max: usize) -> Result<Option<Vec<u8>>, StoreError>;
 
@@ -245,7 +253,7 @@ pub trait Store: PublicRead {
     /// Random-access reads of a private object (`Ok(None)`: absent).
     fn open_private(&self, key: &PrivateKey) -> Result<Option<Box<dyn RandomRead>>, StoreError>;
 
-    /// Begin writing a private object that [`Store::install_private`]
+    /// Begin writing a private object that [`PrivateStore::install_private`]
     /// will name once it is durable.
     fn stage_private(&self) -> Result<Box<dyn StagedWrite>, StoreError>;
 
@@ -253,85 +261,17 @@ pub trait Store: PublicRead {
     /// that name).
     fn install_private(&self, staged: Staged, key: &PrivateKey) -> Result<(), StoreError>;
 
-    /// Take the writer's lock: wait for it when `wait`, else fail at once
-    /// with [`StoreError::Locked`].
-    fn lock(&self, wait: bool) -> Result<Box<dyn WriterLock>, StoreError>;
-
     /// Drop what an interrupted writer left in the store's own staging
     /// area (temporary files). Called by a writer holding the lock.
     fn clear_staging(&self) -> Result<(), StoreError>;
 }
 
-/// A [`PublicRead`] as a [`Store`] with no private state that refuses
-/// every write: a log read from its public files alone (`spec/log.md`,
-/// "Reading a copy").
-#[derive(Debug)]
-pub struct PublicOnly<R>(pub R);
+/// Where a log lives: its public objects ([`PublicRead`], [`TileStore`]),
+/// its checkpoint and writer lock ([`CheckpointStore`]) and its private
+/// state ([`PrivateStore`]). Every type with the four is a `Store`; a
+/// source that only serves public objects (a mirror's HTTP source) is a
+/// [`PublicRead`] and nothing more. The contract is `spec/storage.md`,
+/// tested one group per trait by [`contract`].
+pub trait Store: TileStore + CheckpointStore + PrivateStore {}
 
-impl<R: PublicRead> PublicOnly<R> {
-    fn refuse<T>(&self) -> Result<T, StoreError> {
-        Err(StoreError::ReadOnly {
-            store: self.0.describe(),
-        })
-    }
-}
-
-impl<R: PublicRead> PublicRead for PublicOnly<R> {
-    fn describe(&self) -> String {
-        self.0.describe()
-    }
-    fn read(&self, key: &PublicKey, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
-        self.0.read(key, max)
-    }
-    fn read_checkpoint(&self, max: usize) -> Result<Option<Versioned>, StoreError> {
-        self.0.read_checkpoint(max)
-    }
-}
-
-impl<R: PublicRead> Store for PublicOnly<R> {
-    fn is_empty(&self) -> Result<bool, StoreError> {
-        Ok(self
-            .0
-            .read_checkpoint(crate::limits::MAX_NOTE_BYTES)?
-            .is_none())
-    }
-    fn create_tiles(&self, _: &[(TileKey, Vec<u8>)]) -> Result<(), StoreError> {
-        self.refuse()
-    }
-    fn list_tiles(&self, _: Family, _: u64, _: u64) -> Result<Vec<TileKey>, StoreError> {
-        self.refuse()
-    }
-    fn remove_tiles(&self, _: &[TileKey]) -> Result<(), StoreError> {
-        self.refuse()
-    }
-    fn replace_checkpoint(&self, _: Option<&Version>, _: &[u8]) -> Result<Version, StoreError> {
-        self.refuse()
-    }
-    fn read_private(&self, _: &PrivateKey, _: usize) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(None)
-    }
-    fn write_private(&self, _: &PrivateKey, _: &[u8]) -> Result<(), StoreError> {
-        self.refuse()
-    }
-    fn remove_private(&self, _: &[PrivateKey]) -> Result<(), StoreError> {
-        self.refuse()
-    }
-    fn list_private(&self, _: PrivateDir) -> Result<Vec<PrivateKey>, StoreError> {
-        Ok(Vec::new())
-    }
-    fn open_private(&self, _: &PrivateKey) -> Result<Option<Box<dyn RandomRead>>, StoreError> {
-        Ok(None)
-    }
-    fn stage_private(&self) -> Result<Box<dyn StagedWrite>, StoreError> {
-        self.refuse()
-    }
-    fn install_private(&self, _: Staged, _: &PrivateKey) -> Result<(), StoreError> {
-        self.refuse()
-    }
-    fn lock(&self, _: bool) -> Result<Box<dyn WriterLock>, StoreError> {
-        self.refuse()
-    }
-    fn clear_staging(&self) -> Result<(), StoreError> {
-        self.refuse()
-    }
-}
+impl<T: TileStore + CheckpointStore + PrivateStore + ?Sized> Store for T {}

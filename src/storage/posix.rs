@@ -18,10 +18,11 @@
 //! lock (`DIR/.rcpt/lock`, an `flock` released when its holder dies).
 
 use super::{
-    Family, PrivateDir, PrivateKey, PublicKey, PublicRead, RandomRead, Staged, StagedWrite, Store,
+    Family, PrivateDir, PrivateKey, PublicKey, PublicRead, RandomRead, Staged, StagedWrite,
     StoreError, TileKey, Version, Versioned, WriterLock,
 };
 use crate::io::{InputError, OutputError};
+use crate::storage::{CheckpointStore, PrivateStore, TileStore};
 use rayon::prelude::*;
 use sha2::{Digest as _, Sha256};
 use std::collections::BTreeSet;
@@ -376,15 +377,7 @@ impl WriterLock for FileLock {
     }
 }
 
-impl Store for PosixStore {
-    fn is_empty(&self) -> Result<bool, StoreError> {
-        match std::fs::read_dir(&self.root) {
-            Ok(mut entries) => Ok(entries.next().is_none()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
-            Err(e) => Err(io_err(&self.root)(e)),
-        }
-    }
-
+impl TileStore for PosixStore {
     fn create_tiles(&self, objects: &[(TileKey, Vec<u8>)]) -> Result<(), StoreError> {
         parallel(objects, |(key, bytes)| self.create_tile(key, bytes))?;
         let paths: Vec<PathBuf> = objects
@@ -439,6 +432,16 @@ impl Store for PosixStore {
         }
         Ok(())
     }
+}
+
+impl CheckpointStore for PosixStore {
+    fn is_empty(&self) -> Result<bool, StoreError> {
+        match std::fs::read_dir(&self.root) {
+            Ok(mut entries) => Ok(entries.next().is_none()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+            Err(e) => Err(io_err(&self.root)(e)),
+        }
+    }
 
     fn replace_checkpoint(
         &self,
@@ -454,6 +457,35 @@ impl Store for PosixStore {
         Ok(version_of(bytes))
     }
 
+    fn lock(&self, wait: bool) -> Result<Box<dyn WriterLock>, StoreError> {
+        let path = self.lock_path();
+        let dir = self.private_dir();
+        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        if wait {
+            file.lock().map_err(io_err(&path))?;
+        } else {
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(StoreError::Locked {
+                        store: self.describe(),
+                        lock: path.display().to_string(),
+                    });
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(io_err(&path)(e)),
+            }
+        }
+        Ok(Box::new(FileLock { _file: file }))
+    }
+}
+
+impl PrivateStore for PosixStore {
     fn read_private(&self, key: &PrivateKey, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
         read_capped(&self.private_path(key), max)
     }
@@ -534,33 +566,6 @@ impl Store for PosixStore {
         sync_dir(&parent)
     }
 
-    fn lock(&self, wait: bool) -> Result<Box<dyn WriterLock>, StoreError> {
-        let path = self.lock_path();
-        let dir = self.private_dir();
-        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io_err(&path))?;
-        if wait {
-            file.lock().map_err(io_err(&path))?;
-        } else {
-            match file.try_lock() {
-                Ok(()) => {}
-                Err(std::fs::TryLockError::WouldBlock) => {
-                    return Err(StoreError::Locked {
-                        store: self.describe(),
-                        lock: path.display().to_string(),
-                    });
-                }
-                Err(std::fs::TryLockError::Error(e)) => return Err(io_err(&path)(e)),
-            }
-        }
-        Ok(Box::new(FileLock { _file: file }))
-    }
-
     fn clear_staging(&self) -> Result<(), StoreError> {
         let tmp = self.tmp();
         std::fs::create_dir_all(&tmp).map_err(io_err(&tmp))?;
@@ -577,11 +582,18 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
+    /// Each trait's group of the contract, each on a new directory, then
+    /// all of them in turn on one.
     #[test]
     fn the_contract_holds_for_a_directory() {
-        let tmp = tempfile::tempdir().unwrap();
-        let store = PosixStore::new(&tmp.path().join("log"));
-        super::super::contract::run(&store).unwrap();
+        use super::super::contract;
+        let all: contract::Group = contract::run;
+        let groups = contract::GROUPS.map(|(_, g)| g);
+        for group in groups.into_iter().chain([all]) {
+            let tmp = tempfile::tempdir().unwrap();
+            let store = PosixStore::new(&tmp.path().join("log"));
+            group(&store).unwrap();
+        }
     }
 
     #[test]

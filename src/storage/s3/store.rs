@@ -20,6 +20,7 @@
 //! request is sent, and a write still running when the lease runs out is
 //! abandoned with the same error.
 
+use crate::storage::{CheckpointStore, PrivateStore, TileStore};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -31,7 +32,7 @@ use super::client::{Created, Etag, S3Error};
 use super::config::Location;
 use super::lease::{Lease, LeaseConfig, LeaseError, LeaseWatch};
 use crate::storage::{
-    Family, PrivateDir, PrivateKey, PublicKey, PublicRead, RandomRead, Staged, StagedWrite, Store,
+    Family, PrivateDir, PrivateKey, PublicKey, PublicRead, RandomRead, Staged, StagedWrite,
     StoreError, TileKey, Version, Versioned, WriterLock,
 };
 use crate::tlog::tiles::path::encode_index;
@@ -204,15 +205,7 @@ fn group_dir(group: u64) -> String {
         .join("/")
 }
 
-impl Store for S3Store {
-    fn is_empty(&self) -> Result<bool, StoreError> {
-        let prefix = self.location.key("");
-        Ok(!self
-            .s3
-            .block_on(self.s3.client().any_key(&prefix))
-            .map_err(|e| self.io("listing", e))?)
-    }
-
+impl TileStore for S3Store {
     fn create_tiles(&self, objects: &[(TileKey, Vec<u8>)]) -> Result<(), StoreError> {
         for chunk in objects.chunks(CONCURRENT_PUTS) {
             let client = self.s3.client();
@@ -298,6 +291,16 @@ impl Store for S3Store {
         }
         Ok(())
     }
+}
+
+impl CheckpointStore for S3Store {
+    fn is_empty(&self) -> Result<bool, StoreError> {
+        let prefix = self.location.key("");
+        Ok(!self
+            .s3
+            .block_on(self.s3.client().any_key(&prefix))
+            .map_err(|e| self.io("listing", e))?)
+    }
 
     fn replace_checkpoint(
         &self,
@@ -325,6 +328,37 @@ impl Store for S3Store {
         }
     }
 
+    fn lock(&self, wait: bool) -> Result<Box<dyn WriterLock>, StoreError> {
+        let key = self.lease_key();
+        let lease = self
+            .s3
+            .block_on(Lease::acquire(
+                self.s3.client(),
+                &key,
+                self.lease_config,
+                wait,
+            ))
+            .map_err(|e| match e {
+                LeaseError::Held { .. } => StoreError::Locked {
+                    store: self.describe(),
+                    lock: key.clone(),
+                },
+                other => StoreError::Io {
+                    what: key.clone(),
+                    source: std::io::Error::other(other),
+                },
+            })?;
+        *locked(&self.fence) = Some(lease.watch());
+        Ok(Box::new(S3Lock {
+            lease: Some(lease),
+            s3: self.s3.clone(),
+            fence: self.fence.clone(),
+            store: self.describe(),
+        }))
+    }
+}
+
+impl PrivateStore for S3Store {
     fn read_private(&self, key: &PrivateKey, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
         // Private state is the writer's: one that lost its lease is told
         // so here, not by a run its successor retired (spec/storage.md).
@@ -407,35 +441,6 @@ impl Store for S3Store {
             .remove(&staged.temp)
             .ok_or_else(|| StoreError::BadName(staged.temp.clone()))?;
         self.write_private(key, &bytes)
-    }
-
-    fn lock(&self, wait: bool) -> Result<Box<dyn WriterLock>, StoreError> {
-        let key = self.lease_key();
-        let lease = self
-            .s3
-            .block_on(Lease::acquire(
-                self.s3.client(),
-                &key,
-                self.lease_config,
-                wait,
-            ))
-            .map_err(|e| match e {
-                LeaseError::Held { .. } => StoreError::Locked {
-                    store: self.describe(),
-                    lock: key.clone(),
-                },
-                other => StoreError::Io {
-                    what: key.clone(),
-                    source: std::io::Error::other(other),
-                },
-            })?;
-        *locked(&self.fence) = Some(lease.watch());
-        Ok(Box::new(S3Lock {
-            lease: Some(lease),
-            s3: self.s3.clone(),
-            fence: self.fence.clone(),
-            store: self.describe(),
-        }))
     }
 
     fn clear_staging(&self) -> Result<(), StoreError> {
