@@ -72,6 +72,7 @@ impl Digest {
 
 /// Why a digest string was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DigestError {
     /// Neither `blake3:` nor `sha256:` starts the string.
     #[error("digest must start with \"blake3:\" or \"sha256:\"")]

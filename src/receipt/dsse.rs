@@ -41,6 +41,7 @@ pub struct Envelope {
 
 /// Why an envelope was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum EnvelopeError {
     /// Envelope JSON over [`MAX_ENVELOPE_BYTES`].
     #[error("envelope is {size} bytes, over the {limit}-byte limit")]

@@ -171,6 +171,7 @@ pub struct InvariantViolation {
 
 /// Why a value is not a version-1 receipt (before invariants).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SchemaError {
     /// `version` is an integer other than 1: not evaluated, not failed.
     #[error("unsupported receipt version {0} (this rcpt reads version 1)")]
@@ -330,6 +331,7 @@ pub struct ValidPayload {
 
 /// Why a payload was refused, with a stable reason code.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PayloadError {
     /// The JSON text could not be read as a data-model value.
     #[error("payload JSON: {0}")]

@@ -37,6 +37,7 @@ pub struct Note {
 
 /// Why a note or checkpoint was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum NoteError {
     /// A note over [`MAX_NOTE_BYTES`].
     #[error("signed note is {size} bytes, over the {limit}-byte limit")]

@@ -107,6 +107,7 @@ pub enum Unprocessable {
 
 /// Every refusal tlog-witness v1 names for `add-checkpoint`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Refusal {
     /// 400: malformed request, or old size above the checkpoint size.
     #[error("bad request")]
@@ -277,6 +278,7 @@ pub struct Cosigned {
 
 /// Why `add-checkpoint` did not cosign.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AddCheckpointError {
     /// A refusal the protocol names (400, 403, 404, 409, 422).
     #[error(transparent)]

@@ -91,6 +91,7 @@ pub enum StateError {
 
 /// Why a compare-and-swap did not write.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CasError {
     /// The stored record is not the one expected.
     #[error("witness state changed: now {current:?}")]

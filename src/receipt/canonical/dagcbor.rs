@@ -38,6 +38,7 @@ const AI_INDEFINITE: u8 = 31;
 /// Why bytes were refused by the strict decoder. Offsets count bytes from
 /// the start of the input and point at the head of the offending item.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DecodeError {
     /// The input ends inside an item.
     #[error("CBOR ends at byte {len} inside the item at offset {offset}: the bytes are truncated")]

@@ -19,6 +19,7 @@ use std::fmt;
 /// Why JSON text was refused. Positions are 1-based line and column as
 /// serde_json reports them (the point where the reader stopped).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum JsonError {
     /// Over `MAX_PAYLOAD_JSON_BYTES`; nothing was parsed.
     #[error("JSON is {0} bytes, over the limit of {max} bytes", max = MAX_PAYLOAD_JSON_BYTES)]

@@ -111,6 +111,7 @@ pub trait HashReader {
 
 /// Why proof generation stopped.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProveError<E> {
     /// The leaf index is not in the tree.
     #[error(
@@ -153,6 +154,7 @@ pub enum ProveError<E> {
 
 /// Why a proof was refused (RFC 9162 sections 2.1.3.2 and 2.1.4.2).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProofError {
     /// A hash is not 32 bytes long.
     #[error("hash is {got} bytes long, SHA-256 hashes are 32")]
@@ -232,6 +234,7 @@ pub enum ProofError {
 
 /// Why a leaf could not be appended to a [`Frontier`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FrontierError {
     /// The tree already holds `limits::MAX_TREE_SIZE` leaves.
     #[error("tree is full at {size} leaves; start a new log")]
