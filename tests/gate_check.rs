@@ -522,3 +522,20 @@ fn head_is_a_freshness_resource_attached_or_detached() {
     git(&g.repo, &["commit", "-q", "--allow-empty", "-m", "two"]);
     assert_ne!(read_set(&g), want);
 }
+
+#[test]
+fn a_change_too_large_for_one_receipt_is_refused_before_any_check_runs() {
+    let g = project();
+    for i in 0..700 {
+        g.write(&format!("many/file-number-{i:04}.txt"), "x\n");
+    }
+    let marker = g.world.dir().join("ran");
+    let touch = format!("touch {}", marker.display());
+    let policy = g.policy(&[("test", &["sh", "-c", &touch], 10)], &[]);
+    let bundle = g.world.dir().join("none.json");
+    let out = g.check(&policy, &bundle, &[]);
+    assert_eq!(code(&out), 3, "{}", shown(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("gate a smaller change"));
+    assert!(!marker.exists() && !bundle.exists());
+    assert!(g.leftovers().is_empty());
+}

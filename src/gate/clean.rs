@@ -97,6 +97,8 @@ impl CleanTree {
             &[
                 "-c",
                 "core.hooksPath=/dev/null",
+                "-c",
+                "checkout.workers=0",
                 "worktree",
                 "add",
                 "--detach",

@@ -65,6 +65,18 @@ pub enum GateError {
         "{0} changed while the checks ran; the receipt would not describe what was tested: run again"
     )]
     Moved(String),
+    /// The receipt could not carry the read set of this change.
+    #[error(
+        "the change has {files} files: its receipt's read set would make a payload of about \
+         {bytes} bytes, over the limit of {max}; gate a smaller change",
+        max = crate::limits::MAX_PAYLOAD_BYTES
+    )]
+    TooLarge {
+        /// Files in the change.
+        files: usize,
+        /// The estimated payload size.
+        bytes: usize,
+    },
     /// Interrupted between checks.
     #[error("interrupted (SIGINT or SIGTERM); the clean worktree was removed")]
     Interrupted,
@@ -136,6 +148,7 @@ pub fn default_store(tree: &WorkTree) -> PathBuf {
 pub fn evaluate(req: &Request<'_>) -> Result<Decision, GateError> {
     let (tree, change) = identify(req.dir, req.base)?;
     let head = tree.commit(HEAD).map_err(ChangeError::from)?;
+    fits(&change, req.policy)?;
     let store = Store::open(
         &req.store
             .map_or_else(|| default_store(&tree), Path::to_path_buf),
@@ -169,6 +182,54 @@ pub fn evaluate(req: &Request<'_>) -> Result<Decision, GateError> {
         precondition,
         store,
     })
+}
+
+/// Refuse, before any check runs, a change whose receipt would be over
+/// the payload limit: the receipt with this read set (digests of the same
+/// length) and the longest verdict this policy can give.
+fn fits(change: &Change, policy: &Policy) -> Result<(), GateError> {
+    let placeholder = Digest::blake3(b"");
+    let mut resources: Vec<&str> = change.existing().map(|f| f.path.as_str()).collect();
+    resources.push(HEAD);
+    resources.extend(policy.reads.iter().map(String::as_str));
+    resources.sort_unstable();
+    resources.dedup();
+    let longest = policy
+        .checks
+        .iter()
+        .map(|c| c.name.len())
+        .max()
+        .unwrap_or(0);
+    let receipt = Receipt {
+        issuer: "x".repeat(crate::limits::MAX_TEXT_BYTES.min(256)),
+        issued_at: crate::receipt::canonical::MAX_SAFE_INTEGER,
+        substrate: Substrate::Git,
+        change_id: placeholder,
+        inverse_delta_id: None,
+        reversibility: None,
+        read_set: resources
+            .iter()
+            .map(|r| ReadItem {
+                resource: (*r).to_string(),
+                digest: placeholder,
+            })
+            .collect(),
+        precondition: Some(placeholder),
+        policy_id: placeholder,
+        verdict: Verdict::Deny {
+            reasons: vec![format!("check.{}.failed", "x".repeat(longest.max(64)))],
+        },
+        applied: false,
+        replay: Replay::DeterministicReplay,
+    };
+    let bytes = dagcbor::encode(&receipt.to_value()).len();
+    if bytes > crate::limits::MAX_PAYLOAD_BYTES {
+        return Err(GateError::TooLarge {
+            files: change.files.len(),
+            bytes,
+        });
+    }
+    Ok(())
 }
 
 /// The checks in order in a clean worktree, stopping at the first failure
