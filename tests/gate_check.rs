@@ -539,3 +539,21 @@ fn a_change_too_large_for_one_receipt_is_refused_before_any_check_runs() {
     assert!(!marker.exists() && !bundle.exists());
     assert!(g.leftovers().is_empty());
 }
+
+#[test]
+fn a_check_killed_by_a_signal_or_writing_too_much_is_not_evaluated() {
+    let g = project();
+    let bundle = g.world.dir().join("none.json");
+    let policy = g.policy(&[("test", &["sh", "-c", "kill -9 $$"], 10)], &[]);
+    let out = g.check(&policy, &bundle, &[]);
+    assert_eq!(code(&out), 3, "{}", shown(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("killed by signal 9"));
+    let over = rcpt::limits::MAX_CHECK_OUTPUT_BYTES + 1024 * 1024;
+    let flood = format!("head -c {over} /dev/zero; sleep 300");
+    let policy = g.policy(&[("test", &["sh", "-c", &flood], 120)], &[]);
+    let out = g.check(&policy, &bundle, &[]);
+    assert_eq!(code(&out), 3, "{}", shown(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bytes of output; stopped"));
+    assert!(!bundle.exists());
+    assert!(g.leftovers().is_empty());
+}

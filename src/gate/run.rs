@@ -143,74 +143,18 @@ pub fn run_check(
     interrupted: &AtomicBool,
 ) -> Result<Ran, NotRun> {
     let name = check.name.clone();
-    let io = |source| NotRun::Io {
-        name: name.clone(),
-        source,
-    };
     let out_path = scratch.join(format!("{index}.stdout"));
     let err_path = scratch.join(format!("{index}.stderr"));
-    let stdout = std::fs::File::create(&out_path).map_err(io)?;
-    let stderr = std::fs::File::create(&err_path).map_err(io)?;
-    let (program, args) = match check.run.split_first() {
-        Some((p, a)) => (p.clone(), a),
-        None => (String::new(), &[][..]),
-    };
-    let mut cmd = Command::new(program_path(clean, &program));
-    cmd.args(args)
-        .current_dir(clean)
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr);
-    for var in CHECK_ENV_REMOVED {
-        cmd.env_remove(var);
-    }
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let start = Instant::now();
-    let mut child = cmd.spawn().map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => NotRun::NotFound {
-            name: name.clone(),
-            program: program.clone(),
-        },
-        _ => NotRun::Spawn {
-            name: name.clone(),
-            program: program.clone(),
-            source,
-        },
-    })?;
-    let group = child.id();
-    let stop = |child: &mut std::process::Child, why: NotRun| {
-        kill_group(group);
-        let _ = child.wait();
-        Err(why)
-    };
-    let mut pause = Duration::from_millis(1);
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(io)? {
-            break status;
-        }
-        if interrupted.load(Ordering::SeqCst) {
-            return stop(&mut child, NotRun::Interrupted { name: name.clone() });
-        }
-        if start.elapsed() >= check.timeout {
-            let timeout_s = check.timeout.as_secs();
-            return stop(
-                &mut child,
-                NotRun::TimedOut {
-                    name: name.clone(),
-                    timeout_s,
-                },
-            );
-        }
-        if too_large(&out_path) || too_large(&err_path) {
-            return stop(&mut child, NotRun::OutputTooLarge { name: name.clone() });
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(MAX_POLL);
-    };
+    let mut child = spawn(check, clean, &out_path, &err_path)?;
+    let status = wait(
+        check,
+        &mut child,
+        start,
+        [&out_path, &err_path],
+        interrupted,
+    )?;
     let duration_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
-    // Whatever the check left running in its group ends with it.
-    kill_group(group);
     let exit = match status.code() {
         Some(code) => code,
         None => {
@@ -232,6 +176,101 @@ pub fn run_check(
         stderr,
         stderr_bytes,
     })
+}
+
+/// Start the check in `clean`, its own process group, output to the files.
+fn spawn(
+    check: &Check,
+    clean: &Path,
+    out_path: &Path,
+    err_path: &Path,
+) -> Result<std::process::Child, NotRun> {
+    let name = check.name.clone();
+    let io = |source| NotRun::Io {
+        name: name.clone(),
+        source,
+    };
+    let stdout = std::fs::File::create(out_path).map_err(io)?;
+    let stderr = std::fs::File::create(err_path).map_err(io)?;
+    let (program, args) = match check.run.split_first() {
+        Some((p, a)) => (p.clone(), a),
+        None => (String::new(), &[][..]),
+    };
+    let mut cmd = Command::new(program_path(clean, &program));
+    cmd.args(args)
+        .current_dir(clean)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr);
+    for var in CHECK_ENV_REMOVED {
+        cmd.env_remove(var);
+    }
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    cmd.spawn().map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => NotRun::NotFound { name, program },
+        _ => NotRun::Spawn {
+            name,
+            program,
+            source,
+        },
+    })
+}
+
+/// Wait for the check; kill its group at the timeout, on an interrupt or
+/// when an output grows past the limit, and after it ends by itself.
+fn wait(
+    check: &Check,
+    child: &mut std::process::Child,
+    start: Instant,
+    outputs: [&Path; 2],
+    interrupted: &AtomicBool,
+) -> Result<std::process::ExitStatus, NotRun> {
+    let name = || check.name.clone();
+    let group = child.id();
+    let stop = |child: &mut std::process::Child, why: NotRun| {
+        kill_group(group);
+        let _ = child.wait();
+        Err(why)
+    };
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                // Whatever the check left running in its group ends with it.
+                kill_group(group);
+                return Ok(status);
+            }
+            Ok(None) => {}
+            Err(source) => {
+                return stop(
+                    child,
+                    NotRun::Io {
+                        name: name(),
+                        source,
+                    },
+                );
+            }
+        }
+        if interrupted.load(Ordering::SeqCst) {
+            return stop(child, NotRun::Interrupted { name: name() });
+        }
+        if start.elapsed() >= check.timeout {
+            let timeout_s = check.timeout.as_secs();
+            return stop(
+                child,
+                NotRun::TimedOut {
+                    name: name(),
+                    timeout_s,
+                },
+            );
+        }
+        if outputs.iter().any(|p| too_large(p)) {
+            return stop(child, NotRun::OutputTooLarge { name: name() });
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(MAX_POLL);
+    }
 }
 
 /// argv\[0\]: a bare name is looked up on PATH; a relative path with a `/`
