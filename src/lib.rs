@@ -38,6 +38,7 @@ pub mod bundle;
 pub mod constants;
 pub mod digest;
 pub mod fresh;
+pub mod gate;
 pub mod io;
 pub mod keys;
 pub mod limits;

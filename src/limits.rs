@@ -88,3 +88,30 @@ pub const MAX_TLOG_PROOF_BYTES: usize = 23
 /// Times a witness re-reads its state and decides again when a concurrent
 /// request for the same origin changed it between read and write.
 pub const MAX_WITNESS_CAS_RETRIES: usize = 8;
+
+// --- The gate (spec/gate.md "Limits").
+
+/// Largest gate policy file read (bytes).
+pub const MAX_GATE_POLICY_BYTES: usize = 64 * 1024;
+/// Most checks in one gate policy.
+pub const MAX_GATE_CHECKS: usize = 64;
+/// Most arguments of one check's `run`.
+pub const MAX_GATE_ARGV: usize = 256;
+/// Longest timeout a check may ask for (seconds): one day.
+pub const MAX_GATE_TIMEOUT_S: i64 = 86_400;
+/// Largest output `git` may give the gate (status, diff, ls-files) before
+/// the change is refused as too large to read (bytes).
+pub const MAX_GIT_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
+/// Most files in one change (each is a line of the change record and an
+/// item of the receipt's read set).
+pub const MAX_CHANGE_FILES: usize = 4000;
+/// Largest changed file copied into the clean worktree (bytes): it is
+/// read whole, hashed, compared with the change and written.
+pub const MAX_CHANGE_FILE_BYTES: usize = 256 * 1024 * 1024;
+/// Largest stdout or stderr of one check kept as evidence (bytes); a check
+/// that writes more is stopped and not evaluated.
+pub const MAX_CHECK_OUTPUT_BYTES: u64 = 64 * 1024 * 1024;
+/// Largest object read back from a gate store (bytes).
+pub const MAX_STORE_OBJECT_BYTES: usize = 256 * 1024 * 1024;
+/// Largest evidence record or other structured store record (bytes).
+pub const MAX_STORE_RECORD_BYTES: usize = 1024 * 1024;

@@ -85,6 +85,27 @@ fn the_readme_gating_walkthrough_runs_as_written() {
     );
 }
 
+/// The gate walkthrough ("Receipts from real work"): `rcpt gate check`
+/// admits a change, its bundle passes `verify --change-id $(rcpt gate id)
+/// --fresh .`, an edit makes it fail `policy.fresh`, a failing test gets an
+/// authentic deny (the script asserts each exit status).
+#[test]
+fn the_readme_gate_walkthrough_runs_as_written() {
+    let script =
+        block_after("<!-- gate walkthrough: tests/readme_walkthrough.rs runs the next block -->");
+    assert!(script.contains("rcpt gate check"), "{script}");
+    let (stdout, stderr, status) = run_script(&script);
+    assert!(
+        status.success(),
+        "exit {status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(stderr.contains("verdict: admit"), "{stderr}");
+    assert!(
+        stderr.contains("verdict: deny (check.test.failed)"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn the_readme_walkthrough_runs_as_written() {
     let script = walkthrough();

@@ -160,6 +160,24 @@ impl Repository {
         Err(RefError::TooDeep(name.to_string()))
     }
 
+    /// The object id `HEAD` resolves to: the per-worktree `HEAD` file, an
+    /// object id (detached) or `ref: <target>`, followed as [`resolve`]
+    /// follows refs. An unborn branch (no commit yet) is
+    /// [`RefError::Missing`].
+    ///
+    /// [`resolve`]: Repository::resolve
+    pub fn resolve_head(&self) -> Result<String, RefError> {
+        match parse_loose(&self.git_dir.join("HEAD")) {
+            Ok(RefValue::Oid(oid)) => Ok(oid),
+            Ok(RefValue::Symbolic(target)) => match self.resolve(&target) {
+                Err(RefError::Missing(_)) => Err(RefError::Missing("HEAD".into())),
+                other => other,
+            },
+            Err(RefError::Missing(_)) => Err(RefError::Missing("HEAD".into())),
+            Err(e) => Err(e),
+        }
+    }
+
     /// One step: the loose ref file, else the `packed-refs` line.
     fn lookup(&self, name: &str) -> Result<RefValue, RefError> {
         let dir = if is_per_worktree(name) {

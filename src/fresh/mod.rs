@@ -11,6 +11,8 @@
 //!   digest is over the file's bytes; only regular files are read.
 //! - `git`: a resource under `refs/` names a ref of the repository at ROOT;
 //!   its digest is over the ASCII lowercase hex object id it resolves to.
+//!   The resource `HEAD` is the work tree's `HEAD`, by the same rule (the
+//!   commit checked out, whatever the branch is called).
 //! - other substrates have no freshness rule.
 //!
 //! Reads only: nothing is written, no process is run, no socket opened.
@@ -24,6 +26,9 @@ use git::{RefError, Repository};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
+
+/// The git resource naming the work tree's `HEAD` (spec/gate.md).
+pub const HEAD: &str = "HEAD";
 
 /// Bytes read at a time while hashing a file.
 const HASH_CHUNK_BYTES: usize = 64 * 1024;
@@ -123,7 +128,9 @@ impl Reader {
     pub fn digest(&self, resource: &str, alg: Algorithm) -> Result<Digest, ResourceError> {
         match self.substrate {
             Substrate::Filesystem => self.file_digest(resource, alg),
-            Substrate::Git if resource.starts_with("refs/") => self.ref_digest(resource, alg),
+            Substrate::Git if resource.starts_with("refs/") || resource == HEAD => {
+                self.ref_digest(resource, alg)
+            }
             Substrate::Git => self.file_digest(resource, alg),
             Substrate::ToolProxy => Err(ResourceError::Unsupported("tool-proxy")),
             Substrate::Postgresql => Err(ResourceError::Unsupported("postgresql")),
@@ -145,7 +152,12 @@ impl Reader {
             }
             None => return Err(ResourceError::Unsupported("filesystem")),
         };
-        match repo.resolve(name) {
+        let resolved = if name == HEAD {
+            repo.resolve_head()
+        } else {
+            repo.resolve(name)
+        };
+        match resolved {
             Ok(oid) => Ok(digest_of(alg, oid.as_bytes())),
             Err(RefError::Missing(_)) => Err(ResourceError::Missing(name.to_string())),
             Err(RefError::BadName { why, .. }) => Err(ResourceError::BadPath {

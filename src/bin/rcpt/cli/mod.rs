@@ -12,6 +12,7 @@ use rcpt::io::{InputError, OutputError, Source, Target};
 use std::io::Write;
 use std::process::ExitCode;
 
+mod gate;
 mod key;
 mod log;
 mod receipt;
@@ -83,6 +84,9 @@ enum Command {
     /// Witness logs: cosign checkpoints that extend the last one cosigned.
     #[command(subcommand)]
     Witness(witness::WitnessCommand),
+    /// Receipts from a git work tree: the change's id, checks in a clean worktree, evidence.
+    #[command(subcommand)]
+    Gate(gate::GateCommand),
 }
 
 /// Parse arguments, run the command, print any error, pick the exit status.
@@ -102,6 +106,7 @@ pub fn main() -> ExitCode {
         Command::Completions { shell } => completions(shell),
         Command::Man { command } => man(&command),
         Command::Witness(cmd) => witness::run(cmd),
+        Command::Gate(cmd) => gate::run(cmd),
     };
     match result {
         Ok(code) => ExitCode::from(code),

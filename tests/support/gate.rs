@@ -1,0 +1,209 @@
+//! Test support for `rcpt gate`: a real git repository made with the system
+//! `git`, a gate key with its `.vkey`, a log and a trust file (through
+//! [`super::World`]), and runners for `gate` and `verify`.
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use super::support::{World, line_value, rcpt_bin};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The gate's issuer name in these tests.
+pub const GATE: &str = "gate.example/ci";
+
+/// Run `git ARGS` in `dir` (deterministic identity, no signing, no hooks from
+/// the user's config); its stdout, asserting success.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = git_cmd(dir).args(args).output().expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .trim_end()
+        .to_string()
+}
+
+/// A `git` command in `dir` with a fixed identity.
+pub fn git_cmd(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args([
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "commit.gpgsign=false",
+        ]);
+    cmd
+}
+
+/// A repository, a gate key (named by its `.vkey`), a log, a trust file and
+/// a private temporary directory for the gate's clean worktrees.
+pub struct Gate {
+    /// Keys, log, trust file (outside the repository).
+    pub world: World,
+    /// The repository's work tree.
+    pub repo: PathBuf,
+    /// TMPDIR of the gate: empty again after every run.
+    pub tmp: PathBuf,
+    /// The gate key.
+    pub key: PathBuf,
+}
+
+impl Gate {
+    /// A repository whose first commit holds `files` (path, content).
+    pub fn new(files: &[(&str, &str)]) -> Gate {
+        let world = World::new(GATE);
+        let repo = world.dir().join("repo");
+        let tmp = world.dir().join("tmp");
+        std::fs::create_dir_all(&repo).unwrap();
+        std::fs::create_dir_all(&tmp).unwrap();
+        git(&repo, &["init", "-q"]);
+        let gate = Gate {
+            key: world.dir().join("issuer.key"),
+            world,
+            repo,
+            tmp,
+        };
+        for (path, content) in files {
+            gate.write(path, content);
+        }
+        git(&gate.repo, &["add", "-A"]);
+        git(&gate.repo, &["commit", "-q", "-m", "one"]);
+        let shown = Command::new(rcpt_bin())
+            .args(["key", "show", "--name", GATE])
+            .arg(gate.world.dir().join("issuer.pub"))
+            .output()
+            .unwrap();
+        let vkey = line_value(&String::from_utf8(shown.stdout).unwrap(), "verifier key");
+        std::fs::write(gate.key.with_extension("vkey"), format!("{vkey}\n")).unwrap();
+        gate
+    }
+
+    /// Write `content` at `path` in the work tree (parents made; `.sh`
+    /// files executable).
+    pub fn write(&self, path: &str, content: &str) {
+        let p = self.repo.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, content).unwrap();
+        if path.ends_with(".sh") {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+
+    /// Write a policy file (outside the repository); its path.
+    pub fn policy(&self, checks: &[(&str, &[&str], u64)], reads: &[&str]) -> PathBuf {
+        let checks: Vec<serde_json::Value> = checks
+            .iter()
+            .map(|(name, run, t)| serde_json::json!({"name": name, "run": run, "timeout_s": t}))
+            .collect();
+        let doc = serde_json::json!({"name": "ci", "checks": checks, "reads": reads});
+        let path = self.world.dir().join("policy.json");
+        std::fs::write(&path, doc.to_string()).unwrap();
+        path
+    }
+
+    /// `rcpt ARGS` in the work tree with the gate's TMPDIR.
+    pub fn rcpt(&self) -> Command {
+        let mut cmd = Command::new(rcpt_bin());
+        cmd.current_dir(&self.repo).env("TMPDIR", &self.tmp);
+        cmd
+    }
+
+    /// `rcpt gate check --policy P --key KEY --log LOG -o OUT ARGS`.
+    pub fn check(&self, policy: &Path, out: &Path, args: &[&str]) -> Output {
+        self.rcpt()
+            .args(["gate", "check", "--policy"])
+            .arg(policy)
+            .arg("--key")
+            .arg(&self.key)
+            .arg("--log")
+            .arg(&self.world.log)
+            .arg("-o")
+            .arg(out)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// `rcpt gate id ARGS`, asserting success.
+    pub fn id(&self, args: &[&str]) -> String {
+        let out = self
+            .rcpt()
+            .args(["gate", "id"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    /// `rcpt gate id --json ARGS`: the change record.
+    pub fn record(&self, args: &[&str]) -> serde_json::Value {
+        let out = self
+            .rcpt()
+            .args(["gate", "id", "--json"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// `rcpt verify --trust T ARGS BUNDLE` in the work tree.
+    pub fn verify(&self, bundle: &Path, args: &[&str]) -> Output {
+        self.rcpt()
+            .arg("verify")
+            .arg("--trust")
+            .arg(&self.world.trust)
+            .args(args)
+            .arg(bundle)
+            .output()
+            .unwrap()
+    }
+
+    /// What is left in the gate's TMPDIR.
+    pub fn leftovers(&self) -> Vec<String> {
+        std::fs::read_dir(&self.tmp)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// The worktrees git knows of.
+    pub fn worktrees(&self) -> usize {
+        git(&self.repo, &["worktree", "list", "--porcelain"])
+            .lines()
+            .filter(|l| l.starts_with("worktree "))
+            .count()
+    }
+}
+
+/// Exit code, stdout and stderr of an output, for messages.
+pub fn shown(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
