@@ -88,3 +88,10 @@ pub const MAX_TLOG_PROOF_BYTES: usize = 23
 /// Times a witness re-reads its state and decides again when a concurrent
 /// request for the same origin changed it between read and write.
 pub const MAX_WITNESS_CAS_RETRIES: usize = 8;
+/// Largest monitor watch file read (bytes).
+pub const MAX_WATCH_FILE_BYTES: usize = 1024 * 1024;
+/// Largest authorized list a watch file names (one receipt id a line:
+/// about 220,000 ids).
+pub const MAX_AUTHORIZED_FILE_BYTES: usize = 16 * 1024 * 1024;
+/// Largest per-origin monitor state file (a checkpoint note and a count).
+pub const MAX_MONITOR_STATE_BYTES: usize = 2 * MAX_NOTE_BYTES + 4096;

@@ -166,6 +166,8 @@ pub enum LogCommand {
     /// Copy a served log's public files, checked, into a local directory.
     #[cfg(feature = "net")]
     Mirror(super::serve::MirrorArgs),
+    /// Watch a log: check that it only grows, check every entry, report what concerns you.
+    Monitor(Box<super::monitor::MonitorArgs>),
 }
 
 /// How a reader finds the log key: the log's settings, or `--log-key`
@@ -328,6 +330,7 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
         LogCommand::Submit(args) => super::serve::submit(args),
         #[cfg(feature = "net")]
         LogCommand::Mirror(args) => super::serve::mirror(args),
+        LogCommand::Monitor(args) => super::monitor::run(*args),
     }
 }
 

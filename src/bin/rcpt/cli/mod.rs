@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 mod key;
 mod log;
+mod monitor;
 mod receipt;
 #[cfg(feature = "net")]
 mod serve;
