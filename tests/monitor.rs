@@ -513,11 +513,12 @@ fn resume_after_sigkill_skips_nothing_and_repeats_only_since_the_last_save() {
     let span = started.elapsed().as_millis() as u64;
     let mut seed = std::process::id() as u64 ^ span;
     let mut killed_mid_scan = 0;
-    for trial in 0..6 {
+    for trial in 0..8 {
         seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        let delay = (seed >> 33) % span.max(1);
+        // Past the start-up, anywhere in the scan.
+        let delay = span / 4 + (seed >> 33) % (span - span / 4).max(1);
         let state = t.join(format!("state-{trial}"));
         let out_path = t.join(format!("out-{trial}"));
         let mut child = monitor_cmd(src, &state, &args)
@@ -553,7 +554,7 @@ fn resume_after_sigkill_skips_nothing_and_repeats_only_since_the_last_save() {
         // Repeats are the events since the last save: at most one bundle and a bit.
         assert!(got.len() as u64 - saved <= 256, "trial {trial}");
     }
-    eprintln!("{killed_mid_scan} of 6 kills landed mid-scan (span {span} ms)");
+    eprintln!("{killed_mid_scan} of 8 kills landed mid-scan (span {span} ms)");
 }
 
 #[test]
@@ -605,4 +606,117 @@ fn sigterm_ends_a_follow_between_entries_with_the_state_saved() {
     assert_eq!(saved_next(&state), got);
     let rest = monitor_dir(&log, &state, &["--watch", watch.to_str().unwrap()]);
     assert_eq!(rest.indexes(), (got..n).collect::<Vec<_>>());
+}
+
+/// `rcpt verify --mirror DIR` against a mirror kept by `rcpt log mirror`
+/// from a served log: the same history verifies, a fork fails
+/// `consistency.fork`, a tree past the mirror is `consistency.mirror_behind`.
+#[test]
+fn verify_against_a_mirror_names_forks_and_a_mirror_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let base = entries(0, 5, "gate-a", &key(1));
+    // Two batches: a checkpoint of size 3 is kept, for a bundle at that size.
+    let a = log_with(t, "a", &base[..3]);
+    append(&a, &base[3..]);
+    let mut other = base.clone();
+    other[3] = entry(33, "gate-a", &change(33), &key(1));
+    let b = log_with(t, "b", &other);
+    let served = Served::start(&a, &write_trust(t), &[]);
+    let mirror = t.join("mirror");
+    let st = std::process::Command::new(serve_support::bin())
+        .args(["log", "mirror", &served.url()])
+        .arg(&mirror)
+        .args(["--log-key", &vkey()])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    served.stop();
+    let trust = t.join("verify-trust.json");
+    std::fs::write(
+        &trust,
+        json!({"issuers": [{"name": "gate-a", "public_key": b64(&key(1))}],
+               "logs": [{"verifier_key": vkey()}]})
+        .to_string(),
+    )
+    .unwrap();
+    let prove = |log: &Path, index: u64, size: u64, name: &str| {
+        let out = t.join(name);
+        let st = std::process::Command::new(serve_support::bin())
+            .args(["log", "prove"])
+            .arg(log)
+            .args([
+                "--index",
+                &index.to_string(),
+                "--size",
+                &size.to_string(),
+                "-o",
+            ])
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        out
+    };
+    let verify = |bundle: &Path| {
+        let out = std::process::Command::new(serve_support::bin())
+            .arg("verify")
+            .arg(bundle)
+            .arg("--trust")
+            .arg(&trust)
+            .arg("--mirror")
+            .arg(&mirror)
+            .args(["--format", "json"])
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8(out.stdout).unwrap(),
+        )
+    };
+    let same = prove(&a, 2, 5, "same.json");
+    let prefix = prove(&a, 1, 3, "prefix.json");
+    let fork = prove(&b, 3, 5, "fork.json");
+    append(&a, &entries(5, 2, "gate-a", &key(1)));
+    let ahead = prove(&a, 6, 7, "ahead.json");
+    for (bundle, code, word) in [
+        (&same, 0, "\"verified\""),
+        (&prefix, 0, "\"verified\""),
+        (&fork, 1, "consistency.fork"),
+        (&ahead, 3, "consistency.mirror_behind"),
+    ] {
+        let (got, out) = verify(bundle);
+        assert_eq!(got, code, "{}: {out}", bundle.display());
+        assert!(out.contains(word), "{}: {out}", bundle.display());
+        assert!(out.contains("consistency.mirror"), "{out}");
+    }
+    // Without --mirror, the forked bundle verifies: the mirror is the memory.
+    let plain = std::process::Command::new(serve_support::bin())
+        .arg("verify")
+        .arg(&fork)
+        .arg("--trust")
+        .arg(&trust)
+        .status()
+        .unwrap();
+    assert_eq!(plain.code(), Some(0));
+    // A mirror of a log the trust file does not know: bad invocation.
+    let unknown = t.join("unknown-trust.json");
+    std::fs::write(
+        &unknown,
+        json!({"issuers": [{"name": "gate-a", "public_key": b64(&key(1))}],
+               "logs": [{"verifier_key": rcpt::keys::NoteVerifier::new("other.example/log", key(5).verifying_key()).unwrap().to_string()}]})
+        .to_string(),
+    )
+    .unwrap();
+    let st = std::process::Command::new(serve_support::bin())
+        .arg("verify")
+        .arg(&same)
+        .arg("--trust")
+        .arg(&unknown)
+        .arg("--mirror")
+        .arg(&mirror)
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(2));
 }
