@@ -43,6 +43,7 @@ pub mod io;
 pub mod keys;
 pub mod limits;
 pub mod log;
+pub mod monitor;
 #[cfg(feature = "net")]
 pub mod net;
 pub mod reason;

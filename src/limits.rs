@@ -115,3 +115,13 @@ pub const MAX_CHECK_OUTPUT_BYTES: u64 = 64 * 1024 * 1024;
 pub const MAX_STORE_OBJECT_BYTES: usize = 256 * 1024 * 1024;
 /// Largest evidence record or other structured store record (bytes).
 pub const MAX_STORE_RECORD_BYTES: usize = 1024 * 1024;
+
+// --- The monitor (spec/monitor.md).
+
+/// Largest monitor watch file read (bytes).
+pub const MAX_WATCH_FILE_BYTES: usize = 1024 * 1024;
+/// Largest authorized list a watch file names (one receipt id a line:
+/// about 220,000 ids).
+pub const MAX_AUTHORIZED_FILE_BYTES: usize = 16 * 1024 * 1024;
+/// Largest per-origin monitor state file (a checkpoint note and a count).
+pub const MAX_MONITOR_STATE_BYTES: usize = 2 * MAX_NOTE_BYTES + 4096;

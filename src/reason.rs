@@ -114,6 +114,11 @@ reasons! {
     ConsistencySizeMismatch = "consistency.size_mismatch",
     /// The bundle's checkpoint does not extend the `--since` checkpoint.
     ConsistencyInvalid = "consistency.invalid",
+    /// `--mirror DIR`: the mirror's tiles give another root at the
+    /// bundle's size, or another entry at its index: a fork.
+    ConsistencyFork = "consistency.fork",
+    /// `--mirror DIR`: the bundle's tree is larger than the mirror's.
+    ConsistencyMirrorBehind = "consistency.mirror_behind",
     /// Required verdict arm not met (`--require-verdict`).
     PolicyVerdict = "policy.verdict",
     /// Required issuer not met (`--issuer`).

@@ -10,9 +10,8 @@
     clippy::indexing_slicing
 )]
 
-#[path = "support/gate.rs"]
-mod gate_support;
 mod support;
+use support::gate as gate_support;
 
 use gate_support::{Gate, git, git_cmd, shown};
 use std::path::Path;

@@ -235,6 +235,32 @@ impl TileReader {
         Ok(entry.to_vec())
     }
 
+    /// The entries of entry bundle `n` that this size holds (its width's
+    /// count, in order), read as [`TileReader::entry`] reads one: the
+    /// partial bundle, or the full one when the partial is gone.
+    pub fn entry_bundle(&self, n: u64) -> Result<Vec<Vec<u8>>, TileError> {
+        let out_of_range = TileError::EntryOutOfRange {
+            index: n.saturating_mul(TILE_WIDTH),
+            size: self.size,
+        };
+        let key = tile_at(Family::Entries, n, self.size).ok_or(out_of_range)?;
+        let (bytes, read) = fetch_or_full(&*self.store, &key)?;
+        let entries = decode_entry_bundle(&bytes)?;
+        if entries.len() != read.width().items() {
+            return Err(TileError::BundleCount {
+                path: read.path(),
+                expected: read.width().items(),
+                got: entries.len(),
+            });
+        }
+        let width = key.width().items();
+        Ok(entries
+            .into_iter()
+            .take(width)
+            .map(<[u8]>::to_vec)
+            .collect())
+    }
+
     /// The expanded nodes of tile `n` at `level`, as this size holds it,
     /// when this reader has a cache (else `None`).
     fn cached_tile(&self, level: u8, n: u64) -> Result<Option<Arc<TileNodes>>, TileError> {

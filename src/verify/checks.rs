@@ -41,6 +41,8 @@ pub(crate) mod name {
     pub const CHECKPOINT_MATCH: &str = "checkpoint.match";
     pub const INCLUSION: &str = "inclusion";
     pub const CONSISTENCY: &str = "consistency";
+    /// Only with `--mirror DIR`, for bundles of the mirror's origin.
+    pub const MIRROR: &str = "consistency.mirror";
 }
 
 /// Most distinct checkpoints remembered (verified once, reused by every
@@ -201,6 +203,8 @@ pub struct Verifier {
     gate: GateConfig,
     /// `--policy`: the tlog-policy every checkpoint must satisfy.
     policy: Option<Arc<Policy>>,
+    /// `--mirror`: the mirror each bundle of its origin is judged against.
+    mirror: Option<Arc<super::mirror::Mirror>>,
 }
 
 /// What the gating checks need (spec/gate.md): the requirements, the
@@ -280,6 +284,7 @@ impl Verifier {
             cache: Mutex::new(HashMap::new()),
             gate,
             policy: None,
+            mirror: None,
         })
     }
 
@@ -299,6 +304,13 @@ impl Verifier {
         if let Ok(mut cache) = self.cache.lock() {
             cache.clear();
         }
+        self
+    }
+
+    /// The same verifier, judging each bundle of the mirror's origin
+    /// against it (check `consistency.mirror`).
+    pub fn with_mirror(mut self, mirror: super::mirror::Mirror) -> Verifier {
+        self.mirror = Some(Arc::new(mirror));
         self
     }
 
@@ -611,6 +623,9 @@ impl Verifier {
                 if self.since.is_some() {
                     skip(checks, name::CONSISTENCY, name::CHECKPOINT_MATCH);
                 }
+                if self.mirror_for(&raw.log.origin).is_some() {
+                    skip(checks, name::MIRROR, name::CHECKPOINT_MATCH);
+                }
                 return;
             }
         };
@@ -629,6 +644,17 @@ impl Verifier {
                 result,
             });
         }
+        if let Some(m) = self.mirror_for(&raw.log.origin) {
+            checks.push(Check {
+                name: name::MIRROR,
+                result: m.check(raw.log.index, body.size, &body.root_hash, env),
+            });
+        }
+    }
+
+    /// The mirror, when it is of `origin`'s log.
+    fn mirror_for(&self, origin: &str) -> Option<&super::mirror::Mirror> {
+        self.mirror.as_deref().filter(|m| m.origin() == origin)
     }
 
     /// Verify a checkpoint note for `origin`, once per distinct

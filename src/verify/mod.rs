@@ -13,6 +13,7 @@
 
 mod checks;
 pub mod corpus;
+pub mod mirror;
 pub mod report;
 
 pub use crate::reason::Reason;

@@ -9,7 +9,7 @@
     clippy::indexing_slicing
 )]
 
-use super::support::{World, line_value, rcpt_bin};
+use super::{World, line_value, rcpt_bin};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -20,6 +20,8 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 pub mod canonical;
+pub mod gate;
+pub mod monitor;
 pub mod s3;
 pub mod serve;
 pub mod witness;

@@ -82,6 +82,11 @@ pub struct VerifyArgs {
     /// cosigned by its quorum of witnesses (check `checkpoint.witnesses`).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<Source>,
+    /// A log or mirror directory (`rcpt log mirror`): each bundle of its origin must be of
+    /// its history (check `consistency.mirror`: failed `consistency.fork`, or not evaluated
+    /// `consistency.mirror_behind`).
+    #[arg(long, value_name = "DIR", conflicts_with = "corpus")]
+    pub mirror: Option<std::path::PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: FormatArg,
@@ -350,11 +355,22 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
     for log in policy.iter().flat_map(|p| &p.logs) {
         trust.add_log(log.verifier.clone());
     }
+    let mirror = match &args.mirror {
+        Some(dir) => Some(
+            rcpt::verify::mirror::Mirror::open(dir, &trust)
+                .map_err(|e| UsageError(format!("{:#}", anyhow::Error::new(e))))?,
+        ),
+        None => None,
+    };
     let verifier = Verifier::new(trust, load_since(&args)?)
         .map_err(|e| UsageError(e.to_string()))?
         .with_gate(gate);
     let verifier = match policy {
         Some(policy) => verifier.with_policy(policy),
+        None => verifier,
+    };
+    let verifier = match mirror {
+        Some(mirror) => verifier.with_mirror(mirror),
         None => verifier,
     };
     let format = match args.format {

@@ -10,6 +10,7 @@ mod init;
 mod inspect;
 #[cfg(feature = "net")]
 mod mirror;
+mod monitor;
 mod progress;
 mod prove;
 #[cfg(feature = "net")]
@@ -171,6 +172,8 @@ pub enum LogCommand {
     /// Copy a served log's public files, checked, into a local directory.
     #[cfg(feature = "net")]
     Mirror(mirror::MirrorArgs),
+    /// Watch a log: check that it only grows, check every entry, report what concerns you.
+    Monitor(Box<monitor::MonitorArgs>),
 }
 
 /// How a reader finds the log key: the log's settings, or `--log-key`
@@ -333,5 +336,6 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
         LogCommand::Submit(args) => submit::submit(args),
         #[cfg(feature = "net")]
         LogCommand::Mirror(args) => mirror::mirror(args),
+        LogCommand::Monitor(args) => monitor::run(*args),
     }
 }

@@ -1,0 +1,352 @@
+//! `rcpt log monitor`: watch a log (spec/monitor.md). The library
+//! (`rcpt::monitor`) runs the rounds; this file picks the source, prints
+//! the events, runs the hook, handles SIGTERM/SIGINT and the exit status.
+
+use crate::cli::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError};
+use anyhow::Context as _;
+use rcpt::keys::NoteVerifier;
+use rcpt::limits::{MAX_KEY_FILE_BYTES, MAX_POLICY_BYTES};
+use rcpt::monitor::{Event, Monitor, RoundReport, Sink, SinkError, StateDir, StateError, Watch};
+use rcpt::storage::PublicRead;
+use rcpt::storage::posix::PosixStore;
+use rcpt::tlog::policy::Policy;
+use rcpt::trust::Trust;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// `rcpt log monitor` arguments.
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("keys").required(true).multiple(true)
+    .args(["log_key", "trust"])))]
+#[command(after_help = "Examples:
+  rcpt log monitor http://127.0.0.1:8080 --state mon/ --trust trust.json --watch watch.json
+  rcpt log monitor log/ --state mon/ --log-key \"$(cat log.vkey)\" --follow --interval 60s \\
+      --hook ./alert.sh")]
+pub struct MonitorArgs {
+    /// The log: a directory, an http:// URL, or s3://BUCKET/PREFIX.
+    source: String,
+    /// The monitor's state directory (created if absent; one monitor at a time).
+    #[arg(long, value_name = "DIR")]
+    state: PathBuf,
+    /// The log's verifier key (NAME+HASH+KEY).
+    #[arg(long, value_name = "VKEY")]
+    log_key: Option<String>,
+    /// A trust file: its log keys check the checkpoint, its named issuers are watched.
+    #[arg(long, value_name = "FILE")]
+    trust: Option<PathBuf>,
+    /// A tlog-policy file: the checkpoint must meet its witness quorum.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// The watch file: issuers and their keys, change ids, the authorized list.
+    #[arg(long, value_name = "FILE")]
+    watch: Option<PathBuf>,
+    /// Run a round every --interval until SIGTERM or SIGINT.
+    #[arg(long)]
+    follow: bool,
+    /// Time between rounds with --follow (e.g. 500ms, 60s, 5m).
+    #[arg(long, value_name = "TIME", default_value = "60s", value_parser = parse_interval,
+          requires = "follow")]
+    interval: Duration,
+    /// For a log this state directory has not seen: start at its current size.
+    #[arg(long)]
+    start_at_end: bool,
+    /// Run CMD (with sh -c) once per event, RCPT_* variables set; a failure stops the round.
+    #[arg(long, value_name = "CMD")]
+    hook: Option<String>,
+    /// Events as JSON Lines (default) or human lines.
+    #[arg(long, value_enum, default_value = "json")]
+    format: Format,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Human,
+    Json,
+}
+
+/// `500ms`, `60s`, `5m`, `1h`, or plain seconds.
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let (digits, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?}: expected a number and a unit (500ms, 60s, 5m, 1h)"))?;
+    let d = match unit {
+        "ms" => Duration::from_millis(n),
+        "" | "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n.saturating_mul(60)),
+        "h" => Duration::from_secs(n.saturating_mul(3600)),
+        _ => return Err(format!("{text:?}: unknown unit {unit:?} (ms, s, m, h)")),
+    };
+    if d.is_zero() {
+        return Err("the interval must be more than zero".into());
+    }
+    Ok(d)
+}
+
+/// Prints each event and runs the hook.
+struct Output {
+    format: Format,
+    hook: Option<String>,
+    event_file: PathBuf,
+}
+
+impl Sink for Output {
+    fn emit(&mut self, event: &Event) -> Result<(), SinkError> {
+        let fail = |source: Box<dyn std::error::Error + Send + Sync>| SinkError {
+            event: event.kind.as_str(),
+            source,
+        };
+        let line = match self.format {
+            Format::Json => event.to_json(),
+            Format::Human => event.to_human(),
+        };
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{line}")
+            .and_then(|()| out.flush())
+            .map_err(|e| fail(Box::new(e)))?;
+        drop(out);
+        match &self.hook {
+            Some(cmd) => self.run_hook(cmd, event).map_err(fail),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Output {
+    /// `sh -c CMD` with the RCPT_* environment; its stdout goes to our
+    /// stderr (stdout carries the events).
+    fn run_hook(
+        &self,
+        cmd: &str,
+        event: &Event,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let json = event.to_json();
+        rcpt::io::write_atomic(
+            &self.event_file,
+            json.as_bytes(),
+            rcpt::io::OUTPUT_FILE_MODE,
+        )?;
+        let opt = |v: &Option<String>| v.clone().unwrap_or_default();
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(cmd)
+            .env("RCPT_EVENT", event.kind.as_str())
+            .env("RCPT_SUMMARY", &event.summary)
+            .env("RCPT_ORIGIN", &event.origin)
+            .env(
+                "RCPT_INDEX",
+                event.index.map(|i| i.to_string()).unwrap_or_default(),
+            )
+            .env("RCPT_RECEIPT_ID", opt(&event.receipt_id))
+            .env("RCPT_ISSUER", opt(&event.issuer))
+            .env("RCPT_VERDICT", opt(&event.verdict))
+            .env("RCPT_EVENT_JSON", &self.event_file)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::io::stderr())
+            .status()
+            .map_err(|e| format!("running the hook {cmd:?}: {e}"))?;
+        if !status.success() {
+            return Err(format!("the hook {cmd:?} failed ({status})").into());
+        }
+        Ok(())
+    }
+}
+
+/// The source named on the command line.
+fn open_source(source: &str) -> anyhow::Result<Arc<dyn PublicRead>> {
+    if source.starts_with("http://") || source.starts_with("https://") {
+        #[cfg(feature = "net")]
+        return Ok(Arc::new(
+            rcpt::monitor::http::HttpSource::new(source).map_err(|e| UsageError(e.to_string()))?,
+        ));
+        #[cfg(not(feature = "net"))]
+        return Err(UsageError(format!(
+            "{source}: this rcpt was built without HTTP (feature net)"
+        ))
+        .into());
+    }
+    if source.starts_with("s3://") {
+        let store = super::store_at(Path::new(source), None, 10)?;
+        return Ok(store);
+    }
+    let dir = Path::new(source);
+    if !dir.is_dir() {
+        return Err(UsageError(format!(
+            "{source}: not a directory, an http:// URL or an s3:// location"
+        ))
+        .into());
+    }
+    Ok(Arc::new(PosixStore::new(dir)))
+}
+
+/// The log keys and the watch list from the flags.
+fn keys_and_watch(args: &MonitorArgs) -> anyhow::Result<(Vec<NoteVerifier>, Watch)> {
+    let mut logs = Vec::new();
+    if let Some(text) = &args.log_key {
+        logs.push(
+            NoteVerifier::parse(text.trim()).map_err(|e| {
+                UsageError(format!("--log-key {text:?} is not a verifier key: {e}"))
+            })?,
+        );
+    }
+    let mut watch = match &args.watch {
+        Some(path) => {
+            Watch::read(path).map_err(|e| UsageError(format!("{:#}", anyhow::Error::new(e))))?
+        }
+        None => Watch::default(),
+    };
+    if let Some(path) = &args.trust {
+        let bytes = rcpt::io::read_path(path, MAX_KEY_FILE_BYTES)
+            .with_context(|| format!("reading the trust file {}", path.display()))?;
+        let trust =
+            Trust::from_json(&bytes).map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
+        logs.extend(trust.logs.iter().cloned());
+        watch.add_trust(&trust);
+    }
+    if logs.is_empty() {
+        return Err(
+            UsageError("no log key: give --log-key, or a trust file with \"logs\"".into()).into(),
+        );
+    }
+    Ok((logs, watch))
+}
+
+fn read_policy(path: &Path) -> anyhow::Result<Policy> {
+    let bytes = rcpt::io::read_path(path, MAX_POLICY_BYTES)
+        .with_context(|| format!("reading the policy {}", path.display()))?;
+    Ok(Policy::parse(&bytes).map_err(|e| UsageError(format!("{}: {e}", path.display())))?)
+}
+
+/// `rcpt log monitor`.
+pub fn run(args: MonitorArgs) -> anyhow::Result<u8> {
+    let (logs, watch) = keys_and_watch(&args)?;
+    let policy = args.policy.as_deref().map(read_policy).transpose()?;
+    let source = open_source(&args.source)?;
+    let state = match StateDir::open(&args.state) {
+        Ok(s) => s,
+        Err(e @ StateError::Locked { .. }) => {
+            let _ = writeln!(std::io::stderr(), "rcpt: error: {e}");
+            return Ok(EXIT_NOT_EVALUATED);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut output = Output {
+        format: args.format,
+        hook: args.hook.clone(),
+        event_file: state.path().join("tmp").join("event.json"),
+    };
+    let monitor = Monitor::new(source, logs, policy, watch, state, args.start_at_end);
+    let stop = stop_flag();
+    let mut worst = Rank::Ok;
+    loop {
+        let started = Instant::now();
+        let report = monitor.round(&mut output, &stop);
+        print_summary(&report, started.elapsed());
+        worst = worst.max(status_of(&report));
+        if !args.follow || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let until = Instant::now() + args.interval;
+        while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(50).min(args.interval));
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    Ok(match worst {
+        Rank::Ok => EXIT_OK,
+        Rank::Incomplete => EXIT_NOT_EVALUATED,
+        Rank::Alarm => EXIT_FAILED,
+    })
+}
+
+/// How a round ended, least serious first: an alarm outranks a round that
+/// could not complete.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Rank {
+    Ok,
+    Incomplete,
+    Alarm,
+}
+
+fn status_of(report: &RoundReport) -> Rank {
+    if report.alarms > 0 {
+        Rank::Alarm
+    } else if report.error.is_some() {
+        Rank::Incomplete
+    } else {
+        Rank::Ok
+    }
+}
+
+fn print_summary(r: &RoundReport, took: Duration) {
+    let origin = r.origin.as_deref().unwrap_or("?");
+    let mut line = format!(
+        "rcpt log monitor: {origin}: size {} -> {}, {} entries checked ({} concern nothing watched), \
+         {} events, {} alarms, {:.1} s",
+        r.old_size,
+        r.new_size,
+        r.scanned,
+        r.quiet,
+        r.events,
+        r.alarms,
+        took.as_secs_f64()
+    );
+    if r.stopped {
+        line.push_str("; stopped by a signal, state saved");
+    }
+    if let Some(e) = &r.error {
+        line.push_str(&format!("; incomplete: {}", rcpt::io::error_chain(e)));
+    }
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// Set once SIGTERM or SIGINT arrives (feature `net`: tokio's signal
+/// handling; without it the default action ends the process, which the
+/// state survives too).
+fn stop_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    #[cfg(feature = "net")]
+    {
+        let set = Arc::clone(&flag);
+        let (ready, wait) = std::sync::mpsc::channel::<()>();
+        let spawned = std::thread::Builder::new()
+            .name("rcpt-signals".into())
+            .spawn(move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    let _ = ready.send(());
+                    return;
+                };
+                rt.block_on(async move {
+                    use tokio::signal::unix::{SignalKind, signal};
+                    let (Ok(mut term), Ok(mut int)) = (
+                        signal(SignalKind::terminate()),
+                        signal(SignalKind::interrupt()),
+                    ) else {
+                        let _ = ready.send(());
+                        return;
+                    };
+                    let _ = ready.send(());
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = int.recv() => {}
+                    }
+                    set.store(true, Ordering::Relaxed);
+                });
+            });
+        if spawned.is_ok() {
+            let _ = wait.recv();
+        }
+    }
+    flag
+}

@@ -1,0 +1,231 @@
+//! monitor: who watches the log (`rcpt log monitor`, spec/monitor.md).
+//!
+//! A round reads a log's checkpoint from a source (a directory, an object
+//! store, a URL: any [`PublicRead`]), verifies it under the log key (and,
+//! with a policy, its witness quorum), proves it consistent with the one
+//! kept in the state directory from the source's tiles, then reads every
+//! new entry bundle by bundle: each bundle's leaf hashes are pushed onto
+//! the tree's edge and the tree they give is proven a prefix of the signed
+//! one *before* any of its entries is reported; then each entry is
+//! decoded, its signatures checked against the watched keys, and matched
+//! against the watch list ([`Watch`]). Events go to a [`Sink`] (the CLI
+//! prints them and runs the hook) before the state covering them is saved
+//! ([`state`]): delivery is at least once, and nothing is skipped.
+//!
+//! Work and memory follow what was verified: the only things sized by the
+//! checkpoint's claimed tree size are loops that stop at the first tile the
+//! source cannot serve; one entry bundle is held at a time.
+//!
+//! Boundary: no printing, no process; the hook and the output are the
+//! binary's. Uses `log` (checkpoint verification), `storage::tiles` (the
+//! one tile reader), `tlog` (proofs, notes, policy), `receipt` (the
+//! envelope and payload checks) and `trust`.
+
+mod entry;
+#[cfg(feature = "net")]
+pub mod http;
+mod round;
+pub mod state;
+mod watch;
+
+pub use round::{Monitor, RoundReport};
+pub use state::{StateDir, StateError};
+pub use watch::{Watch, WatchError};
+
+use crate::storage::StoreError;
+use crate::tlog::tiles::TileError;
+
+/// What an event says (spec/monitor.md "Events"), in the table's order:
+/// an entry gives at most one, the first that applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EventKind {
+    /// A watched issuer's receipt, signed by one of its keys, authorized.
+    Matched,
+    /// As matched, but its id is not in the authorized list.
+    Unauthorized,
+    /// Claims a watched issuer name, not signed by any of its keys.
+    Impersonation,
+    /// Signed by a watched key, claims another issuer.
+    KeyMisuse,
+    /// Concerns a watched change id.
+    Change,
+    /// An entry that cannot be decoded or checked as a receipt.
+    Malformed,
+    /// The new checkpoint does not extend the stored one.
+    Inconsistent,
+    /// A smaller tree than the one already checked.
+    Rollback,
+    /// With a policy, the witness quorum is not met.
+    Unwitnessed,
+    /// The source's checkpoint does not verify under the log key.
+    CheckpointInvalid,
+    /// The round could not complete; not evidence.
+    Error,
+}
+
+impl EventKind {
+    /// The event's name (`receipt.matched`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Matched => "receipt.matched",
+            EventKind::Unauthorized => "receipt.unauthorized",
+            EventKind::Impersonation => "receipt.impersonation",
+            EventKind::KeyMisuse => "receipt.key_misuse",
+            EventKind::Change => "receipt.change",
+            EventKind::Malformed => "entry.malformed",
+            EventKind::Inconsistent => "log.inconsistent",
+            EventKind::Rollback => "log.rollback",
+            EventKind::Unwitnessed => "checkpoint.unwitnessed",
+            EventKind::CheckpointInvalid => "checkpoint.invalid",
+            EventKind::Error => "monitor.error",
+        }
+    }
+
+    /// True for the events that make a round exit 1.
+    pub fn is_alarm(self) -> bool {
+        !matches!(
+            self,
+            EventKind::Matched | EventKind::Change | EventKind::Error
+        )
+    }
+}
+
+/// One event (a JSON Lines object on the CLI's stdout).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// What it says.
+    pub kind: EventKind,
+    /// The log's origin (empty when the checkpoint could not be read).
+    pub origin: String,
+    /// The entry's index (entry events only).
+    pub index: Option<u64>,
+    /// The receipt id, when the payload decoded.
+    pub receipt_id: Option<String>,
+    /// The receipt's `issuer`, when it decoded.
+    pub issuer: Option<String>,
+    /// The receipt's verdict arm (`allow`, `deny`, ...), when it decoded.
+    pub verdict: Option<String>,
+    /// One line for a person.
+    pub summary: String,
+}
+
+impl Event {
+    /// A log-level event (no entry).
+    pub(crate) fn log(kind: EventKind, origin: &str, summary: String) -> Event {
+        Event {
+            kind,
+            origin: origin.to_string(),
+            index: None,
+            receipt_id: None,
+            issuer: None,
+            verdict: None,
+            summary,
+        }
+    }
+
+    /// The event as one JSON object (no newline).
+    pub fn to_json(&self) -> String {
+        serde_json::json!({
+            "event": self.kind.as_str(),
+            "origin": self.origin,
+            "index": self.index,
+            "receipt_id": self.receipt_id,
+            "issuer": self.issuer,
+            "verdict": self.verdict,
+            "summary": self.summary,
+        })
+        .to_string()
+    }
+
+    /// The event as one line for a person.
+    pub fn to_human(&self) -> String {
+        let at = self.index.map(|i| format!(" #{i}")).unwrap_or_default();
+        format!(
+            "{} {}{at}: {}",
+            self.kind.as_str(),
+            self.origin,
+            self.summary
+        )
+    }
+}
+
+/// Why a sink refused an event (a failed hook, a closed output).
+#[derive(Debug, thiserror::Error)]
+#[error("delivering {event}")]
+pub struct SinkError {
+    /// The event's name.
+    pub event: &'static str,
+    /// The cause.
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+/// Where events go. [`Sink::emit`] returns only once the event is
+/// delivered (printed, hook run): the state covering it is saved after.
+pub trait Sink {
+    /// Deliver one event; an error stops the round before its entry.
+    fn emit(&mut self, event: &Event) -> Result<(), SinkError>;
+}
+
+/// Why a round could not complete (reported as `monitor.error`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MonitorError {
+    /// The source could not be read.
+    #[error("reading the source {source_name}")]
+    Source {
+        /// The source.
+        source_name: String,
+        /// The cause.
+        #[source]
+        source: StoreError,
+    },
+    /// The source has no checkpoint.
+    #[error("{0} has no checkpoint; is this a tiled log?")]
+    NoCheckpoint(String),
+    /// No known log key has the checkpoint's origin.
+    #[error("no log key for the origin {0:?} (give --log-key or a trust file listing it)")]
+    NoLogKey(String),
+    /// A tile or entry bundle the signed tree needs could not be read.
+    #[error("the source's tiles at size {size}")]
+    Tiles {
+        /// The tree size being read.
+        size: u64,
+        /// The cause.
+        #[source]
+        source: crate::tlog::merkle::ProveError<TileError>,
+    },
+    /// An entry bundle could not be read or decoded.
+    #[error("entry bundle {bundle} of the tree of size {size}")]
+    Bundle {
+        /// The bundle index.
+        bundle: u64,
+        /// The tree size.
+        size: u64,
+        /// The cause.
+        #[source]
+        source: TileError,
+    },
+    /// The source's entries (or tiles) do not give the signed tree.
+    #[error(
+        "the source's entries up to index {end} do not give the signed tree of size {size} \
+         ({detail}); nothing past index {start} is reported"
+    )]
+    Mismatch {
+        /// First entry of the bundle that failed.
+        start: u64,
+        /// End of the bundle.
+        end: u64,
+        /// The signed tree size.
+        size: u64,
+        /// What failed.
+        detail: String,
+    },
+    /// The state directory.
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// An event could not be delivered.
+    #[error(transparent)]
+    Sink(#[from] SinkError),
+}

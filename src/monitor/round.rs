@@ -1,0 +1,433 @@
+//! round: one pass of the monitor over a source (module doc of
+//! [`super`]; spec/monitor.md "A round").
+
+use super::entry::classify;
+use super::state::{Saved, StateDir, StateError};
+use super::{Event, EventKind, MonitorError, Sink, Watch};
+use crate::keys::NoteVerifier;
+use crate::limits::MAX_NOTE_BYTES;
+use crate::storage::PublicRead;
+use crate::storage::tiles::{TileCache, TileReader};
+use crate::tlog::merkle::{self, Frontier, Hash};
+use crate::tlog::note::{Checkpoint, Note};
+use crate::tlog::policy::{Policy, Verdict};
+use crate::tlog::tiles::TILE_WIDTH;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use rayon::prelude::*;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A monitor: a source, the keys, what to watch, and its state directory.
+#[derive(Debug)]
+pub struct Monitor {
+    source: Arc<dyn PublicRead>,
+    logs: Vec<NoteVerifier>,
+    policy: Option<Policy>,
+    watch: Watch,
+    state: StateDir,
+    start_at_end: bool,
+    cache: Arc<TileCache>,
+}
+
+/// What one round did.
+#[derive(Debug, Default)]
+pub struct RoundReport {
+    /// The log's origin, once its checkpoint was read.
+    pub origin: Option<String>,
+    /// The size checked before the round.
+    pub old_size: u64,
+    /// The source's verified size.
+    pub new_size: u64,
+    /// Entries checked in this round.
+    pub scanned: u64,
+    /// Of those, entries that gave no event.
+    pub quiet: u64,
+    /// Events delivered.
+    pub events: u64,
+    /// Of those, alarms.
+    pub alarms: u64,
+    /// The round stopped early on request (state saved).
+    pub stopped: bool,
+    /// Why the round could not complete (also delivered as `monitor.error`).
+    pub error: Option<MonitorError>,
+}
+
+/// The old and new checkpoint of a round, verified.
+struct Heads<'a> {
+    origin: &'a str,
+    old: &'a Checkpoint,
+    old_text: &'a str,
+    new: &'a Checkpoint,
+    new_text: &'a str,
+}
+
+impl Monitor {
+    /// A monitor of `source` whose checkpoints verify under one of `logs`
+    /// (the one named by the checkpoint's origin), with `policy`'s witness
+    /// quorum when given. With `start_at_end`, a log this state directory
+    /// has never seen is taken as checked at its current size.
+    pub fn new(
+        source: Arc<dyn PublicRead>,
+        logs: Vec<NoteVerifier>,
+        policy: Option<Policy>,
+        watch: Watch,
+        state: StateDir,
+        start_at_end: bool,
+    ) -> Monitor {
+        Monitor {
+            source,
+            logs,
+            policy,
+            watch,
+            state,
+            start_at_end,
+            cache: Arc::new(TileCache::new()),
+        }
+    }
+
+    /// The state directory.
+    pub fn state(&self) -> &StateDir {
+        &self.state
+    }
+
+    /// One round. Between entries `stop` is read: once set, the round
+    /// saves its state and returns. An error is delivered as `monitor.error`.
+    pub fn round(&self, sink: &mut dyn Sink, stop: &AtomicBool) -> RoundReport {
+        let mut report = RoundReport::default();
+        if let Err(e) = self.run(sink, stop, &mut report) {
+            let origin = report.origin.clone().unwrap_or_default();
+            let event = Event::log(EventKind::Error, &origin, crate::io::error_chain(&e));
+            if sink.emit(&event).is_ok() {
+                report.events += 1;
+            }
+            report.error = Some(e);
+        }
+        report
+    }
+
+    fn emit(
+        &self,
+        sink: &mut dyn Sink,
+        report: &mut RoundReport,
+        event: &Event,
+    ) -> Result<(), MonitorError> {
+        sink.emit(event)?;
+        report.events += 1;
+        if event.kind.is_alarm() {
+            report.alarms += 1;
+        }
+        Ok(())
+    }
+
+    /// The log key for a checkpoint: the only one, or the one its origin names.
+    fn key_for(&self, text: &[u8]) -> Result<&NoteVerifier, MonitorError> {
+        if let [only] = self.logs.as_slice() {
+            return Ok(only);
+        }
+        let origin = Note::parse(text)
+            .ok()
+            .and_then(|n| Checkpoint::parse(&n.text).ok())
+            .map(|c| c.origin);
+        match origin {
+            Some(o) => self
+                .logs
+                .iter()
+                .find(|k| k.name == o)
+                .ok_or(MonitorError::NoLogKey(o)),
+            None => self
+                .logs
+                .first()
+                .ok_or_else(|| MonitorError::NoLogKey(String::new())),
+        }
+    }
+
+    fn run(
+        &self,
+        sink: &mut dyn Sink,
+        stop: &AtomicBool,
+        report: &mut RoundReport,
+    ) -> Result<(), MonitorError> {
+        let source_err = |source| MonitorError::Source {
+            source_name: self.source.describe(),
+            source,
+        };
+        let read = self
+            .source
+            .read_checkpoint(MAX_NOTE_BYTES)
+            .map_err(source_err)?
+            .ok_or_else(|| MonitorError::NoCheckpoint(self.source.describe()))?;
+        let key = self.key_for(&read.bytes)?;
+        let origin = key.name.as_str();
+        report.origin = Some(origin.to_string());
+        let new = match crate::log::verify_checkpoint(&read.bytes, key, None) {
+            Ok(c) => c,
+            Err(e) => {
+                let summary = format!(
+                    "the source's checkpoint is refused: {}",
+                    crate::io::error_chain(&e)
+                );
+                let event = Event::log(EventKind::CheckpointInvalid, origin, summary);
+                return self.emit(sink, report, &event);
+            }
+        };
+        let new_text = String::from_utf8_lossy(&read.bytes).into_owned();
+        if let Some(summary) = self.unwitnessed(&read.bytes) {
+            let event = Event::log(EventKind::Unwitnessed, origin, summary);
+            return self.emit(sink, report, &event);
+        }
+        report.new_size = new.size;
+        let saved = self.state.load(origin)?;
+        let next = match saved {
+            None if self.start_at_end => {
+                report.old_size = new.size;
+                return Ok(self.state.save(&Saved::new(origin, &new_text, new.size))?);
+            }
+            None => 0,
+            Some(saved) => {
+                let old = self.saved_checkpoint(&saved, key)?;
+                report.old_size = old.size;
+                let heads = Heads {
+                    origin,
+                    old: &old,
+                    old_text: &saved.checkpoint,
+                    new: &new,
+                    new_text: &new_text,
+                };
+                if !self.extends(sink, report, &heads)? {
+                    return Ok(());
+                }
+                saved.next_index
+            }
+        };
+        self.state.save(&Saved::new(origin, &new_text, next))?;
+        self.scan(sink, stop, report, origin, (&new, &new_text), next)
+    }
+
+    /// The saved checkpoint, verified again (a state file is not trusted blindly).
+    fn saved_checkpoint(
+        &self,
+        saved: &Saved,
+        key: &NoteVerifier,
+    ) -> Result<Checkpoint, MonitorError> {
+        let path = self.state.origin_path(&saved.origin);
+        let corrupt = |detail: String| StateError::Corrupt {
+            path: path.clone(),
+            detail,
+        };
+        let old = crate::log::verify_checkpoint(saved.checkpoint.as_bytes(), key, None)
+            .map_err(|e| corrupt(crate::io::error_chain(&e)))?;
+        if saved.next_index > old.size {
+            return Err(corrupt(format!(
+                "next index {} is past its checkpoint's size {}",
+                saved.next_index, old.size
+            ))
+            .into());
+        }
+        Ok(old)
+    }
+
+    /// With a policy: why the checkpoint does not meet it, if it does not.
+    fn unwitnessed(&self, text: &[u8]) -> Option<String> {
+        let policy = self.policy.as_ref()?;
+        let note = match Note::parse(text) {
+            Ok(n) => n,
+            Err(e) => return Some(format!("the checkpoint note: {e}")),
+        };
+        match policy.evaluate(&note) {
+            Err(e) => Some(format!("the checkpoint under the policy: {e}")),
+            Ok(eval) => match eval.verdict() {
+                Verdict::Verified => None,
+                Verdict::QuorumNotMet => Some(format!(
+                    "the checkpoint of size {} does not meet the policy's witness quorum",
+                    eval.checkpoint.size
+                )),
+                other => Some(format!(
+                    "the checkpoint of size {} fails the policy: {other:?}",
+                    eval.checkpoint.size
+                )),
+            },
+        }
+    }
+
+    /// True when the new checkpoint extends the old one; otherwise the
+    /// evidence is kept and `log.rollback` or `log.inconsistent` delivered.
+    fn extends(
+        &self,
+        sink: &mut dyn Sink,
+        report: &mut RoundReport,
+        h: &Heads<'_>,
+    ) -> Result<bool, MonitorError> {
+        let (m, n) = (h.old.size, h.new.size);
+        if n < m {
+            let dir = self.evidence(h, "rollback", &[], "a smaller tree")?;
+            let summary = format!(
+                "the log shows size {n}, smaller than the size {m} already checked \
+                 (evidence in {})",
+                dir.display()
+            );
+            self.emit(
+                sink,
+                report,
+                &Event::log(EventKind::Rollback, h.origin, summary),
+            )?;
+            return Ok(false);
+        }
+        let failed = if n == m {
+            (h.new.root_hash != h.old.root_hash)
+                .then(|| (Vec::new(), "same size, another root: a fork".to_string()))
+        } else if m == 0 {
+            None
+        } else {
+            let reader =
+                TileReader::over(Arc::clone(&self.source), n, Some(Arc::clone(&self.cache)));
+            let proof = merkle::prove_consistency(m, n, &reader)
+                .map_err(|source| MonitorError::Tiles { size: n, source })?;
+            merkle::verify_consistency(m, n, &proof, &h.old.root_hash, &h.new.root_hash)
+                .err()
+                .map(|e| (proof, e.to_string()))
+        };
+        let Some((proof, detail)) = failed else {
+            return Ok(true);
+        };
+        let dir = self.evidence(h, "inconsistent", &proof, &detail)?;
+        let summary = format!(
+            "the checkpoint of size {n} does not extend the one of size {m} already checked \
+             ({detail}; evidence in {})",
+            dir.display()
+        );
+        self.emit(
+            sink,
+            report,
+            &Event::log(EventKind::Inconsistent, h.origin, summary),
+        )?;
+        Ok(false)
+    }
+
+    /// Keep both checkpoints and the proof that failed.
+    fn evidence(
+        &self,
+        h: &Heads<'_>,
+        what: &str,
+        proof: &[Hash],
+        detail: &str,
+    ) -> Result<std::path::PathBuf, MonitorError> {
+        let hashes: Vec<String> = proof.iter().map(|p| STANDARD.encode(p)).collect();
+        let proof_json = serde_json::json!({
+            "from": h.old.size, "to": h.new.size, "proof": hashes, "failed": detail,
+        })
+        .to_string();
+        Ok(self.state.keep_evidence(
+            h.origin,
+            what,
+            (h.old.size, h.new.size),
+            &[
+                ("old.checkpoint", h.old_text.as_bytes()),
+                ("new.checkpoint", h.new_text.as_bytes()),
+                ("proof.json", proof_json.as_bytes()),
+            ],
+        )?)
+    }
+
+    /// Check and report every entry from `next` to the new size, bundle by
+    /// bundle, saving the state after each.
+    fn scan(
+        &self,
+        sink: &mut dyn Sink,
+        stop: &AtomicBool,
+        report: &mut RoundReport,
+        origin: &str,
+        (new, text): (&Checkpoint, &str),
+        next: u64,
+    ) -> Result<(), MonitorError> {
+        let n = new.size;
+        let reader = TileReader::over(Arc::clone(&self.source), n, Some(Arc::clone(&self.cache)));
+        let tiles = |source| MonitorError::Tiles { size: n, source };
+        let mut frontier = Frontier::from_reader(next, &reader).map_err(tiles)?;
+        let save = |index: u64| self.state.save(&Saved::new(origin, text, index));
+        let mut i = next;
+        while i < n {
+            if stop.load(Ordering::Relaxed) {
+                report.stopped = true;
+                return Ok(());
+            }
+            let t = i / TILE_WIDTH;
+            let entries = reader
+                .entry_bundle(t)
+                .map_err(|source| MonitorError::Bundle {
+                    bundle: t,
+                    size: n,
+                    source,
+                })?;
+            let first = t * TILE_WIDTH;
+            let end = first + entries.len() as u64;
+            let todo = entries
+                .get((i - first) as usize..)
+                .filter(|todo| !todo.is_empty())
+                .ok_or_else(|| mismatch(i, end, n, "the bundle is short".into()))?;
+            for e in todo {
+                frontier
+                    .push(merkle::leaf_hash(e), |_, _| {})
+                    .map_err(|e| mismatch(i, end, n, e.to_string()))?;
+            }
+            self.prefix_of(&frontier, &reader, new, i)?;
+            let events: Vec<Option<Event>> = todo
+                .par_iter()
+                .enumerate()
+                .map(|(k, e)| classify(origin, i + k as u64, e, &self.watch))
+                .collect();
+            for (index, event) in (i..).zip(events) {
+                if stop.load(Ordering::Relaxed) {
+                    save(index)?;
+                    report.stopped = true;
+                    return Ok(());
+                }
+                if let Some(event) = event {
+                    if let Err(e) = self.emit(sink, report, &event) {
+                        save(index)?;
+                        return Err(e);
+                    }
+                } else {
+                    report.quiet += 1;
+                }
+                report.scanned += 1;
+            }
+            i = end;
+            save(i)?;
+        }
+        Ok(())
+    }
+
+    /// The tree `frontier` holds (entries up to its size, read from the
+    /// source) must be a prefix of the signed tree `new`: its root, or a
+    /// consistency proof from the tiles to the signed root.
+    fn prefix_of(
+        &self,
+        frontier: &Frontier,
+        reader: &TileReader,
+        new: &Checkpoint,
+        start: u64,
+    ) -> Result<(), MonitorError> {
+        let (end, n) = (frontier.size(), new.size);
+        let root = frontier.root();
+        if end == n {
+            if root != new.root_hash {
+                return Err(mismatch(start, end, n, "the root differs".into()));
+            }
+            return Ok(());
+        }
+        let proof = merkle::prove_consistency(end, n, reader)
+            .map_err(|source| MonitorError::Tiles { size: n, source })?;
+        merkle::verify_consistency(end, n, &proof, &root, &new.root_hash)
+            .map_err(|e| mismatch(start, end, n, e.to_string()))
+    }
+}
+
+fn mismatch(start: u64, end: u64, size: u64, detail: String) -> MonitorError {
+    MonitorError::Mismatch {
+        start,
+        end,
+        size,
+        detail,
+    }
+}

@@ -1,0 +1,243 @@
+//! state: a monitor's directory (spec/monitor.md "State").
+//!
+//! ```text
+//! DIR/lock                        flock held by the one monitor using DIR
+//! DIR/tmp/                        temporary files of the atomic writer
+//! DIR/origins/<hex>.json          per origin: last checkpoint checked, next index
+//! DIR/evidence/<hex>/<what>-<m>-<n>/   old.checkpoint, new.checkpoint, proof.json
+//! ```
+//!
+//! `<hex>` is SHA-256 of the origin. Every file is written by the one
+//! atomic no-follow writer ([`crate::io::write_atomic_via`]) and read by the
+//! capped reader: a crash leaves the old state or the new one, whole.
+
+use crate::io::{InputError, OUTPUT_FILE_MODE, OutputError};
+use crate::limits::MAX_MONITOR_STATE_BYTES;
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::path::{Path, PathBuf};
+
+/// `hex(SHA-256(origin))`: a safe file name for an origin.
+fn origin_hash(origin: &str) -> String {
+    use sha2::Digest as _;
+    crate::digest::to_hex(&sha2::Sha256::digest(origin.as_bytes()))
+}
+
+/// Format number of a state file.
+const STATE_FORMAT: u32 = 1;
+
+/// What the monitor keeps for one origin.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Saved {
+    /// Always [`STATE_FORMAT`].
+    pub format: u32,
+    /// The log's origin.
+    pub origin: String,
+    /// The last checkpoint checked (verified, consistent with the one before).
+    pub checkpoint: String,
+    /// The next entry to scan: every entry below it was reported.
+    pub next_index: u64,
+}
+
+impl Saved {
+    /// A record for `origin` at `checkpoint`, scanned up to `next_index`.
+    pub fn new(origin: &str, checkpoint: &str, next_index: u64) -> Saved {
+        Saved {
+            format: STATE_FORMAT,
+            origin: origin.to_string(),
+            checkpoint: checkpoint.to_string(),
+            next_index,
+        }
+    }
+}
+
+/// Why the state directory could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    /// A directory or the lock could not be made.
+    #[error("monitor state {}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another monitor holds the lock.
+    #[error(
+        "another monitor is using the state directory {} (lock {} is held); \
+         one monitor per state directory", dir.display(), dir.join("lock").display()
+    )]
+    Locked {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// A state file could not be read.
+    #[error("monitor state")]
+    Read(#[source] InputError),
+    /// A state file could not be written.
+    #[error("monitor state")]
+    Write(#[source] OutputError),
+    /// A state file that is not what the monitor wrote.
+    #[error("monitor state {} is corrupt: {detail}", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+/// An open state directory, locked for this process.
+#[derive(Debug)]
+pub struct StateDir {
+    dir: PathBuf,
+    tmp: PathBuf,
+    _lock: File,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StateError + '_ {
+    move |source| StateError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl StateDir {
+    /// Open (creating it if absent) and lock `dir`; a second monitor gets
+    /// [`StateError::Locked`] at once.
+    pub fn open(dir: &Path) -> Result<StateDir, StateError> {
+        let tmp = dir.join("tmp");
+        for d in [dir.to_path_buf(), tmp.clone(), dir.join("origins")] {
+            std::fs::create_dir_all(&d).map_err(io_err(&d))?;
+        }
+        let lock_path = dir.join("lock");
+        let mut options = OpenOptions::new();
+        options.create(true).truncate(false).write(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            &mut options,
+            libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        );
+        let lock = options.open(&lock_path).map_err(io_err(&lock_path))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                return Err(StateError::Locked {
+                    dir: dir.to_path_buf(),
+                });
+            }
+            Err(TryLockError::Error(e)) => return Err(io_err(&lock_path)(e)),
+        }
+        // Temporary files a killed monitor left are never renamed: drop them.
+        if let Ok(entries) = std::fs::read_dir(&tmp) {
+            for e in entries.flatten() {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        Ok(StateDir {
+            dir: dir.to_path_buf(),
+            tmp,
+            _lock: lock,
+        })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The state file of `origin`.
+    pub fn origin_path(&self, origin: &str) -> PathBuf {
+        self.dir
+            .join("origins")
+            .join(format!("{}.json", origin_hash(origin)))
+    }
+
+    /// The saved state of `origin`, if any.
+    pub fn load(&self, origin: &str) -> Result<Option<Saved>, StateError> {
+        let path = self.origin_path(origin);
+        let corrupt = |detail: String| StateError::Corrupt {
+            path: path.clone(),
+            detail,
+        };
+        let bytes = match crate::io::read_path(&path, MAX_MONITOR_STATE_BYTES) {
+            Ok(b) => b,
+            Err(InputError::NotFound { .. }) => return Ok(None),
+            Err(e @ InputError::TooLarge { .. }) => return Err(corrupt(e.to_string())),
+            Err(e) => return Err(StateError::Read(e)),
+        };
+        let saved: Saved = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+        if saved.format != STATE_FORMAT || saved.origin != origin {
+            return Err(corrupt(format!(
+                "format {} for origin {:?}, expected format {STATE_FORMAT} for {origin:?}",
+                saved.format, saved.origin
+            )));
+        }
+        Ok(Some(saved))
+    }
+
+    /// Replace the state of its origin, atomically and durably.
+    pub fn save(&self, saved: &Saved) -> Result<(), StateError> {
+        let mut json = serde_json::to_vec_pretty(saved).map_err(|e| StateError::Corrupt {
+            path: self.origin_path(&saved.origin),
+            detail: e.to_string(),
+        })?;
+        json.push(b'\n');
+        self.write(&self.origin_path(&saved.origin), &json)
+    }
+
+    /// Keep evidence files (name, bytes) under
+    /// `DIR/evidence/<hex>/<what>-<old>-<new>/`; returns that directory.
+    pub fn keep_evidence(
+        &self,
+        origin: &str,
+        what: &str,
+        sizes: (u64, u64),
+        files: &[(&str, &[u8])],
+    ) -> Result<PathBuf, StateError> {
+        let dir = self
+            .dir
+            .join("evidence")
+            .join(origin_hash(origin))
+            .join(format!("{what}-{}-{}", sizes.0, sizes.1));
+        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        for (name, bytes) in files {
+            self.write(&dir.join(name), bytes)?;
+        }
+        Ok(dir)
+    }
+
+    fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), StateError> {
+        crate::io::write_atomic_via(&self.tmp, path, bytes, OUTPUT_FILE_MODE)
+            .map_err(StateError::Write)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn one_monitor_per_directory_and_state_round_trips() {
+        let tmp = std::env::temp_dir().join(format!("rcpt-monitor-state-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let dir = StateDir::open(&tmp).unwrap();
+        assert!(matches!(
+            StateDir::open(&tmp),
+            Err(StateError::Locked { .. })
+        ));
+        assert_eq!(dir.load("o").unwrap(), None);
+        let s = Saved::new("o", "note\n", 7);
+        dir.save(&s).unwrap();
+        assert_eq!(dir.load("o").unwrap(), Some(s));
+        std::fs::write(dir.origin_path("p"), b"{}").unwrap();
+        assert!(matches!(dir.load("p"), Err(StateError::Corrupt { .. })));
+        drop(dir);
+        StateDir::open(&tmp).unwrap();
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+}
