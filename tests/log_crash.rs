@@ -36,16 +36,7 @@ fn entry_of(envelope_json: &str) -> Vec<u8> {
         .to_entry()
 }
 
-/// xorshift64*: a seeded, reproducible delay source.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
+use support::Rng;
 
 fn init_log(tmp: &Path) -> PathBuf {
     let key = tmp.join("log.key");

@@ -20,14 +20,10 @@ mod support;
 use support::serve as serve_support;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use hyper::Method;
-use rcpt::net::client::Client;
 use rcpt::storage::s3::{BlockingClient, LeaseConfig, Location, S3Store};
 use serve_support::{ORIGIN, entry_of, envelope, log_key, write_trust};
 
@@ -40,16 +36,7 @@ const MAX_KILL_MS: u64 = 600;
 /// The lease TTL of every server (seconds; the next trial waits it out).
 const LEASE_TTL: &str = "1";
 
-/// xorshift64*: a seeded, reproducible source of kill instants.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
+use support::Rng;
 
 /// What one trial's clients saw answered 200: receipt number -> index.
 type Acks = Arc<Mutex<HashMap<u64, u64>>>;
@@ -72,56 +59,14 @@ fn serve(c: &Ctx) -> (std::process::Child, String) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("no address line: {line:?}"))
-        .to_string();
+    let addr = support::listening(&mut child, None);
     (child, format!("http://{addr}"))
 }
 
-/// Submit fresh receipts `base + c * PER_CLIENT + i`, and every fifth time
-/// one acknowledged in an earlier trial, until the server goes away; the
-/// number of re-sent receipts answered with another index.
+/// The crash trials' load (`support::serve::crash_load`) with this file's
+/// client counts.
 async fn load(url: String, base: u64, earlier: Arc<Vec<(u64, u64)>>, acks: Acks) -> u64 {
-    let client = Client::new(&url).unwrap();
-    let mut tasks = tokio::task::JoinSet::new();
-    for c in 0..CLIENTS {
-        let (client, earlier, acks) = (client.clone(), Arc::clone(&earlier), Arc::clone(&acks));
-        tasks.spawn(async move {
-            let mut mismatches = 0u64;
-            for i in 0..PER_CLIENT {
-                let (n, expect) =
-                    match earlier.get(((c * 7919 + i * 104_729) as usize) % earlier.len().max(1)) {
-                        Some(&(n, index)) if i % 5 == 4 => (n, Some(index)),
-                        _ => (base + c * PER_CLIENT + i, None),
-                    };
-                let sent = client
-                    .send(Method::POST, "add", Bytes::from(envelope(n)), None, 1 << 16)
-                    .await;
-                let Ok(a) = sent else { break };
-                if a.status.as_u16() != 200 {
-                    break;
-                }
-                let j: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
-                let index = j["index"].as_u64().unwrap();
-                if expect.is_some_and(|e| e != index) {
-                    mismatches += 1;
-                }
-                acks.lock().unwrap().insert(n, index);
-            }
-            mismatches
-        });
-    }
-    let mut mismatches = 0;
-    while let Some(m) = tasks.join_next().await {
-        mismatches += m.unwrap();
-    }
-    mismatches
+    serve_support::crash_load(url, base, (CLIENTS, PER_CLIENT), earlier, acks).await
 }
 
 fn log_check(c: &Ctx) {

@@ -16,9 +16,6 @@
 mod support;
 use support::serve as serve_support;
 
-use bytes::Bytes;
-use hyper::Method;
-use rcpt::net::client::Client;
 use serve_support::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -31,57 +28,15 @@ const PER_CLIENT: u64 = 400;
 /// Latest kill instant after the server is up.
 const MAX_KILL_MS: u64 = 600;
 
-/// xorshift64*: a seeded, reproducible source of kill instants.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
+use support::Rng;
 
 /// What one trial's clients saw answered 200: receipt number -> index.
 type Acks = Arc<Mutex<HashMap<u64, u64>>>;
 
-/// Submit fresh receipts `base + c * PER_CLIENT + i`, and every fifth time
-/// one acknowledged in an earlier trial, until the server goes away.
+/// The crash trials' load (`support::serve::crash_load`) with this file's
+/// client counts.
 async fn load(url: String, base: u64, earlier: Arc<Vec<(u64, u64)>>, acks: Acks) -> u64 {
-    let client = Client::new(&url).unwrap();
-    let mut tasks = tokio::task::JoinSet::new();
-    for c in 0..CLIENTS {
-        let (client, earlier, acks) = (client.clone(), Arc::clone(&earlier), Arc::clone(&acks));
-        tasks.spawn(async move {
-            let mut mismatches = 0u64;
-            for i in 0..PER_CLIENT {
-                let (n, expect) =
-                    match earlier.get(((c * 7919 + i * 104_729) as usize) % earlier.len().max(1)) {
-                        Some(&(n, index)) if i % 5 == 4 => (n, Some(index)),
-                        _ => (base + c * PER_CLIENT + i, None),
-                    };
-                let sent = client
-                    .send(Method::POST, "add", Bytes::from(envelope(n)), None, 1 << 16)
-                    .await;
-                let Ok(a) = sent else { break };
-                if a.status.as_u16() != 200 {
-                    break;
-                }
-                let j: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
-                let index = j["index"].as_u64().unwrap();
-                if expect.is_some_and(|e| e != index) {
-                    mismatches += 1;
-                }
-                acks.lock().unwrap().insert(n, index);
-            }
-            mismatches
-        });
-    }
-    let mut mismatches = 0;
-    while let Some(m) = tasks.join_next().await {
-        mismatches += m.unwrap();
-    }
-    mismatches
+    serve_support::crash_load(url, base, (CLIENTS, PER_CLIENT), earlier, acks).await
 }
 
 fn trials(count: u64, seed: u64) {

@@ -88,6 +88,39 @@ pub fn skip(why: &str) {
     }
 }
 
+/// xorshift64*: a seeded, reproducible source of kill instants and delays
+/// for the crash trials.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next number of the sequence.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+/// The address a server child (`log serve`, `witness serve`) prints on
+/// its first stdout line, `listening on ADDR`; its stderr file, when it
+/// has one, is shown if the line is not there.
+pub fn listening(child: &mut std::process::Child, stderr: Option<&Path>) -> std::net::SocketAddr {
+    use std::io::BufRead as _;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout piped"))
+        .read_line(&mut line)
+        .unwrap();
+    line.trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| {
+            let err = stderr.map(|p| std::fs::read_to_string(p).unwrap_or_default());
+            panic!("no address line: {line:?}; stderr: {err:?}")
+        })
+        .parse()
+        .unwrap()
+}
+
 /// The test payload most tests need: a valid v1 deny ("r"), not applied,
 /// replay unknown, by `issuer`, `issued_at` = `n` (so each `n` is another
 /// receipt); change and policy ids are `fill` repeated 32 times as hex.

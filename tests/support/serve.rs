@@ -4,7 +4,7 @@
 
 use rcpt::keys::{NoteVerifier, SigningKey};
 use rcpt::receipt::dsse::Envelope;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -98,21 +98,7 @@ impl Served {
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| {
-                panic!(
-                    "no address line: {line:?}; stderr: {}",
-                    std::fs::read_to_string(&stderr).unwrap_or_default()
-                )
-            })
-            .parse()
-            .unwrap();
+        let addr = super::listening(&mut child, Some(&stderr));
         Served {
             child,
             addr,
@@ -281,4 +267,59 @@ pub fn log_check(dir: &Path) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Submit fresh receipts `base + c * per_client + i` from `clients` tasks, and every fifth time
+/// one acknowledged in an earlier trial, until the server goes away.
+pub async fn crash_load(
+    url: String,
+    base: u64,
+    (clients, per_client): (u64, u64),
+    earlier: std::sync::Arc<Vec<(u64, u64)>>,
+    acks: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<u64, u64>>>,
+) -> u64 {
+    let client = rcpt::net::client::Client::new(&url).unwrap();
+    let mut tasks = tokio::task::JoinSet::new();
+    for c in 0..clients {
+        let (client, earlier, acks) = (
+            client.clone(),
+            std::sync::Arc::clone(&earlier),
+            std::sync::Arc::clone(&acks),
+        );
+        tasks.spawn(async move {
+            let mut mismatches = 0u64;
+            for i in 0..per_client {
+                let (n, expect) =
+                    match earlier.get(((c * 7919 + i * 104_729) as usize) % earlier.len().max(1)) {
+                        Some(&(n, index)) if i % 5 == 4 => (n, Some(index)),
+                        _ => (base + c * per_client + i, None),
+                    };
+                let sent = client
+                    .send(
+                        hyper::Method::POST,
+                        "add",
+                        bytes::Bytes::from(envelope(n)),
+                        None,
+                        1 << 16,
+                    )
+                    .await;
+                let Ok(a) = sent else { break };
+                if a.status.as_u16() != 200 {
+                    break;
+                }
+                let j: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
+                let index = j["index"].as_u64().unwrap();
+                if expect.is_some_and(|e| e != index) {
+                    mismatches += 1;
+                }
+                acks.lock().unwrap().insert(n, index);
+            }
+            mismatches
+        });
+    }
+    let mut mismatches = 0;
+    while let Some(m) = tasks.join_next().await {
+        mismatches += m.unwrap();
+    }
+    mismatches
 }

@@ -5,7 +5,6 @@
 use rcpt::keys::{NoteVerifier, SigningKey};
 use rcpt::tlog::merkle::{self, Hash, MemoryTree};
 use rcpt::tlog::note::{self, Checkpoint};
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -70,21 +69,7 @@ impl WitnessProc {
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| {
-                panic!(
-                    "no address line: {line:?}; stderr: {}",
-                    std::fs::read_to_string(&stderr).unwrap_or_default()
-                )
-            })
-            .parse()
-            .unwrap();
+        let addr = super::listening(&mut child, Some(&stderr));
         WitnessProc {
             child,
             addr,
