@@ -777,10 +777,44 @@ pub fn create_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), OutputErro
     sync_dir(parent_dir(path)).map_err(io_error("sync the directory", parent_dir(path)))
 }
 
+/// Write a file of a scratch tree that is deleted after use (the gate's
+/// clean worktree): whatever is at `path` is removed first (a symbolic
+/// link is removed, never followed), then the file is created exclusively
+/// (`O_CREAT | O_EXCL | O_NOFOLLOW`) and written, without the syncs
+/// [`write_atomic`] makes: nothing here has to survive a crash.
+pub fn write_scratch(path: &Path, bytes: &[u8], mode: u32) -> Result<(), OutputError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_error("remove", path)(e)),
+    }
+    let mut file = create_exclusive(path, mode).map_err(io_error("create", path))?;
+    file.write_all(bytes).map_err(io_error("write", path))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_scratch_write_replaces_a_link_without_following_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::write(&outside, b"keep").unwrap();
+        let link = dir.path().join("f");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        write_scratch(&link, b"new", 0o644).unwrap();
+        assert_eq!(std::fs::read(&outside).unwrap(), b"keep");
+        assert_eq!(std::fs::read(&link).unwrap(), b"new");
+        assert!(
+            !std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
 
     fn checked(path: &Path) -> RegularPath {
         RegularPath::new(path.to_path_buf(), &std::fs::metadata(path).unwrap()).unwrap()

@@ -556,3 +556,26 @@ fn a_check_killed_by_a_signal_or_writing_too_much_is_not_evaluated() {
     assert!(!bundle.exists());
     assert!(g.leftovers().is_empty());
 }
+
+#[test]
+fn a_policy_over_its_limit_or_with_an_unknown_field_is_a_bad_invocation() {
+    let g = project();
+    let bundle = g.world.dir().join("none.json");
+    let big = g.world.dir().join("big.json");
+    let pad = " ".repeat(rcpt::limits::MAX_GATE_POLICY_BYTES);
+    std::fs::write(&big, format!("{pad}{{}}")).unwrap();
+    let out = g.check(&big, &bundle, &[]);
+    assert_eq!(code(&out), 2, "{}", shown(&out));
+    let limit = rcpt::limits::MAX_GATE_POLICY_BYTES.to_string();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&limit),
+        "{}",
+        shown(&out)
+    );
+    let odd = g.world.dir().join("odd.json");
+    std::fs::write(&odd, r#"{"name":"ci","checks":[],"reads":[],"shell":true}"#).unwrap();
+    let out = g.check(&odd, &bundle, &[]);
+    assert_eq!(code(&out), 2, "{}", shown(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown field \"shell\""));
+    assert!(!bundle.exists());
+}

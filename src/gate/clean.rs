@@ -13,8 +13,9 @@
 //! worktree's own administrative directory, which the removal deletes.
 //!
 //! Each copied file is read once, hashed, and compared with the digest the
-//! change recorded before it is written, so the checks run on exactly the
-//! bytes the change identity names.
+//! change recorded before it is written ([`crate::io::write_scratch`]:
+//! exclusive, no-follow, unsynced, since the tree is thrown away), so the
+//! checks run on exactly the bytes the change identity names.
 
 use super::change::{Change, FileChange};
 use super::git::{self, GitError, WorkTree};
@@ -177,7 +178,8 @@ impl CleanTree {
             std::fs::remove_dir(&target).map_err(write)?;
         }
         let mode = if f.executable { 0o755 } else { 0o644 };
-        crate::io::write_atomic(&target, &bytes, mode).map_err(|source| CleanError::Output {
+        // A scratch tree: written without syncs (it is deleted after the run).
+        crate::io::write_scratch(&target, &bytes, mode).map_err(|source| CleanError::Output {
             path: f.path.clone(),
             source,
         })?;

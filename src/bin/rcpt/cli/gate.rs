@@ -303,7 +303,13 @@ fn show(source: &Source, store: Option<&Path>) -> anyhow::Result<u8> {
     let dir = match store {
         Some(d) => d.to_path_buf(),
         None => {
-            let tree = rcpt::gate::change::work_tree(&here()?).map_err(GateError::from)?;
+            // Only the repository is needed: showing works mid-merge too.
+            let here = here()?;
+            let tree = rcpt::gate::git::WorkTree::discover(&here)
+                .map_err(|e| GateError::from(rcpt::gate::change::ChangeError::from(e)))?
+                .ok_or_else(|| {
+                    GateError::from(rcpt::gate::change::ChangeError::NotAWorkTree(here))
+                })?;
             gate::default_store(&tree)
         }
     };
