@@ -437,6 +437,40 @@ fn an_absurd_signed_size_is_an_error_in_bounded_time() {
         );
         assert_eq!(saved_next(&state), if fresh { 0 } else { 5 });
     }
+    // Memory follows what was verified, not the claimed size (GNU time,
+    // where it is installed).
+    let time = Path::new("/usr/bin/time");
+    if time.exists() {
+        let report = t.join("time.txt");
+        let st = std::process::Command::new(time)
+            .arg("-v")
+            .arg("-o")
+            .arg(&report)
+            .arg(serve_support::bin())
+            .args(["log", "monitor", huge.to_str().unwrap(), "--state"])
+            .arg(t.join("state-rss"))
+            .args(["--log-key", &vkey()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert_eq!(st.code(), Some(3));
+        let text = std::fs::read_to_string(&report).unwrap();
+        let kib: u64 = text
+            .lines()
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix("Maximum resident set size (kbytes): ")
+            })
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            kib < 64 * 1024,
+            "peak RSS {kib} KiB for a claimed size of 2^40"
+        );
+    }
     // A checkpoint not signed by the log key: checkpoint.invalid, exit 1.
     let forged = t.join("forged");
     copy_log(&a, &forged);

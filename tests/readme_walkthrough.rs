@@ -224,3 +224,26 @@ fn the_readme_object_storage_walkthrough_runs_as_written() {
     );
     assert!(stdout.contains("mirrored 3 entries (was 0)"), "{stdout}");
 }
+
+/// The monitoring walkthrough ("Watching a log"): a served log watched for
+/// the gate's name, an impersonating receipt caught by the next round (exit
+/// 1, the hook's record), then a bundle verified against a mirror (the
+/// script itself asserts these).
+#[cfg(feature = "net")]
+#[test]
+fn the_readme_monitor_walkthrough_runs_as_written() {
+    let script = block_after(
+        "<!-- monitor walkthrough: tests/readme_walkthrough.rs runs the next block -->",
+    );
+    assert!(script.contains("rcpt log monitor"), "{script}");
+    assert!(script.contains("--mirror mirror/"), "{script}");
+    let (stdout, stderr, status) = run_script(&script);
+    assert!(
+        status.success(),
+        "exit {status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stdout.contains("1 verified, 0 failed, 0 not evaluated"),
+        "{stdout}"
+    );
+}

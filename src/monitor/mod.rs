@@ -166,6 +166,10 @@ pub struct SinkError {
 pub trait Sink {
     /// Deliver one event; an error stops the round before its entry.
     fn emit(&mut self, event: &Event) -> Result<(), SinkError>;
+
+    /// `done` of the round's `total` new entries are checked (called after
+    /// each entry bundle; a progress display, nothing more).
+    fn progress(&mut self, _done: u64, _total: u64) {}
 }
 
 /// Why a round could not complete (reported as `monitor.error`).

@@ -394,6 +394,7 @@ impl Monitor {
             }
             i = end;
             save(i)?;
+            sink.progress(i - next, n - next);
         }
         Ok(())
     }

@@ -77,8 +77,10 @@ pub fn append(dir: &Path, entries: &[Vec<u8>]) {
     if entries.is_empty() {
         return;
     }
-    let mut w = rcpt::log::LogWriter::open(dir, &log_key(), false).unwrap();
-    w.append(entries).unwrap();
+    let mut w = rcpt::log::LogWriter::open(dir, &log_key(), false)
+        .unwrap_or_else(|e| panic!("opening {}: {e:?}", dir.display()));
+    w.append(entries)
+        .unwrap_or_else(|e| panic!("appending to {}: {e:?}", dir.display()));
 }
 
 /// The log's verifier key text.

@@ -94,7 +94,12 @@ struct Output {
     format: Format,
     hook: Option<String>,
     event_file: PathBuf,
+    /// A progress bar on a terminal's stderr during a long scan.
+    bar: Option<indicatif::ProgressBar>,
 }
+
+/// Entries a round must have left before it shows a progress bar.
+const PROGRESS_FROM: u64 = 10_000;
 
 impl Sink for Output {
     fn emit(&mut self, event: &Event) -> Result<(), SinkError> {
@@ -114,6 +119,26 @@ impl Sink for Output {
         match &self.hook {
             Some(cmd) => self.run_hook(cmd, event).map_err(fail),
             None => Ok(()),
+        }
+    }
+
+    fn progress(&mut self, done: u64, total: u64) {
+        use std::io::IsTerminal as _;
+        if self.bar.is_none() && total >= PROGRESS_FROM && std::io::stderr().is_terminal() {
+            let bar = indicatif::ProgressBar::new(total);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "checking entries {bar:40} {pos}/{len} ({per_sec}, {eta})",
+            ) {
+                bar.set_style(style);
+            }
+            self.bar = Some(bar);
+        }
+        if let Some(bar) = &self.bar {
+            bar.set_position(done);
+            if done >= total {
+                bar.finish_and_clear();
+                self.bar = None;
+            }
         }
     }
 }
@@ -240,6 +265,7 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<u8> {
         format: args.format,
         hook: args.hook.clone(),
         event_file: state.path().join("tmp").join("event.json"),
+        bar: None,
     };
     let monitor = Monitor::new(source, logs, policy, watch, state, args.start_at_end);
     let stop = stop_flag();
@@ -247,6 +273,9 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<u8> {
     loop {
         let started = Instant::now();
         let report = monitor.round(&mut output, &stop);
+        if let Some(bar) = output.bar.take() {
+            bar.finish_and_clear();
+        }
         print_summary(&report, started.elapsed());
         worst = worst.max(status_of(&report));
         if !args.follow || stop.load(Ordering::Relaxed) {
