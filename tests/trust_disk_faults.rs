@@ -200,3 +200,57 @@ fn log_mirror_into_a_full_disk_fails_cleanly_and_completes_later() {
     assert_eq!(check(&mirror), 300);
     served.stop();
 }
+
+#[test]
+fn log_serve_on_a_full_disk_answers_5xx_and_recovers_without_a_restart() {
+    let Some(fs) = Tmpfs::mount("4m") else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let key = tmp.path().join("log.key");
+    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&log_key())).unwrap();
+    let dir = fs.dir.join("log");
+    let st = Command::new(bin())
+        .args(["log", "init"])
+        .arg(&dir)
+        .args(["--origin", ORIGIN, "--key"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(st.status.success());
+    let served = Served::start(&dir, &write_trust(tmp.path()), &["--batch-wait", "0s"]);
+    let add = |n: u64| {
+        raw(
+            served.addr,
+            "POST",
+            "/add",
+            &["Content-Type: application/json"],
+            envelope(n).as_bytes(),
+        )
+    };
+    for n in 0..3 {
+        assert_eq!(add(n).status, 200);
+    }
+    let filler = fill(&fs.dir);
+    let full = add(3);
+    assert!(
+        (500..600).contains(&full.status),
+        "a full disk answers 5xx, got {}",
+        full.status
+    );
+    assert_eq!(full.header("x-content-type-options"), Some("nosniff"));
+    std::fs::remove_file(&filler).unwrap();
+    // Space is back: the same service takes the entry (a bounded wait for
+    // its writer to recover).
+    let start = std::time::Instant::now();
+    let mut status = add(3).status;
+    while status != 200 && start.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        status = add(3).status;
+    }
+    assert_eq!(status, 200, "recovered without a restart");
+    println!(
+        "log serve recovered {:?} after space returned",
+        start.elapsed()
+    );
+    served.stop();
+    assert_eq!(check(&dir), 4, "every acknowledged entry survives");
+}
