@@ -690,7 +690,7 @@ fn random_suffix() -> String {
 }
 
 /// Create a new file exclusively: `O_CREAT | O_EXCL | O_NOFOLLOW`, `mode`.
-fn create_exclusive(path: &Path, mode: u32) -> io::Result<File> {
+pub fn create_exclusive(path: &Path, mode: u32) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -705,9 +705,55 @@ fn create_exclusive(path: &Path, mode: u32) -> io::Result<File> {
     options.open(path)
 }
 
+/// A new temporary file in `dir` under an unpredictable name
+/// (`tmp-<random>`), created exclusively (`O_CREAT | O_EXCL |
+/// O_NOFOLLOW`, `mode`): nothing planted at a name in `dir` is ever opened
+/// or followed. The caller writes, syncs and renames it (the batch writer
+/// of `storage::posix`, which syncs each directory once per batch).
+pub fn create_temp_in(dir: &Path, mode: u32) -> io::Result<(File, PathBuf)> {
+    for _ in 0..TEMP_NAME_ATTEMPTS {
+        let tmp = dir.join(format!("tmp-{}", random_suffix()));
+        match create_exclusive(&tmp, mode) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            other => return other.map(|f| (f, tmp)),
+        }
+    }
+    Err(io::Error::from(io::ErrorKind::AlreadyExists))
+}
+
+/// Open (creating it if absent) a lock file, never through a symbolic link
+/// (`O_NOFOLLOW`) and never truncated: only its lock is used, no byte of it
+/// is read or written.
+pub fn open_lock(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options
+            .mode(OUTPUT_FILE_MODE)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    Ok(file)
+}
+
 /// Sync a directory so a rename or a new name in it is durable.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        libc::O_DIRECTORY | libc::O_NONBLOCK | libc::O_CLOEXEC,
+    );
+    options.open(dir)?.sync_all()
 }
 
 /// Replace (or create) `path` atomically: a temporary file created

@@ -23,7 +23,6 @@ use crate::digest::{Algorithm, Digest};
 use crate::limits::{MAX_READ_SET_ITEMS, MAX_TEXT_BYTES};
 use crate::receipt::{ReadItem, Substrate};
 use git::{RefError, Repository};
-use std::fs::File;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
@@ -193,7 +192,13 @@ impl Reader {
             // Never opened: a FIFO would block, a device never ends.
             return Err(ResourceError::NotAFile(resource.to_string()));
         }
-        let file = File::open(&real).map_err(io)?;
+        // The one reader's open: non-blocking, then `fstat` (a file swapped
+        // for a FIFO since the `lstat` is refused, never waited on).
+        let (file, _) = crate::io::open_regular(&real).map_err(|e| match e {
+            crate::io::InputError::Open { source, .. } => io(source),
+            crate::io::InputError::NotFound { .. } => ResourceError::Missing(resource.to_string()),
+            _ => ResourceError::NotAFile(resource.to_string()),
+        })?;
         // The file opened must be the file examined (no swap in between).
         let opened = file.metadata().map_err(io)?;
         if !same_file(&meta, &opened) {

@@ -190,8 +190,11 @@ fn spawn(
         name: name.clone(),
         source,
     };
-    let stdout = std::fs::File::create(out_path).map_err(io)?;
-    let stderr = std::fs::File::create(err_path).map_err(io)?;
+    // The capture files are new in the run's own temporary directory:
+    // created exclusively, never through a planted link.
+    let mode = crate::io::OUTPUT_FILE_MODE;
+    let stdout = crate::io::create_exclusive(out_path, mode).map_err(io)?;
+    let stderr = crate::io::create_exclusive(err_path, mode).map_err(io)?;
     let (program, args) = match check.run.split_first() {
         Some((p, a)) => (p.clone(), a),
         None => (String::new(), &[][..]),

@@ -14,7 +14,7 @@
 use crate::io::{InputError, OUTPUT_FILE_MODE, OutputError};
 use crate::limits::MAX_MONITOR_STATE_BYTES;
 use serde::{Deserialize, Serialize};
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 
 /// `hex(SHA-256(origin))`: a safe file name for an origin.
@@ -114,14 +114,7 @@ impl StateDir {
             std::fs::create_dir_all(&d).map_err(io_err(&d))?;
         }
         let lock_path = dir.join("lock");
-        let mut options = OpenOptions::new();
-        options.create(true).truncate(false).write(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::custom_flags(
-            &mut options,
-            libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        );
-        let lock = options.open(&lock_path).map_err(io_err(&lock_path))?;
+        let lock = crate::io::open_lock(&lock_path).map_err(io_err(&lock_path))?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {

@@ -58,6 +58,9 @@ pub const FETCH_CONCURRENCY: usize = 16;
 const MAX_HASH_TILE_BYTES: usize = 256 * 32;
 /// Staged files installed per durable step.
 const INSTALL_CHUNK: usize = 256;
+/// Tile keys looked up in the mirror, then fetched, per step: the most
+/// keys held at once, whatever size the log's checkpoint claims.
+const KEY_BATCH: usize = 4096;
 
 /// Why a mirror run stopped (the mirror is then as it was before the run).
 #[derive(Debug, thiserror::Error)]
@@ -264,20 +267,30 @@ pub async fn mirror_into(
         staged: PosixStore::new(stage),
         public: Arc::clone(public),
     });
-    let missing: Vec<TileKey> = {
+    // The tile list is walked, never built: work and memory follow the
+    // files the log serves, a batch at a time, not the size it claims (a
+    // signed checkpoint of 2^40 entries costs one batch of keys, then
+    // stops at the first file the log does not serve).
+    let mut fetched = 0u64;
+    let mut keys = needed(m, n);
+    loop {
+        let batch: Vec<TileKey> = keys.by_ref().take(KEY_BATCH).collect();
+        if batch.is_empty() {
+            break;
+        }
         let public = Arc::clone(public);
-        blocking(move || {
-            let mut missing = Vec::new();
-            for k in needed(m, n) {
+        let missing = blocking(move || {
+            let mut missing = Vec::with_capacity(batch.len());
+            for k in batch {
                 if !has_tile(&*public, &k)? {
                     missing.push(k);
                 }
             }
             Ok(missing)
         })
-        .await?
-    };
-    let fetched = fetch_all(client, &union.staged, &missing, n).await?;
+        .await?;
+        fetched += fetch_all(client, &union.staged, &missing, n).await?;
+    }
     let (u, nr) = (Arc::clone(&union), new.root_hash);
     let checked = tokio::task::spawn_blocking(move || check_new(u, m, n, &old_root, &nr))
         .await
@@ -290,13 +303,8 @@ pub async fn mirror_into(
     }
     let version = old.map(|(_, v, _)| v);
     {
-        let (union, missing, key, text) = (
-            Arc::clone(&union),
-            missing.clone(),
-            key.clone(),
-            text.clone(),
-        );
-        blocking(move || install(&union, &missing, &key, n, &text, version.as_ref())).await?;
+        let (union, key, text) = (Arc::clone(&union), key.clone(), text.clone());
+        blocking(move || install(&union, (m, n), &key, &text, version.as_ref())).await?;
     }
     let _ = std::fs::remove_dir_all(stage);
     Ok(MirrorReport {
@@ -365,20 +373,23 @@ fn adds_signatures(held: &[u8], new: &[u8]) -> bool {
 /// Every public file of the tree of `n` leaves that the tree of `m`
 /// leaves does not have: the entry bundles and hash tiles from the ones
 /// holding item `m` (of their level) on.
-fn needed(m: u64, n: u64) -> Vec<TileKey> {
-    let mut out = Vec::new();
-    for t in m / TILE_WIDTH..n.div_ceil(TILE_WIDTH) {
-        out.extend(Width::of(t, n).map(|w| TileKey::entries(t, w)));
-    }
-    let mut level: u8 = 0;
-    while let Some(count) = n.checked_shr(8 * u32::from(level)).filter(|&c| c > 0) {
-        let from = (m >> (8 * u32::from(level))) / TILE_WIDTH;
-        for t in from..count.div_ceil(TILE_WIDTH) {
-            out.extend(Width::of(t, count).and_then(|w| TileKey::hashes(level, t, w)));
-        }
-        level += 1;
-    }
-    out
+/// An iterator, so that no list of them is ever held whole: a claimed
+/// size never sizes an allocation.
+fn needed(m: u64, n: u64) -> impl Iterator<Item = TileKey> + Send + 'static {
+    let entries = (m / TILE_WIDTH..n.div_ceil(TILE_WIDTH))
+        .filter_map(move |t| Width::of(t, n).map(|w| TileKey::entries(t, w)));
+    let levels = (0u8..=u8::MAX)
+        .map_while(move |level| {
+            n.checked_shr(8 * u32::from(level))
+                .filter(|&c| c > 0)
+                .map(|count| (level, count))
+        })
+        .flat_map(move |(level, count)| {
+            let from = m.checked_shr(8 * u32::from(level)).unwrap_or(0) / TILE_WIDTH;
+            (from..count.div_ceil(TILE_WIDTH))
+                .filter_map(move |t| Width::of(t, count).and_then(|w| TileKey::hashes(level, t, w)))
+        });
+    entries.chain(levels)
 }
 
 /// Fetch each key not yet staged, [`FETCH_CONCURRENCY`] at a time, each
@@ -551,16 +562,26 @@ fn compare(union: &Union, key: &TileKey, built: &[u8]) -> Result<(), MirrorError
 /// the version read at the start.
 fn install(
     union: &Union,
-    keys: &[TileKey],
+    (m, n): (u64, u64),
     key: &NoteVerifier,
-    size: u64,
     checkpoint: &[u8],
     old: Option<&Version>,
 ) -> Result<(), MirrorError> {
-    for chunk in keys.chunks(INSTALL_CHUNK) {
-        let mut objects = Vec::with_capacity(chunk.len());
-        for k in chunk {
-            objects.push((*k, read_new(union, k)?));
+    let size = n;
+    let mut keys = needed(m, n);
+    loop {
+        let batch: Vec<TileKey> = keys.by_ref().take(INSTALL_CHUNK).collect();
+        if batch.is_empty() {
+            break;
+        }
+        let mut objects = Vec::with_capacity(batch.len());
+        for k in batch {
+            // Staged in this run (or an interrupted one) and not yet public.
+            if union.staged.public_path(&PublicKey::Tile(k)).is_file()
+                && !has_tile(&*union.public, &k)?
+            {
+                objects.push((k, read_new(union, &k)?));
+            }
         }
         union.public.create_tiles(&objects)?;
     }
@@ -608,7 +629,7 @@ mod tests {
 
     #[test]
     fn needed_files_cover_the_new_part_only() {
-        let rel = |m, n| needed(m, n).iter().map(TileKey::path).collect::<Vec<_>>();
+        let rel = |m, n| needed(m, n).map(|k| k.path()).collect::<Vec<_>>();
         assert_eq!(rel(0, 3), ["tile/entries/000.p/3", "tile/0/000.p/3"]);
         assert_eq!(
             rel(3, 300),

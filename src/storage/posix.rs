@@ -26,7 +26,7 @@ use crate::storage::{CheckpointStore, PrivateStore, TileStore};
 use rayon::prelude::*;
 use sha2::{Digest as _, Sha256};
 use std::collections::BTreeSet;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -39,9 +39,6 @@ const FILE_MODE: u32 = 0o644;
 /// Threads that write and fsync tile files at once: fsync waits on the
 /// device, not the CPU, so more threads than cores keep the device busy.
 const WRITE_THREADS: usize = 16;
-
-/// Counter that makes temporary file names unique within this process.
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A log directory.
 #[derive(Clone, Debug)]
@@ -109,19 +106,15 @@ pub fn write_replace(tmp_dir: &Path, dest: &Path, bytes: &[u8]) -> Result<(), St
     })
 }
 
-/// A fresh temporary file in `tmp_dir`, created exclusively.
+/// A fresh temporary file in `tmp_dir`, created exclusively under an
+/// unpredictable name by the crate's one creator ([`crate::io::create_temp_in`]).
 fn create_temp(tmp_dir: &Path) -> Result<(File, PathBuf), StoreError> {
-    loop {
-        let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let path = tmp_dir.join(format!("{}-{n}", std::process::id()));
-        match OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(f) => return Ok((f, path)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !tmp_dir.is_dir() => {
-                std::fs::create_dir_all(tmp_dir).map_err(io_err(tmp_dir))?;
-            }
-            Err(e) => return Err(io_err(&path)(e)),
+    match crate::io::create_temp_in(tmp_dir, FILE_MODE) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !tmp_dir.is_dir() => {
+            std::fs::create_dir_all(tmp_dir).map_err(io_err(tmp_dir))?;
+            crate::io::create_temp_in(tmp_dir, FILE_MODE).map_err(io_err(tmp_dir))
         }
+        other => other.map_err(io_err(tmp_dir)),
     }
 }
 
@@ -152,9 +145,7 @@ pub fn write_durable(tmp_dir: &Path, dest: &Path, bytes: &[u8]) -> Result<(), St
 
 /// fsync one directory, so that the names created or renamed in it last.
 pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_err(dir))
+    crate::io::sync_dir(dir).map_err(io_err(dir))
 }
 
 /// fsync the parent directory of every path in `files`, and each of their
@@ -461,12 +452,7 @@ impl CheckpointStore for PosixStore {
         let path = self.lock_path();
         let dir = self.private_dir();
         std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io_err(&path))?;
+        let file = crate::io::open_lock(&path).map_err(io_err(&path))?;
         if wait {
             file.lock().map_err(io_err(&path))?;
         } else {
@@ -533,15 +519,14 @@ impl PrivateStore for PosixStore {
 
     fn open_private(&self, key: &PrivateKey) -> Result<Option<Box<dyn RandomRead>>, StoreError> {
         let path = self.private_path(key);
-        let file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_err(&path)(e)),
+        // The one reader's open: a FIFO or a device is refused without
+        // blocking (opened non-blocking, then `fstat`).
+        let (file, meta) = match crate::io::open_regular(&path) {
+            Ok(opened) => opened,
+            Err(InputError::NotFound { .. } | InputError::NotRegular { .. }) => return Ok(None),
+            Err(InputError::Open { source, .. }) => return Err(io_err(&path)(source)),
+            Err(e) => return Err(io_err(&path)(std::io::Error::other(e))),
         };
-        let meta = file.metadata().map_err(io_err(&path))?;
-        if !meta.is_file() {
-            return Ok(None);
-        }
         Ok(Some(Box::new(PosixRead {
             file,
             len: meta.len(),

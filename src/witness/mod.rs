@@ -32,7 +32,6 @@ use crate::tlog::note::{self, Checkpoint, NoteCheck, NoteSignature, SIGNATURE_LI
 use crate::tlog::policy::{Policy, PolicyError};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// `Content-Type` of a 200 answer and of refusals other than 409.
@@ -398,14 +397,16 @@ fn read_limited(path: &Path, limit: usize) -> Result<Vec<u8>, WitnessError> {
     })
 }
 
-/// Write a new file durably (temporary name, fsync, rename).
+/// Write a new file durably with the crate's one atomic writer (an
+/// unpredictable temporary name created `O_EXCL | O_NOFOLLOW` in `tmp/`,
+/// fsync, rename, directory fsync).
 fn write_new(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), WitnessError> {
-    let tmp = dir.join("tmp").join(format!("init-{name}"));
-    let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
-    f.write_all(bytes).map_err(io(&tmp))?;
-    f.sync_all().map_err(io(&tmp))?;
     let dest = dir.join(name);
-    std::fs::rename(&tmp, &dest).map_err(io(&dest))
+    crate::io::write_atomic_via(&dir.join("tmp"), &dest, bytes, crate::io::OUTPUT_FILE_MODE)
+        .map_err(|e| match e {
+            crate::io::OutputError::Io { path, source, .. } => io(&path)(source),
+            other => io(&dest)(std::io::Error::other(other)),
+        })
 }
 
 /// Parse a policy for a witness: it must list at least one log.
@@ -469,9 +470,7 @@ impl Witness {
         write_new(&dir, "policy", policy)?;
         // settings.json last: its presence marks a complete init.
         write_new(&dir, "settings.json", &json)?;
-        std::fs::File::open(&dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io(&dir))?;
+        crate::io::sync_dir(&dir).map_err(io(&dir))?;
         Witness::open_with_key(&dir, key.clone())
     }
 

@@ -18,7 +18,6 @@ use crate::tlog::merkle::Hash;
 use crate::tlog::note::{Checkpoint, Note};
 
 use sha2::Digest as _;
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
 /// The witness's record for one origin: the latest cosigned tree head.
@@ -179,12 +178,7 @@ impl StateStore {
             detail,
         })?;
         let lock_path = self.lock_path(origin);
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io(&lock_path))?;
+        let lock = crate::io::open_lock(&lock_path).map_err(io(&lock_path))?;
         // Held until `lock` drops at the end of this function (or the
         // process dies): no other thread or process passes this line for
         // this origin meanwhile.

@@ -564,6 +564,12 @@ impl Client {
             if keys.len() + page.keys.len() > max_keys {
                 return Err(bad(format!("more than {max_keys} keys")));
             }
+            // A truncated page must carry keys: a server that answers
+            // empty pages with a new token forever never ends a listing
+            // (pages are bounded by the key limit, not by the server).
+            if page.truncated && page.keys.is_empty() {
+                return Err(bad("a truncated page with no keys".into()));
+            }
             keys.extend(page.keys);
             match (page.truncated, page.next_token) {
                 (true, Some(t)) => token = Some(t),

@@ -6,7 +6,7 @@ use rcpt::keys::SigningKey;
 use rcpt::limits::MAX_KEY_FILE_BYTES;
 use rcpt::log::admit::AcceptedIssuers;
 use rcpt::log::{InitOptions, Log};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 use super::*;
@@ -20,11 +20,9 @@ pub(super) fn read_key(path: &Path) -> anyhow::Result<SigningKey> {
 
 /// Read a trust file and keep its issuers as the accepted ones.
 pub(super) fn read_accepted(path: &Path) -> anyhow::Result<AcceptedIssuers> {
-    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_KEY_FILE_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("reading {}", path.display()))?;
+    // The one reader: a FIFO or a device is refused at once (exit 2).
+    let bytes = rcpt::io::read_path(path, MAX_KEY_FILE_BYTES)
+        .with_context(|| format!("reading the trust file {}", path.display()))?;
     AcceptedIssuers::from_json(&bytes).with_context(|| format!("trust file {}", path.display()))
 }
 

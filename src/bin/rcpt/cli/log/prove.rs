@@ -7,7 +7,6 @@ use rcpt::io::Target;
 use rcpt::limits::MAX_ENVELOPE_BYTES;
 use rcpt::log::Log;
 use rcpt::receipt::dsse::Envelope;
-use std::io::Write;
 use std::path::Path;
 
 use super::*;
@@ -175,14 +174,8 @@ pub(super) fn bundle_text(
 /// Write a new file, created exclusively (never over an existing file or
 /// through a symlink planted at its name).
 pub(super) fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)?;
-        f.write_all(bytes)
-    };
-    write().with_context(|| format!("writing {}", path.display()))
+    rcpt::io::create_new(path, bytes, rcpt::io::OUTPUT_FILE_MODE)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// The proof formats of `rcpt log prove`.

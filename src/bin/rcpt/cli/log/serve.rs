@@ -90,17 +90,14 @@ pub struct ServeArgs {
 
 /// The witnesses of `--witness-policy FILE`.
 pub(super) fn witnessing(path: &Path) -> anyhow::Result<Arc<rcpt::net::witnessing::Witnessing>> {
-    use std::io::Read;
     let what = || format!("--witness-policy {}", path.display());
-    let file = std::fs::File::open(path).with_context(what)?;
-    let mut bytes = Vec::new();
     let max = rcpt::limits::MAX_POLICY_BYTES;
-    file.take(max as u64 + 1)
-        .read_to_end(&mut bytes)
-        .with_context(what)?;
-    if bytes.len() > max {
-        return Err(UsageError(format!("{} is over {max} bytes", what())).into());
-    }
+    let bytes = rcpt::io::read_path(path, max).map_err(|e| match e {
+        rcpt::io::InputError::TooLarge { .. } => {
+            anyhow::Error::new(UsageError(format!("{} is over {max} bytes", what())))
+        }
+        e => anyhow::Error::new(e).context(what()),
+    })?;
     let policy = rcpt::tlog::policy::Policy::parse(&bytes)
         .map_err(|e| UsageError(format!("{}: {:#}", what(), anyhow::Error::new(e))))?;
     let w = rcpt::net::witnessing::Witnessing::new(policy)
@@ -129,16 +126,9 @@ pub(super) fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// Read a small file (key, trust), refusing one over the key-file limit.
 pub(super) fn read_small(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
-    use std::io::Read;
-    let file =
-        std::fs::File::open(path).with_context(|| format!("reading {what} {}", path.display()))?;
-    let mut bytes = Vec::new();
-    let max = rcpt::limits::MAX_KEY_FILE_BYTES;
-    file.take(max as u64 + 1).read_to_end(&mut bytes)?;
-    if bytes.len() > max {
-        anyhow::bail!("{what} {} is over {max} bytes", path.display());
-    }
-    Ok(bytes)
+    // The one reader: regular files only, capped (a FIFO, /dev/zero: exit 2).
+    rcpt::io::read_path(path, rcpt::limits::MAX_KEY_FILE_BYTES)
+        .with_context(|| format!("reading {what} {}", path.display()))
 }
 
 /// The log key from `--log-key VKEY` (always key text, never a file name:

@@ -137,14 +137,11 @@ pub(super) fn refused(
     Ok(())
 }
 
-/// Write through a temporary file, fsync, rename: a reader never sees half a bundle.
+/// Write with the crate's one atomic writer: a temporary file under an
+/// unpredictable name created `O_CREAT | O_EXCL | O_NOFOLLOW` (a link
+/// planted in the directory is never followed), fsync, rename, directory
+/// fsync: a reader never sees half a bundle.
 pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().with_context(|| format!("writing {}", path.display()))
+    rcpt::io::write_atomic(path, bytes, rcpt::io::OUTPUT_FILE_MODE)
+        .with_context(|| format!("writing {}", path.display()))
 }
