@@ -14,7 +14,7 @@
 
 use super::accept::stopped;
 use crate::net::client::{Client, ClientError};
-use crate::tlog::cosig::{self, CosigStatus, WitnessVerifier};
+use crate::tlog::cosig::{self, WitnessVerifier};
 use crate::tlog::merkle::Hash;
 use crate::tlog::note::Note;
 use crate::tlog::policy::Policy;
@@ -214,8 +214,12 @@ impl Witnessing {
         };
         for (w, lines) in self.policy.witnesses.iter().zip(got) {
             if let Some(lines) = lines {
-                out.note.push_str(lines);
-                out.cosigners.push(w.name.to_string());
+                // Never past the C2SP note limits, whatever was collected.
+                let longer = format!("{}{lines}", out.note);
+                if Note::parse(longer.as_bytes()).is_ok() {
+                    out.note = longer;
+                    out.cosigners.push(w.name.to_string());
+                }
             }
         }
         out
@@ -341,50 +345,93 @@ async fn once(t: &Target, note: &str, size: u64, old: u64, prover: &Prover) -> O
     }
 }
 
-/// A 200 answer: the lines of this witness's key must verify over the
-/// checkpoint body under the key the policy names; other lines are ignored.
+/// A 200 answer: at most one line is taken, the first of this witness's
+/// key that verifies over the checkpoint body under the key the policy
+/// names; a line of that key that fails refuses the answer, other lines are
+/// ignored. However many lines a witness sends, it adds one to the note.
 fn check_answer(t: &Target, note: &str, body: &[u8], size: u64) -> Asked {
     let Ok(lines) = std::str::from_utf8(body) else {
         return Asked::Refused("the answer is not UTF-8".to_string());
     };
-    let Ok(parsed) = Note::parse(format!("{note}{lines}").as_bytes()) else {
-        return Asked::Refused("the answer is not a list of signature lines".to_string());
-    };
-    match cosig::check(&parsed, std::slice::from_ref(&t.verifier)).first() {
-        Some(CosigStatus::Verified { .. }) => {}
-        Some(CosigStatus::Failed(e)) => {
-            return Asked::Refused(format!(
-                "its cosignature does not verify under the policy key {}: {e}",
-                t.verifier
-            ));
+    match pick_cosignature(&t.verifier, note, lines) {
+        Ok(line) => {
+            if let Ok(mut k) = t.known.lock() {
+                *k = Some(size);
+            }
+            Asked::Cosigned(line)
         }
-        _ => {
-            return Asked::Refused(format!(
-                "no cosignature by the policy key {} in the answer",
-                t.verifier
-            ));
+        Err(why) => Asked::Refused(why),
+    }
+}
+
+/// The one verified cosignature line of `verifier` in `lines` (each
+/// answer line is read against `note` on its own, so no count of lines a
+/// peer sends can make a note over the limits).
+fn pick_cosignature(verifier: &WitnessVerifier, note: &str, lines: &str) -> Result<String, String> {
+    let mut mine: Option<String> = None;
+    for line in lines.split_terminator('\n') {
+        let Ok(parsed) = Note::parse(format!("{note}{line}\n").as_bytes()) else {
+            return Err("the answer is not a list of signature lines".to_string());
+        };
+        let Some(sig) = parsed.signatures.last() else {
+            continue;
+        };
+        if !verifier.matches(sig) {
+            continue;
+        }
+        match cosig::verify(&parsed.text, sig, verifier) {
+            Ok(_) if mine.is_none() => mine = Some(format!("{line}\n")),
+            Ok(_) => {}
+            Err(e) => {
+                return Err(format!(
+                    "its cosignature does not verify under the policy key {verifier}: {e}"
+                ));
+            }
         }
     }
-    if let Ok(mut k) = t.known.lock() {
-        *k = Some(size);
-    }
-    let mut mine = String::new();
-    for line in lines.split_inclusive('\n') {
-        let is_mine = Note::parse(format!("{note}{line}").as_bytes())
-            .ok()
-            .and_then(|n| n.signatures.last().map(|s| t.verifier.matches(s)))
-            .unwrap_or(false);
-        if is_mine {
-            mine.push_str(line);
-        }
-    }
-    Asked::Cosigned(mine)
+    mine.ok_or_else(|| format!("no cosignature by the policy key {verifier} in the answer"))
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
+
+    const BODY: &str = "example.com/log\n5\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n";
+
+    fn setup() -> (String, WitnessVerifier, crate::keys::SigningKey) {
+        let log = crate::keys::SigningKey::from_bytes(&[1; 32]);
+        let note = crate::tlog::note::sign(BODY, "example.com/log", &log).unwrap();
+        let wk = crate::keys::SigningKey::from_bytes(&[2; 32]);
+        let v = WitnessVerifier::new("w1.example", wk.verifying_key()).unwrap();
+        (note, v, wk)
+    }
+
+    #[test]
+    fn a_witness_that_repeats_its_line_adds_one_line() {
+        let (note, v, wk) = setup();
+        let line = cosig::sign(BODY, "w1.example", &wk, 1_700_000_000).unwrap();
+        for n in [1, 2, 99, 100, 150] {
+            let got = pick_cosignature(&v, &note, &line.repeat(n)).unwrap();
+            assert_eq!(got, line, "{n} lines");
+        }
+        // Other keys' lines around it are ignored, not taken.
+        let other = crate::keys::SigningKey::from_bytes(&[3; 32]);
+        let foreign = cosig::sign(BODY, "w2.example", &other, 5).unwrap();
+        let got = pick_cosignature(&v, &note, &format!("{}{line}", foreign.repeat(120))).unwrap();
+        assert_eq!(got, line);
+    }
+
+    #[test]
+    fn a_failing_line_of_the_witness_key_refuses_the_answer() {
+        let (note, v, wk) = setup();
+        let good = cosig::sign(BODY, "w1.example", &wk, 1_700_000_000).unwrap();
+        let other_body = BODY.replace('5', "6");
+        let bad = cosig::sign(&other_body, "w1.example", &wk, 1_700_000_000).unwrap();
+        assert!(pick_cosignature(&v, &note, &format!("{good}{bad}")).is_err());
+        assert!(pick_cosignature(&v, &note, "").is_err());
+        assert!(pick_cosignature(&v, &note, "not a line\n").is_err());
+    }
 
     #[test]
     fn backoff_doubles_up_to_the_cap() {
