@@ -7,8 +7,9 @@
 //! size it last cosigned (remembered here, learnt from its 409 answer, 0 at
 //! first), the consistency proof from that size, and the checkpoint. A
 //! cosignature counts only once it verifies under the witness key the policy
-//! names. Requests have a timeout and are retried with backoff; rounds repeat
-//! until the quorum is met or the caller stops. Nothing here is persisted:
+//! names, and a witness adds at most one line. Requests have a timeout and
+//! are retried with backoff; rounds repeat until the quorum is met or the
+//! caller stops; once it is met, the others get a grace period. Nothing here is persisted:
 //! after a restart the old sizes are learnt again from the 409 answers.
 //! Progress and every failure go, one JSON line each, to a caller-given sink.
 
@@ -82,7 +83,12 @@ struct Target {
 pub struct Witnessing {
     policy: Policy,
     targets: Vec<Arc<Target>>,
+    /// How long the witnesses beyond the quorum are waited for.
+    grace: Duration,
 }
+
+/// Default of [`Witnessing::with_grace`] (`--witness-grace`).
+pub const WITNESS_GRACE_DEFAULT: Duration = Duration::from_secs(1);
 
 /// A checkpoint a quorum cosigned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,7 +144,19 @@ impl Witnessing {
         if !policy.quorum_met(&reachable) {
             return Err(WitnessingError::Unreachable);
         }
-        Ok(Witnessing { policy, targets })
+        Ok(Witnessing {
+            policy,
+            targets,
+            grace: WITNESS_GRACE_DEFAULT,
+        })
+    }
+
+    /// Once the quorum cosigned, wait up to `grace` for the other
+    /// witnesses asked and publish their lines too (so a reader whose
+    /// policy is stricter than the log's quorum verifies while they are up).
+    pub fn with_grace(mut self, grace: Duration) -> Witnessing {
+        self.grace = grace;
+        self
     }
 
     /// The policy.
@@ -186,9 +204,9 @@ impl Witnessing {
                         *slot = Some(lines);
                     }
                     if self.quorum(&got) {
-                        // The others are not waited for: a request cut
+                        // The others get the grace period; a request cut
                         // short is answered 409 next time, and re-learnt.
-                        tasks.abort_all();
+                        self.grace(&mut tasks, &mut got, &mut stop).await;
                         return Ok(self.cosigned(&note, &got));
                     }
                 }
@@ -204,6 +222,31 @@ impl Witnessing {
             }
             round = round.saturating_add(1);
         }
+    }
+
+    /// Quorum met: keep collecting the witnesses still asked for
+    /// [`Witnessing::grace`] (or until the service stops), then drop the rest.
+    async fn grace(
+        &self,
+        tasks: &mut tokio::task::JoinSet<(usize, Asked)>,
+        got: &mut [Option<String>],
+        stop: &mut watch::Receiver<bool>,
+    ) {
+        let deadline = tokio::time::Instant::now() + self.grace;
+        loop {
+            let joined = tokio::select! {
+                j = tasks.join_next() => j,
+                _ = tokio::time::sleep_until(deadline) => None,
+                _ = stopped(stop) => None,
+            };
+            let Some(joined) = joined else { break };
+            if let Ok((i, Asked::Cosigned(lines))) = joined
+                && let Some(slot) = got.get_mut(i)
+            {
+                *slot = Some(lines);
+            }
+        }
+        tasks.abort_all();
     }
 
     /// The note with the cosignature lines appended, in policy order.
