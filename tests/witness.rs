@@ -648,3 +648,34 @@ fn init_refusals() {
     // Without a recorded key file, open() needs the key.
     assert!(matches!(Witness::open(w.dir()), Err(WitnessError::NoKey)));
 }
+
+/// Issue #20 item 4: a valid checkpoint whose log signature line is
+/// repeated (up to the 100-line limit) is cosigned and recorded with the
+/// line once, never a 500 from a record that would be over the limit.
+#[test]
+fn a_repeated_log_signature_line_is_recorded_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let w = witness(&tmp.path().join("w"), 23);
+    let t = tree(8, "a");
+    for n in [2usize, 100] {
+        let size = if n == 2 { 5 } else { 8 };
+        let note = checkpoint(&t, size);
+        let (text, sig) = note.split_at(note.rfind("\n\n").unwrap() + 2);
+        let repeated = format!("{text}{}", sig.repeat(n));
+        let old = if n == 2 { 0 } else { 5 };
+        let proof = if old == 0 {
+            vec![]
+        } else {
+            merkle::prove_consistency(5, 8, &t).unwrap()
+        };
+        let done = w
+            .add_checkpoint(body(old, &proof, &repeated).as_bytes(), 1_700_000_000)
+            .unwrap_or_else(|e| panic!("{n} lines: {e} ({})", e.status()));
+        let rec = Note::parse(done.note.as_bytes()).unwrap();
+        assert_eq!(
+            rec.signatures.len(),
+            2,
+            "{n} lines: log line once + cosignature"
+        );
+    }
+}

@@ -661,3 +661,43 @@ fn a_witness_policy_that_cannot_be_met_is_refused_at_start() {
         assert!(out.stdout.is_empty(), "{text}");
     }
 }
+
+/// Issue #25 item 3: witnesses beyond the quorum. With all three up, the
+/// published checkpoint carries all three cosignatures (the grace period),
+/// so a reader whose policy is 3-of-3 verifies a 2-of-3 log; with one
+/// down, the log still publishes (2) and that reader refuses; the witness
+/// back is brought up to date on the next checkpoint.
+#[test]
+fn witnesses_beyond_the_quorum_are_published_and_a_stricter_reader_verifies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut world = World::new(tmp.path(), false);
+    let dir = init_log(tmp.path(), "log");
+    let trust = write_trust(tmp.path());
+    let log = world.serve(&dir, &trust);
+    let strict = world.policy_text.replace("group g 2 ", "group g 3 ");
+    let strict_ok = |log: &Served| {
+        let r = raw(log.addr, "GET", "/checkpoint", &[], b"");
+        let note = Note::parse(&r.body).unwrap();
+        Policy::parse(strict.as_bytes())
+            .unwrap()
+            .evaluate(&note)
+            .unwrap()
+            .quorum_met
+    };
+    for n in 1..=2 {
+        let size = submit(&log, n);
+        assert_eq!(published(&log, &world.policy_text), (size, 3));
+        assert!(strict_ok(&log), "a 3-of-3 reader verifies while all are up");
+    }
+    world.stop(2);
+    let size = submit(&log, 3);
+    assert_eq!(published(&log, &world.policy_text), (size, 2));
+    assert!(
+        !strict_ok(&log),
+        "a 3-of-3 reader refuses with one witness down"
+    );
+    world.restart(2);
+    let size = submit(&log, 4);
+    assert_eq!(published(&log, &world.policy_text), (size, 3));
+    assert!(strict_ok(&log));
+}

@@ -7,14 +7,15 @@
 //! size it last cosigned (remembered here, learnt from its 409 answer, 0 at
 //! first), the consistency proof from that size, and the checkpoint. A
 //! cosignature counts only once it verifies under the witness key the policy
-//! names. Requests have a timeout and are retried with backoff; rounds repeat
-//! until the quorum is met or the caller stops. Nothing here is persisted:
+//! names, and a witness adds at most one line. Requests have a timeout and
+//! are retried with backoff; rounds repeat until the quorum is met or the
+//! caller stops; once it is met, the others get a grace period. Nothing here is persisted:
 //! after a restart the old sizes are learnt again from the 409 answers.
 //! Progress and every failure go, one JSON line each, to a caller-given sink.
 
 use super::accept::stopped;
 use crate::net::client::{Client, ClientError};
-use crate::tlog::cosig::{self, CosigStatus, WitnessVerifier};
+use crate::tlog::cosig::{self, WitnessVerifier};
 use crate::tlog::merkle::Hash;
 use crate::tlog::note::Note;
 use crate::tlog::policy::Policy;
@@ -82,7 +83,12 @@ struct Target {
 pub struct Witnessing {
     policy: Policy,
     targets: Vec<Arc<Target>>,
+    /// How long the witnesses beyond the quorum are waited for.
+    grace: Duration,
 }
+
+/// Default of [`Witnessing::with_grace`] (`--witness-grace`).
+pub const WITNESS_GRACE_DEFAULT: Duration = Duration::from_secs(1);
 
 /// A checkpoint a quorum cosigned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,7 +144,19 @@ impl Witnessing {
         if !policy.quorum_met(&reachable) {
             return Err(WitnessingError::Unreachable);
         }
-        Ok(Witnessing { policy, targets })
+        Ok(Witnessing {
+            policy,
+            targets,
+            grace: WITNESS_GRACE_DEFAULT,
+        })
+    }
+
+    /// Once the quorum cosigned, wait up to `grace` for the other
+    /// witnesses asked and publish their lines too (so a reader whose
+    /// policy is stricter than the log's quorum verifies while they are up).
+    pub fn with_grace(mut self, grace: Duration) -> Witnessing {
+        self.grace = grace;
+        self
     }
 
     /// The policy.
@@ -186,9 +204,9 @@ impl Witnessing {
                         *slot = Some(lines);
                     }
                     if self.quorum(&got) {
-                        // The others are not waited for: a request cut
+                        // The others get the grace period; a request cut
                         // short is answered 409 next time, and re-learnt.
-                        tasks.abort_all();
+                        self.grace(&mut tasks, &mut got, &mut stop).await;
                         return Ok(self.cosigned(&note, &got));
                     }
                 }
@@ -206,6 +224,31 @@ impl Witnessing {
         }
     }
 
+    /// Quorum met: keep collecting the witnesses still asked for
+    /// [`Witnessing::grace`] (or until the service stops), then drop the rest.
+    async fn grace(
+        &self,
+        tasks: &mut tokio::task::JoinSet<(usize, Asked)>,
+        got: &mut [Option<String>],
+        stop: &mut watch::Receiver<bool>,
+    ) {
+        let deadline = tokio::time::Instant::now() + self.grace;
+        loop {
+            let joined = tokio::select! {
+                j = tasks.join_next() => j,
+                _ = tokio::time::sleep_until(deadline) => None,
+                _ = stopped(stop) => None,
+            };
+            let Some(joined) = joined else { break };
+            if let Ok((i, Asked::Cosigned(lines))) = joined
+                && let Some(slot) = got.get_mut(i)
+            {
+                *slot = Some(lines);
+            }
+        }
+        tasks.abort_all();
+    }
+
     /// The note with the cosignature lines appended, in policy order.
     fn cosigned(&self, note: &str, got: &[Option<String>]) -> Witnessed {
         let mut out = Witnessed {
@@ -214,8 +257,12 @@ impl Witnessing {
         };
         for (w, lines) in self.policy.witnesses.iter().zip(got) {
             if let Some(lines) = lines {
-                out.note.push_str(lines);
-                out.cosigners.push(w.name.to_string());
+                // Never past the C2SP note limits, whatever was collected.
+                let longer = format!("{}{lines}", out.note);
+                if Note::parse(longer.as_bytes()).is_ok() {
+                    out.note = longer;
+                    out.cosigners.push(w.name.to_string());
+                }
             }
         }
         out
@@ -341,50 +388,93 @@ async fn once(t: &Target, note: &str, size: u64, old: u64, prover: &Prover) -> O
     }
 }
 
-/// A 200 answer: the lines of this witness's key must verify over the
-/// checkpoint body under the key the policy names; other lines are ignored.
+/// A 200 answer: at most one line is taken, the first of this witness's
+/// key that verifies over the checkpoint body under the key the policy
+/// names; a line of that key that fails refuses the answer, other lines are
+/// ignored. However many lines a witness sends, it adds one to the note.
 fn check_answer(t: &Target, note: &str, body: &[u8], size: u64) -> Asked {
     let Ok(lines) = std::str::from_utf8(body) else {
         return Asked::Refused("the answer is not UTF-8".to_string());
     };
-    let Ok(parsed) = Note::parse(format!("{note}{lines}").as_bytes()) else {
-        return Asked::Refused("the answer is not a list of signature lines".to_string());
-    };
-    match cosig::check(&parsed, std::slice::from_ref(&t.verifier)).first() {
-        Some(CosigStatus::Verified { .. }) => {}
-        Some(CosigStatus::Failed(e)) => {
-            return Asked::Refused(format!(
-                "its cosignature does not verify under the policy key {}: {e}",
-                t.verifier
-            ));
+    match pick_cosignature(&t.verifier, note, lines) {
+        Ok(line) => {
+            if let Ok(mut k) = t.known.lock() {
+                *k = Some(size);
+            }
+            Asked::Cosigned(line)
         }
-        _ => {
-            return Asked::Refused(format!(
-                "no cosignature by the policy key {} in the answer",
-                t.verifier
-            ));
+        Err(why) => Asked::Refused(why),
+    }
+}
+
+/// The one verified cosignature line of `verifier` in `lines` (each
+/// answer line is read against `note` on its own, so no count of lines a
+/// peer sends can make a note over the limits).
+fn pick_cosignature(verifier: &WitnessVerifier, note: &str, lines: &str) -> Result<String, String> {
+    let mut mine: Option<String> = None;
+    for line in lines.split_terminator('\n') {
+        let Ok(parsed) = Note::parse(format!("{note}{line}\n").as_bytes()) else {
+            return Err("the answer is not a list of signature lines".to_string());
+        };
+        let Some(sig) = parsed.signatures.last() else {
+            continue;
+        };
+        if !verifier.matches(sig) {
+            continue;
+        }
+        match cosig::verify(&parsed.text, sig, verifier) {
+            Ok(_) if mine.is_none() => mine = Some(format!("{line}\n")),
+            Ok(_) => {}
+            Err(e) => {
+                return Err(format!(
+                    "its cosignature does not verify under the policy key {verifier}: {e}"
+                ));
+            }
         }
     }
-    if let Ok(mut k) = t.known.lock() {
-        *k = Some(size);
-    }
-    let mut mine = String::new();
-    for line in lines.split_inclusive('\n') {
-        let is_mine = Note::parse(format!("{note}{line}").as_bytes())
-            .ok()
-            .and_then(|n| n.signatures.last().map(|s| t.verifier.matches(s)))
-            .unwrap_or(false);
-        if is_mine {
-            mine.push_str(line);
-        }
-    }
-    Asked::Cosigned(mine)
+    mine.ok_or_else(|| format!("no cosignature by the policy key {verifier} in the answer"))
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
+
+    const BODY: &str = "example.com/log\n5\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n";
+
+    fn setup() -> (String, WitnessVerifier, crate::keys::SigningKey) {
+        let log = crate::keys::SigningKey::from_bytes(&[1; 32]);
+        let note = crate::tlog::note::sign(BODY, "example.com/log", &log).unwrap();
+        let wk = crate::keys::SigningKey::from_bytes(&[2; 32]);
+        let v = WitnessVerifier::new("w1.example", wk.verifying_key()).unwrap();
+        (note, v, wk)
+    }
+
+    #[test]
+    fn a_witness_that_repeats_its_line_adds_one_line() {
+        let (note, v, wk) = setup();
+        let line = cosig::sign(BODY, "w1.example", &wk, 1_700_000_000).unwrap();
+        for n in [1, 2, 99, 100, 150] {
+            let got = pick_cosignature(&v, &note, &line.repeat(n)).unwrap();
+            assert_eq!(got, line, "{n} lines");
+        }
+        // Other keys' lines around it are ignored, not taken.
+        let other = crate::keys::SigningKey::from_bytes(&[3; 32]);
+        let foreign = cosig::sign(BODY, "w2.example", &other, 5).unwrap();
+        let got = pick_cosignature(&v, &note, &format!("{}{line}", foreign.repeat(120))).unwrap();
+        assert_eq!(got, line);
+    }
+
+    #[test]
+    fn a_failing_line_of_the_witness_key_refuses_the_answer() {
+        let (note, v, wk) = setup();
+        let good = cosig::sign(BODY, "w1.example", &wk, 1_700_000_000).unwrap();
+        let other_body = BODY.replace('5', "6");
+        let bad = cosig::sign(&other_body, "w1.example", &wk, 1_700_000_000).unwrap();
+        assert!(pick_cosignature(&v, &note, &format!("{good}{bad}")).is_err());
+        assert!(pick_cosignature(&v, &note, "").is_err());
+        assert!(pick_cosignature(&v, &note, "not a line\n").is_err());
+    }
 
     #[test]
     fn backoff_doubles_up_to_the_cap() {

@@ -62,6 +62,10 @@ pub enum BadRequest {
         /// The checkpoint size.
         size: u64,
     },
+    /// The checkpoint with this witness's cosignature appended would not be
+    /// a note a reader accepts (over the C2SP size or signature-line limits).
+    #[error("the checkpoint with this witness's cosignature would not be a valid note")]
+    Unrecordable(#[source] crate::tlog::note::NoteError),
 }
 
 /// A 403 Forbidden: the checkpoint is not validly signed by a known log key.
@@ -215,17 +219,20 @@ pub fn decide(
         return Err(Refusal::Conflict { size });
     }
     consistent(old, &root, request)?;
-    let log_signatures = request
-        .note
-        .signatures
-        .iter()
-        .filter(|l| {
-            known
-                .iter()
-                .any(|k| k.name == l.name && k.key_hash == l.key_hash)
-        })
-        .cloned()
-        .collect();
+    // One line per known key: a note may repeat a valid line (C2SP
+    // signed-note allows it), the record keeps it once.
+    let mut log_signatures: Vec<NoteSignature> = Vec::new();
+    for l in &request.note.signatures {
+        let is_known = known
+            .iter()
+            .any(|k| k.name == l.name && k.key_hash == l.key_hash);
+        let seen = log_signatures
+            .iter()
+            .any(|s| s.name == l.name && s.key_hash == l.key_hash);
+        if is_known && !seen {
+            log_signatures.push(l.clone());
+        }
+    }
     Ok(Accepted {
         checkpoint: cp.clone(),
         log_signatures,
@@ -566,6 +573,11 @@ impl Witness {
                 note.push_str(&signature_line(line));
             }
             note.push_str(&lines);
+            // What is recorded must be a note its readers accept: refused
+            // here (400), never a failed record write (500).
+            if let Err(e) = note::Note::parse(note.as_bytes()) {
+                return Err(Refusal::from(BadRequest::Unrecordable(e)).into());
+            }
             match self.store.compare_and_swap(origin, head.as_ref(), &note) {
                 Ok(()) => {
                     return Ok(Cosigned {

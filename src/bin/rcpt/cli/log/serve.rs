@@ -84,12 +84,19 @@ pub struct ServeArgs {
     /// of them cosigned it.
     #[arg(long, value_name = "FILE")]
     witness_policy: Option<PathBuf>,
+    /// Once a quorum cosigned, how long the other witnesses of the policy
+    /// are still waited for; their cosignatures are published too.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    witness_grace: Duration,
     #[command(flatten)]
     at: super::EndpointArg,
 }
 
 /// The witnesses of `--witness-policy FILE`.
-pub(super) fn witnessing(path: &Path) -> anyhow::Result<Arc<rcpt::net::witnessing::Witnessing>> {
+pub(super) fn witnessing(
+    path: &Path,
+    grace: Duration,
+) -> anyhow::Result<Arc<rcpt::net::witnessing::Witnessing>> {
     let what = || format!("--witness-policy {}", path.display());
     let max = rcpt::limits::MAX_POLICY_BYTES;
     let bytes = rcpt::io::read_path(path, max).map_err(|e| match e {
@@ -102,7 +109,7 @@ pub(super) fn witnessing(path: &Path) -> anyhow::Result<Arc<rcpt::net::witnessin
         .map_err(|e| UsageError(format!("{}: {:#}", what(), anyhow::Error::new(e))))?;
     let w = rcpt::net::witnessing::Witnessing::new(policy)
         .map_err(|e| UsageError(format!("{}: {:#}", what(), anyhow::Error::new(e))))?;
-    Ok(Arc::new(w))
+    Ok(Arc::new(w.with_grace(grace)))
 }
 
 /// `250ms`, `2s` or `0s`, at most [`MAX_BATCH_WAIT`].
@@ -214,7 +221,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
         batch_wait: args.batch_wait,
         queue_max: args.queue_max as usize,
         witnessing: match &args.witness_policy {
-            Some(p) => Some(witnessing(p)?),
+            Some(p) => Some(witnessing(p, args.witness_grace)?),
             None => None,
         },
     };
