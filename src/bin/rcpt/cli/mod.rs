@@ -13,8 +13,10 @@ use std::io::Write;
 use std::process::ExitCode;
 
 mod key;
+mod keyarg;
 mod log;
 mod receipt;
+mod trust;
 mod verify;
 mod witness;
 
@@ -63,6 +65,9 @@ enum Command {
     Log(log::LogCommand),
     /// Verify receipt bundles offline.
     Verify(Box<verify::VerifyArgs>),
+    /// Write trust files (the keys a verifier trusts).
+    #[command(subcommand)]
+    Trust(trust::TrustCommand),
     /// Print a shell completion script.
     #[command(
         after_help = "Example:\n  rcpt completions bash > ~/.local/share/bash-completion/completions/rcpt"
@@ -99,6 +104,7 @@ pub fn main() -> ExitCode {
         Command::Receipt(cmd) => receipt::run(cmd),
         Command::Log(cmd) => log::run(cmd),
         Command::Verify(args) => verify::run(*args),
+        Command::Trust(cmd) => trust::run(cmd),
         Command::Completions { shell } => completions(shell),
         Command::Man { command } => man(&command),
         Command::Witness(cmd) => witness::run(cmd),

@@ -3,12 +3,11 @@
 //! Reads only the files named on the command line (and standard input for
 //! `-`); opens no socket.
 
-use super::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError};
+use super::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError, keyarg};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use rayon::prelude::*;
 use rcpt::io::{InputError, LineReader, RegularPath, Source};
-use rcpt::keys::{self, NoteVerifier};
 use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_POLICY_BYTES, MAX_PROOF_FILE_BYTES};
 use rcpt::receipt::require::{self, Requirements, VerdictArm};
 use rcpt::tlog::policy::Policy;
@@ -35,10 +34,11 @@ pub enum FormatArg {
 #[derive(Args)]
 #[command(after_help = "Examples:
   rcpt verify --trust trust.json bundles/*.json
-  rcpt verify --issuer-key-file gate.pub --log-key \"$(cat log.vkey)\" bundle.json
+  rcpt verify --issuer-key-file gate.vkey --log-key-file logkey.vkey bundle.json
+  rcpt verify --issuer-key \"$(cat gate.vkey)\" --log-key \"$(cat logkey.vkey)\" bundle.json
   rcpt log prove log/ --index 3 | rcpt verify --trust trust.json -
   rcpt verify --corpus fixtures/frozen-receipts
-  rcpt verify --trust trust.json --require-verdict admit --change-id \"$CHANGE\" --max-age 24h --fresh . receipt.json")]
+  rcpt verify --trust trust.json --require-verdict admit --change-id \"$CHANGE\" --max-age 24h --fresh . bundle.json")]
 pub struct VerifyArgs {
     /// Bundle files (JSON, one receipt each); '-' reads standard input: one
     /// bundle, or JSON Lines of bundles (one per line).
@@ -51,21 +51,23 @@ pub struct VerifyArgs {
     /// Trust file: {"issuers": [{"name", "public_key"}], "logs": [{"verifier_key"}]}.
     #[arg(long, value_name = "FILE")]
     pub trust: Option<Source>,
-    /// A trusted issuer public key as text: base64 of the raw 32 bytes, or a
-    /// verifier key NAME+HASH+KEY (`rcpt key show` prints both). Never read
-    /// as a file name: use --issuer-key-file for a file.
+    /// A trusted issuer key as text: a verifier key NAME+HASH+KEY (the
+    /// .vkey line), NAME=KEY (raw base64 or SPKI PEM), or an unnamed key,
+    /// which binds no issuer name. Never read as a file name: use
+    /// --issuer-key-file for a file.
     #[arg(long = "issuer-key", value_name = "KEY")]
     pub issuer_keys: Vec<String>,
-    /// A file holding a trusted issuer public key: SPKI PEM (a .pub file),
-    /// or one of the --issuer-key text forms.
+    /// A file holding a trusted issuer key, in any --issuer-key form (the
+    /// .vkey file `rcpt key generate` wrote carries the name).
     #[arg(long = "issuer-key-file", value_name = "FILE")]
     pub issuer_key_files: Vec<Source>,
-    /// A trusted log key as text: a signed-note verifier key NAME+HASH+KEY
-    /// (`rcpt key show FILE --name ORIGIN` prints it). Never read as a file
-    /// name: use --log-key-file for a file.
+    /// A trusted log key as text, named by the log's origin: a verifier key
+    /// NAME+HASH+KEY or ORIGIN=KEY. Never read as a file name: use
+    /// --log-key-file for a file.
     #[arg(long = "log-key", value_name = "VKEY")]
     pub log_keys: Vec<String>,
-    /// A file holding a trusted log key (one verifier key line).
+    /// A file holding a trusted log key, in any --log-key form (the .vkey
+    /// file `rcpt key generate` wrote).
     #[arg(long = "log-key-file", value_name = "FILE")]
     pub log_key_files: Vec<Source>,
     /// An older checkpoint of the bundles' log, which their checkpoints
@@ -185,42 +187,8 @@ fn read_input(source: &Source, limit: usize, what: &str) -> anyhow::Result<Vec<u
     super::read_input(source, limit, what).map_err(|e| UsageError(format!("{e:#}")).into())
 }
 
-/// A key given as text was not a key: say so, and point at the file flag
-/// when the text happens to name a file (it is never read as one).
-fn key_text_error(flag: &str, text: &str, e: keys::KeyError) -> anyhow::Error {
-    let hint = if Path::new(text).exists() {
-        format!("; \"{text}\" names a file, and {flag} never reads files: pass it with {flag}-file")
-    } else {
-        String::new()
-    };
-    UsageError(format!("{flag} \"{text}\": {e}{hint}")).into()
-}
-
-/// `--issuer-key KEY` (a verifier key carries its name; a raw key binds
-/// none) or `--issuer-key NAME=KEY`. The whole text is tried as a key
-/// first: a raw base64 key's only `=` is its trailing padding, so the two
-/// forms cannot be confused.
-fn named_issuer_key(text: &str) -> anyhow::Result<(Option<String>, keys::VerifyingKey)> {
-    let whole = match keys::parse_public_key(text) {
-        Ok(parsed) => return Ok((parsed.name, parsed.key)),
-        Err(e) => e,
-    };
-    let Some((name, key)) = text.split_once('=') else {
-        return Err(key_text_error("--issuer-key", text, whole));
-    };
-    if !keys::is_valid_key_name(name) {
-        return Err(UsageError(format!(
-            "--issuer-key \"{text}\": {name:?} is not a valid issuer name (non-empty, no \
-             spaces or '+')"
-        ))
-        .into());
-    }
-    let parsed =
-        keys::parse_public_key(key).map_err(|e| key_text_error("--issuer-key", text, e))?;
-    Ok((Some(name.to_string()), parsed.key))
-}
-
-/// Trust from --trust, the key flags and the key-file flags together.
+/// Trust from --trust, the key flags and the key-file flags together
+/// (every flag takes every key form: [`super::keyarg`]).
 fn load_trust(args: &VerifyArgs) -> anyhow::Result<Trust> {
     let mut trust = match &args.trust {
         Some(source) => {
@@ -229,41 +197,30 @@ fn load_trust(args: &VerifyArgs) -> anyhow::Result<Trust> {
         }
         None => Trust::default(),
     };
-    for text in &args.issuer_keys {
-        let (name, key) = named_issuer_key(text)?;
-        match name {
-            Some(name) => trust.add_issuer(&name, key),
-            None => trust.add_unnamed_issuer(key),
-        }
-    }
-    for source in &args.issuer_key_files {
-        let text = key_file_text(source, "--issuer-key-file")?;
-        let parsed = keys::parse_public_key(&text)
-            .map_err(|e| UsageError(format!("--issuer-key-file {source}: {e}")))?;
-        // A PEM file carries no name: it binds none (a verifier-key file does).
+    let issuers = args
+        .issuer_keys
+        .iter()
+        .map(|t| keyarg::from_text("--issuer-key", t));
+    let issuers = issuers.chain(
+        args.issuer_key_files
+            .iter()
+            .map(|f| keyarg::from_file("--issuer-key-file", f)),
+    );
+    for parsed in issuers {
+        // A key without a name binds none (spec/gate.md "Issuer binding").
+        let parsed = parsed?;
         match parsed.name {
             Some(name) => trust.add_issuer(&name, parsed.key),
             None => trust.add_unnamed_issuer(parsed.key),
         }
     }
     for text in &args.log_keys {
-        let verifier =
-            NoteVerifier::parse(text).map_err(|e| key_text_error("--log-key", text, e))?;
-        trust.add_log(verifier);
+        trust.add_log(keyarg::log_key("--log-key", Some(text), None)?);
     }
     for source in &args.log_key_files {
-        let text = key_file_text(source, "--log-key-file")?;
-        let verifier = NoteVerifier::parse(&text)
-            .map_err(|e| UsageError(format!("--log-key-file {source}: {e}")))?;
-        trust.add_log(verifier);
+        trust.add_log(keyarg::log_key("--log-key", None, Some(source))?);
     }
     Ok(trust)
-}
-
-/// A key file's text (capped; a bad invocation when it is not text).
-fn key_file_text(source: &Source, flag: &str) -> anyhow::Result<String> {
-    let bytes = read_input(source, MAX_KEY_FILE_BYTES, flag)?;
-    String::from_utf8(bytes).map_err(|_| UsageError(format!("{flag} {source}: not text")).into())
 }
 
 /// `--policy FILE`, read (capped) and parsed: any problem is a bad invocation.
