@@ -17,6 +17,7 @@ mod keyarg;
 mod log;
 mod receipt;
 mod trust;
+mod units;
 mod verify;
 mod witness;
 
