@@ -113,12 +113,21 @@ fn lines_match(expected: &[String], actual: &str) -> bool {
             .all(|(e, a)| line_matches(e, a))
 }
 
+/// The directory of the binary under test: cargo's, or
+/// `$RCPT_CASES_BIN_DIR` (a copy, for a target directory shared by
+/// builds of other trees).
+fn bin_dir() -> PathBuf {
+    match std::env::var_os("RCPT_CASES_BIN_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => rcpt_bin().parent().unwrap().to_path_buf(),
+    }
+}
+
 /// PATH with the binary under test first.
 fn path_env() -> String {
-    let bin = rcpt_bin();
     format!(
         "{}:{}",
-        bin.parent().unwrap().display(),
+        bin_dir().display(),
         std::env::var("PATH").unwrap_or_default()
     )
 }
@@ -237,7 +246,7 @@ fn every_cli_case_gives_its_exit_status_and_whole_message() {
 
 /// The `Examples:` lines at the end of `rcpt CMD --help`.
 fn help_examples(args: &[&str]) -> Vec<String> {
-    let out = Command::new(rcpt_bin())
+    let out = Command::new(bin_dir().join("rcpt"))
         .args(args)
         .arg("--help")
         .output()
