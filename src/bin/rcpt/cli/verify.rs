@@ -34,14 +34,16 @@ pub enum FormatArg {
 #[derive(Args)]
 #[command(after_help = "Examples:
   rcpt verify --trust trust.json bundles/*.json
+  rcpt verify --trust trust.json bundles/
   rcpt verify --issuer-key-file gate.vkey --log-key-file logkey.vkey bundle.json
   rcpt verify --issuer-key \"$(cat gate.vkey)\" --log-key \"$(cat logkey.vkey)\" bundle.json
   rcpt log prove log/ --index 3 | rcpt verify --trust trust.json -
   rcpt verify --corpus fixtures/frozen-receipts
   rcpt verify --trust trust.json --require-verdict admit --change-id \"$CHANGE\" --max-age 24h --fresh . bundle.json")]
 pub struct VerifyArgs {
-    /// Bundle files (JSON, one receipt each); '-' reads standard input: one
-    /// bundle, or JSON Lines of bundles (one per line).
+    /// Bundle files (JSON, one receipt each); a directory: its *.json and
+    /// *.jsonl files; a *.jsonl file: JSON Lines of bundles (one per line);
+    /// '-' reads standard input: one bundle, or JSON Lines of bundles.
     #[arg(
         value_name = "BUNDLE",
         required_unless_present = "corpus",
@@ -260,6 +262,38 @@ fn exit_status(outcome: Outcome) -> u8 {
     }
 }
 
+/// A directory among the bundles stands for its `*.json` files, in name
+/// order (not its subdirectories); one with none is a bad invocation.
+fn expand_dirs(bundles: &[Source]) -> anyhow::Result<Vec<Source>> {
+    let mut out = Vec::with_capacity(bundles.len());
+    for source in bundles {
+        let Source::Path(dir) = source else {
+            out.push(source.clone());
+            continue;
+        };
+        if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+            out.push(source.clone());
+            continue;
+        }
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| format!("reading the directory {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json" || x == "jsonl"))
+            .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
+            .collect();
+        if files.is_empty() {
+            return Err(UsageError(format!(
+                "{}: a directory with no *.json bundle files",
+                dir.display()
+            ))
+            .into());
+        }
+        files.sort();
+        out.extend(files.into_iter().map(Source::Path));
+    }
+    Ok(out)
+}
+
 /// Every bundle path must name an existing regular file: a missing one (an
 /// unmatched glob in CI) is a bad invocation, found before any output.
 /// The paths are looked at on every core; the first bad one in argument
@@ -300,7 +334,8 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
     let sources = sources.chain(&args.log_key_files).chain(&args.since);
     let sources = sources.chain(&args.policy);
     super::stdin_at_most_once(sources.chain(&args.consistency))?;
-    let paths = check_bundle_paths(&args.bundles)?;
+    let bundles = expand_dirs(&args.bundles)?;
+    let paths = check_bundle_paths(&bundles)?;
     let gate = gate_of(&args)?;
     let policy = load_policy(&args)?;
     let mut trust = load_trust(&args)?;
@@ -323,7 +358,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
     let mut renderer = Renderer::new(std::io::BufWriter::new(stdout), format);
     let mut summary = Summary::default();
     renderer.begin()?;
-    let mut inputs = Inputs::new(&args.bundles, paths);
+    let mut inputs = Inputs::new(&bundles, paths);
     loop {
         let chunk: Vec<Input> = inputs.by_ref().take(CHUNK).collect();
         if chunk.is_empty() {
@@ -379,6 +414,8 @@ struct Inputs<'a> {
     /// The checked paths of `args`' paths, in order.
     paths: std::vec::IntoIter<RegularPath>,
     stdin: Option<StdinBundles>,
+    /// The lines of a JSON Lines file (`*.jsonl`) being read, and its name.
+    lines: Option<(String, LineReader<BufReader<std::fs::File>>)>,
 }
 
 impl<'a> Inputs<'a> {
@@ -387,6 +424,7 @@ impl<'a> Inputs<'a> {
             args: args.iter(),
             paths: paths.into_iter(),
             stdin: None,
+            lines: None,
         }
     }
 }
@@ -401,8 +439,36 @@ impl Iterator for Inputs<'_> {
                     None => self.stdin = None,
                 }
             }
+            if let Some((name, lines)) = &mut self.lines {
+                match lines.next() {
+                    Some(line) => {
+                        return Some(Input {
+                            name: format!("{name}:{}", line.number),
+                            what: InputKind::Read(line.bytes),
+                        });
+                    }
+                    None => self.lines = None,
+                }
+            }
             match self.args.next()? {
                 Source::Stdin => self.stdin = Some(StdinBundles::new()),
+                Source::Path(path) if path.extension().is_some_and(|x| x == "jsonl") => {
+                    let checked = self.paths.next()?;
+                    let name = path.display().to_string();
+                    match rcpt::io::open_regular(checked.path()) {
+                        Ok((file, _)) => {
+                            let reader =
+                                LineReader::new(BufReader::new(file), &name, MAX_BUNDLE_BYTES);
+                            self.lines = Some((name, reader));
+                        }
+                        Err(e) => {
+                            return Some(Input {
+                                name,
+                                what: InputKind::Read(Err(e)),
+                            });
+                        }
+                    }
+                }
                 Source::Path(path) => {
                     let checked = self.paths.next()?;
                     return Some(Input {
