@@ -95,9 +95,15 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
+        // Help and --version go to stdout as clap writes them; a usage
+        // error carries the `rcpt: ` prefix of every other error.
+        Err(e) if !e.use_stderr() => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_OK });
+            return ExitCode::from(EXIT_OK);
+        }
+        Err(e) => {
+            let _ = write!(std::io::stderr(), "rcpt: {}", e.render());
+            return ExitCode::from(EXIT_USAGE);
         }
     };
     let result = match cli.command {
