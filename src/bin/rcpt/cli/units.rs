@@ -1,7 +1,8 @@
 //! units: how the command line spells durations (spec/cli.md "Units").
 //!
 //! A duration is a whole number with a unit, `ms`, `s`, `m`, `h` or `d`
-//! (`250ms`, `30s`, `5m`, `24h`, `7d`); a bare number is seconds.
+//! (`250ms`, `30s`, `5m`, `24h`, `7d`); a bare number is seconds. A count
+//! is printed with its noun in the singular for one ([`count`]).
 
 use std::time::Duration;
 
@@ -35,10 +36,26 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// `n` and its noun, singular for one: `1 entry`, `2 entries`.
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
+
+    #[test]
+    fn counts_are_singular_for_one_only() {
+        assert_eq!(count(1, "entry", "entries"), "1 entry");
+        assert_eq!(count(0, "entry", "entries"), "0 entries");
+        assert_eq!(count(2, "file", "files"), "2 files");
+    }
 
     #[test]
     fn durations_take_every_unit_and_bare_seconds() {
