@@ -53,10 +53,33 @@ pub enum KeyError {
     KeyidNotKey(String),
     /// A private key where a public key is expected.
     #[error(
-        "this is a private key; a verifier needs only the public key: give the .pub file, \
-         or the public key `rcpt key show` prints"
+        "this is a private key, where a public key belongs: give the .vkey file beside it \
+         (`rcpt key generate` writes PREFIX.key, PREFIX.pub and PREFIX.vkey), or the .pub file"
     )]
     PrivateNotPublic,
+    /// A key without a name where one is needed (a log key, known by its
+    /// origin; a trust file entry).
+    #[error(
+        "this key carries no name, and {what} needs one: give the .vkey file `rcpt key \
+         generate` wrote (NAME+HASH+KEY), or NAME=KEY (e.g. {example}=KEY)"
+    )]
+    Unnamed {
+        /// What needs the name ("a log key (its name is the log's origin)").
+        what: &'static str,
+        /// A name to show in the example.
+        example: &'static str,
+    },
+    /// `NAME=VKEY`: a verifier key already carries its name.
+    #[error(
+        "{outer:?}=... names a verifier key that already carries the name {inner:?}: give the \
+         verifier key alone"
+    )]
+    NamedTwice {
+        /// The name before `=`.
+        outer: String,
+        /// The name inside the verifier key.
+        inner: String,
+    },
     /// A raw public key of the wrong length.
     #[error("Ed25519 public key must be 32 bytes, found {0}")]
     PublicKeyLength(usize),
@@ -84,10 +107,9 @@ pub enum KeyError {
         /// Key name.
         name: String,
     },
-    /// A signature type other than Ed25519 (0x01).
-    #[error(
-        "verifier key for {name}: signature type 0x{found:02x} is not supported (only 0x01, Ed25519)"
-    )]
+    /// A signature type other than Ed25519 (0x01); for 0x04 (a witness's
+    /// cosignature key) the message says where such a key goes.
+    #[error("{}", unsupported_type(name, *found))]
     UnsupportedType {
         /// Key name.
         name: String,
@@ -108,6 +130,22 @@ pub enum KeyError {
     /// [`MAX_KEY_FILE_BYTES`], not text).
     #[error("cannot read the key file")]
     File(#[source] crate::io::InputError),
+}
+
+/// The message of [`KeyError::UnsupportedType`].
+fn unsupported_type(name: &str, found: u8) -> String {
+    if found == crate::constants::NOTE_COSIGNATURE_TYPE {
+        format!(
+            "verifier key for {name} is a witness key (cosignature/v1, type 0x04): it cosigns \
+             checkpoints, and belongs in a policy's `witness` line, not where a log or issuer \
+             key is asked for (give that key's .vkey, type 0x01)"
+        )
+    } else {
+        format!(
+            "verifier key for {name}: signature type 0x{found:02x} is not supported (only \
+             0x01, Ed25519)"
+        )
+    }
 }
 
 /// Base64 that accepts padding or none (used for the URL-safe alphabet and
@@ -198,7 +236,8 @@ pub struct PublicKeyText {
 ///
 /// 1. `-----BEGIN PUBLIC KEY-----` ...: SPKI PEM;
 /// 2. 64 hex digits: a keyid, refused ([`KeyError::KeyidNotKey`]);
-/// 3. standard or URL-safe base64 of exactly 32 bytes: the raw key;
+/// 3. standard or URL-safe base64 of exactly 32 bytes: the raw key; of
+///    other bytes, an SPKI DER (a PEM without its armour lines), else refused;
 /// 4. `NAME+<8 hex>+<base64(0x01 || key)>`: a C2SP verifier key, whose key
 ///    hash must match (the name is returned);
 /// 5. anything else: [`KeyError::NotAPublicKey`].
@@ -217,8 +256,19 @@ pub fn parse_public_key(text: &str) -> Result<PublicKeyText, KeyError> {
     if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(KeyError::KeyidNotKey(text.to_owned()));
     }
-    if let Some(raw) = decode_base64_any(text).filter(|raw| raw.len() == 32) {
-        return verifying_key_from_bytes(&raw).map(unnamed);
+    let decoded = decode_base64_any(text);
+    if let Some(raw) = decoded.as_ref().filter(|raw| raw.len() == 32) {
+        return verifying_key_from_bytes(raw).map(unnamed);
+    }
+    let hash_field = text.split('+').nth(1);
+    let looks_like_vkey = hash_field.is_some_and(|h| h.len() == 8);
+    if let (Some(raw), false) = (&decoded, looks_like_vkey) {
+        // The base64 body of an SPKI PEM (what `sed -n 2p key.pub` gives):
+        // the DER of the public key, read as such; other lengths are named.
+        return match VerifyingKey::from_public_key_der(raw) {
+            Ok(key) => verifying_key_from_bytes(key.as_bytes()).map(unnamed),
+            Err(_) => Err(KeyError::PublicKeyLength(raw.len())),
+        };
     }
     if text.splitn(3, '+').count() == 3 {
         let verifier = NoteVerifier::parse(text)?;
@@ -228,6 +278,49 @@ pub fn parse_public_key(text: &str) -> Result<PublicKeyText, KeyError> {
         });
     }
     Err(KeyError::NotAPublicKey)
+}
+
+/// Read a public key in every form a key flag takes (spec/keys.md): what
+/// [`parse_public_key`] reads, and `NAME=KEY` where KEY is a raw base64 key
+/// or SPKI PEM. The whole text is tried as a key first: a raw base64 key's
+/// only `=` is its padding, and a verifier key's name holds no `=` that
+/// could split it wrongly (its `+` makes the part before `=` no name).
+pub fn parse_key_arg(text: &str) -> Result<PublicKeyText, KeyError> {
+    let whole = match parse_public_key(text) {
+        Ok(parsed) => return Ok(parsed),
+        Err(e) => e,
+    };
+    let Some((name, key)) = text.trim().split_once('=') else {
+        return Err(whole);
+    };
+    if !is_valid_key_name(name) || name.starts_with('-') || key.trim().is_empty() {
+        return Err(whole);
+    }
+    let parsed = parse_public_key(key)?;
+    if let Some(inner) = parsed.name {
+        return Err(KeyError::NamedTwice {
+            outer: name.to_owned(),
+            inner,
+        });
+    }
+    Ok(PublicKeyText {
+        key: parsed.key,
+        name: Some(name.to_owned()),
+    })
+}
+
+impl PublicKeyText {
+    /// The signed-note verifier key of a named key; an unnamed one is
+    /// refused ([`KeyError::Unnamed`]), as a log key is known by its name.
+    pub fn note_verifier(&self) -> Result<NoteVerifier, KeyError> {
+        match &self.name {
+            Some(name) => NoteVerifier::new(name, self.key),
+            None => Err(KeyError::Unnamed {
+                what: "a log key (its name is the log's origin)",
+                example: "log.example/receipts",
+            }),
+        }
+    }
 }
 
 /// Standard base64 of the raw 32-byte key: the form of a trust file's
@@ -395,6 +488,61 @@ mod tests {
         assert!(matches!(
             verifying_key_from_bytes(&[1u8; 31]),
             Err(KeyError::PublicKeyLength(31))
+        ));
+    }
+
+    #[test]
+    fn key_args_take_every_form_and_never_split_a_key() {
+        let key = generate().unwrap().verifying_key();
+        let b64 = public_key_base64(&key);
+        let pem = verifying_key_to_pem(&key);
+        let vkey = NoteVerifier::new("gate.example/ci", key)
+            .unwrap()
+            .to_string();
+        let named = |name: &str| PublicKeyText {
+            key,
+            name: Some(name.to_owned()),
+        };
+        let unnamed = PublicKeyText { key, name: None };
+        assert_eq!(parse_key_arg(&b64).unwrap(), unnamed);
+        assert_eq!(parse_key_arg(&pem).unwrap(), unnamed);
+        assert_eq!(parse_key_arg(&vkey).unwrap(), named("gate.example/ci"));
+        assert_eq!(
+            parse_key_arg(&format!("a.b/c={b64}")).unwrap(),
+            named("a.b/c")
+        );
+        assert_eq!(
+            parse_key_arg(&format!("a.b/c={pem}")).unwrap(),
+            named("a.b/c")
+        );
+        assert!(matches!(
+            parse_key_arg(&format!("x={vkey}")),
+            Err(KeyError::NamedTwice { .. })
+        ));
+        let private = signing_key_to_pem(&generate().unwrap());
+        assert!(matches!(
+            parse_key_arg(&private),
+            Err(KeyError::PrivateNotPublic)
+        ));
+        assert!(matches!(
+            parse_key_arg(&format!("x={private}")),
+            Err(KeyError::PrivateNotPublic)
+        ));
+        assert!(matches!(
+            unnamed.note_verifier(),
+            Err(KeyError::Unnamed { .. })
+        ));
+        assert_eq!(
+            named("gate.example/ci")
+                .note_verifier()
+                .unwrap()
+                .to_string(),
+            vkey
+        );
+        // A broken raw key is reported as itself, not split at its padding.
+        assert!(matches!(
+            parse_key_arg("AAAA="),
+            Err(KeyError::NotAPublicKey)
         ));
     }
 

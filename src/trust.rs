@@ -5,9 +5,13 @@
 //! name equals the bundle's origin (spec/verify.md "Checkpoint rule"). The trust file:
 //!
 //! ```json
-//! {"issuers": [{"name": "gate-a", "public_key": "<base64 of the raw 32 bytes>"}],
+//! {"issuers": [{"name": "gate-a", "public_key": "<base64 of the raw 32 bytes>"},
+//!              {"verifier_key": "gate-b+5e6f7a8b+AQ..."}],
 //!  "logs": [{"verifier_key": "log.example+1a2b3c4d+AQ..."}]}
 //! ```
+//!
+//! An issuer entry is either a name and a public key or a verifier key
+//! (which carries its name); `rcpt trust new` writes the second form.
 
 use crate::keys::{self, KeyError, NoteVerifier, VerifyingKey};
 use crate::limits::{MAX_JSON_DEPTH, MAX_KEY_FILE_BYTES};
@@ -58,6 +62,15 @@ pub enum TrustError {
         #[source]
         source: KeyError,
     },
+    /// An issuer entry has neither or both of its two forms.
+    #[error(
+        "issuer {index}: give either {{\"verifier_key\": \"NAME+HASH+KEY\"}} or \
+         {{\"name\": ..., \"public_key\": ...}}"
+    )]
+    IssuerForm {
+        /// Position in `issuers`.
+        index: usize,
+    },
     /// A log's `verifier_key` is not a valid signed-note verifier key.
     #[error("log {index} (\"{text}\"): {source}")]
     LogKey {
@@ -88,8 +101,43 @@ struct TrustFile {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct IssuerEntry {
-    name: String,
-    public_key: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    public_key: Option<String>,
+    #[serde(default)]
+    verifier_key: Option<String>,
+}
+
+impl IssuerEntry {
+    /// The entry's name and key, by whichever form it has.
+    fn into_issuer(self, index: usize) -> Result<Issuer, TrustError> {
+        let (name, key) = match (self.name, self.public_key, self.verifier_key) {
+            (Some(name), Some(public_key), None) => {
+                let key = keys::parse_public_key(&public_key)
+                    .map(|parsed| parsed.key)
+                    .map_err(|source| TrustError::IssuerKey {
+                        index,
+                        name: name.clone(),
+                        source,
+                    })?;
+                (name, key)
+            }
+            (None, None, Some(text)) => {
+                let v = NoteVerifier::parse(&text).map_err(|source| TrustError::IssuerKey {
+                    index,
+                    name: text.clone(),
+                    source,
+                })?;
+                (v.name, v.key)
+            }
+            _ => return Err(TrustError::IssuerForm { index }),
+        };
+        Ok(Issuer {
+            name: Some(name),
+            key,
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -108,17 +156,7 @@ impl Trust {
             .map_err(|e| TrustError::Json(e.to_string()))?;
         let mut trust = Trust::default();
         for (index, entry) in file.issuers.into_iter().enumerate() {
-            let key = keys::parse_public_key(&entry.public_key)
-                .map(|parsed| parsed.key)
-                .map_err(|source| TrustError::IssuerKey {
-                    index,
-                    name: entry.name.clone(),
-                    source,
-                })?;
-            trust.issuers.push(Issuer {
-                name: Some(entry.name),
-                key,
-            });
+            trust.issuers.push(entry.into_issuer(index)?);
         }
         for (index, entry) in file.logs.into_iter().enumerate() {
             let verifier = NoteVerifier::parse(entry.verifier_key.trim()).map_err(|source| {
@@ -170,6 +208,32 @@ impl Trust {
         if !self.issuers.contains(&issuer) {
             self.issuers.push(issuer);
         }
+    }
+
+    /// The trust-file JSON of these keys: issuers as verifier keys (an
+    /// unnamed issuer key cannot be written: it has no entry form), then
+    /// the logs. `require` is not written.
+    pub fn to_json(&self) -> Result<String, KeyError> {
+        let mut issuers = Vec::with_capacity(self.issuers.len());
+        for issuer in &self.issuers {
+            let Some(name) = &issuer.name else {
+                return Err(KeyError::Unnamed {
+                    what: "a trust file's issuer entry",
+                    example: "gate.example/ci",
+                });
+            };
+            let vkey = NoteVerifier::new(name, issuer.key)?;
+            issuers.push(serde_json::json!({"verifier_key": vkey.to_string()}));
+        }
+        let logs: Vec<serde_json::Value> = self
+            .logs
+            .iter()
+            .map(|v| serde_json::json!({"verifier_key": v.to_string()}))
+            .collect();
+        let doc = serde_json::json!({"issuers": issuers, "logs": logs});
+        let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        text.push('\n');
+        Ok(text)
     }
 
     /// Add a log key, skipping exact duplicates.

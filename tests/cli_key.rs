@@ -121,7 +121,8 @@ fn show_prints_the_same_ids_for_key_and_pub() {
         .success()
         .stdout(format!(
             "keyid: {keyid}\npublic key: {b64}\n\
-             trust issuer entry: {{\"name\":\"k\",\"public_key\":\"{b64}\"}}\n"
+             name: none (a PEM or raw key carries no name: add --name NAME for the verifier \
+             key and the trust-file entries)\n"
         ));
 }
 

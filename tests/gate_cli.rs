@@ -426,7 +426,8 @@ fn json_carries_the_payload_summary_and_junit_names_the_requirement() {
     assert_eq!(
         r["payload"],
         json!({"issuer": ISSUER, "issued_at": T, "substrate": "git", "change_id": d("change"),
-               "policy_id": d("policy v1"), "verdict": "deny", "applied": false})
+               "policy_id": d("policy v1"), "verdict": "deny", "applied": false,
+               "reasons": ["no"]})
     );
     let out = rcpt()
         .arg("verify")

@@ -107,7 +107,7 @@ pub enum LogError {
         expected: String,
     },
     /// A checkpoint is malformed, badly signed, or for another log.
-    #[error("checkpoint {name}")]
+    #[error("{}", checkpoint_label(name))]
     Checkpoint {
         /// `checkpoint` or `.rcpt/checkpoints/<size>`.
         name: String,
@@ -253,6 +253,24 @@ pub enum SettingsError {
     },
 }
 
+/// " (it is signed by A, B)", or nothing for a note with no signatures.
+fn signed_by(signers: &[String]) -> String {
+    if signers.is_empty() {
+        return String::new();
+    }
+    format!(" (it is signed by {})", signers.join(", "))
+}
+
+/// How a checkpoint is named in a message: the published one as "the
+/// checkpoint", a kept one by its path.
+fn checkpoint_label(name: &str) -> String {
+    if name == "checkpoint" {
+        "the checkpoint".to_string()
+    } else {
+        format!("checkpoint {name}")
+    }
+}
+
 /// Why a checkpoint was refused.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -267,10 +285,12 @@ pub enum CheckpointError {
         name: String,
     },
     /// No signature by the log key.
-    #[error("is not signed by the log key {key}")]
+    #[error("is not signed by the log key {key}{}", signed_by(signers))]
     Unsigned {
         /// The log's verifier key.
         key: String,
+        /// The names on the note's signature lines (what did sign it).
+        signers: Vec<String>,
     },
     /// Another log's checkpoint.
     #[error("has origin {found:?}, not the log's {expected:?}")]

@@ -102,8 +102,12 @@ pub(crate) fn verify_checkpoint(
             return Err(bad(CheckpointError::BadSignature { name }));
         }
         note::NoteCheck::NotEvaluated => {
+            let mut signers: Vec<String> =
+                parsed.signatures.iter().map(|s| s.name.clone()).collect();
+            signers.dedup();
             return Err(bad(CheckpointError::Unsigned {
                 key: verifier.to_string(),
+                signers,
             }));
         }
     }

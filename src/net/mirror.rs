@@ -76,8 +76,17 @@ pub enum MirrorError {
         url: String,
     },
     /// The log's checkpoint does not verify under the log key.
-    #[error("the log's checkpoint: {0}")]
-    Checkpoint(String),
+    #[error(
+        "{url} does not verify under the log key given (is it the right log, and that log's \
+         .vkey?)"
+    )]
+    Checkpoint {
+        /// The checkpoint URL.
+        url: String,
+        /// What is wrong with the checkpoint.
+        #[source]
+        source: Box<crate::log::LogError>,
+    },
     /// The mirror directory holds something else.
     #[error("the mirror at {dir}: {detail}")]
     Local {
@@ -222,8 +231,11 @@ pub async fn mirror_into(
         .get("checkpoint", MAX_NOTE_BYTES)
         .await?
         .ok_or_else(|| MirrorError::NoCheckpoint { url: url.clone() })?;
-    let new = crate::log::verify_checkpoint(&text, key, None)
-        .map_err(|e| MirrorError::Checkpoint(format!("{url}: {e}")))?;
+    let new =
+        crate::log::verify_checkpoint(&text, key, None).map_err(|e| MirrorError::Checkpoint {
+            url: url.clone(),
+            source: Box::new(e),
+        })?;
     // The store's calls block (an object store's client runs its own
     // runtime): each runs on a blocking thread, never on this one.
     let old = {

@@ -259,11 +259,7 @@ pub fn evaluate(receipt: &Receipt, req: &Requirements, now: i64) -> Vec<Requirem
     let mut out = Vec::new();
     let mut push = |reason, met| out.push(RequirementCheck { reason, met });
     if let Some(arms) = &req.verdict {
-        let arm = VerdictArm::of(&receipt.verdict);
-        push(
-            Reason::PolicyVerdict,
-            one_of(arms, &arm, "verdict", arm.as_str()),
-        );
+        push(Reason::PolicyVerdict, verdict_met(arms, receipt));
     }
     if let Some(names) = &req.issuer {
         let issuer = &receipt.issuer;
@@ -302,6 +298,30 @@ pub fn evaluate(receipt: &Receipt, req: &Requirements, now: i64) -> Vec<Requirem
         push(Reason::PolicyAge, age(receipt.issued_at, max_age, now));
     }
     out
+}
+
+/// The verdict requirement: when not met, the detail holds what a CI log
+/// needs to act on: the verdict with its reasons (or ticket), the arms
+/// required, and the change the receipt is about.
+fn verdict_met(arms: &[VerdictArm], receipt: &Receipt) -> Met {
+    let arm = VerdictArm::of(&receipt.verdict);
+    if arms.contains(&arm) {
+        return Met::Yes;
+    }
+    let why = match &receipt.verdict {
+        crate::receipt::Verdict::Deny { reasons } if !reasons.is_empty() => {
+            format!(" (reasons: {})", reasons.join(", "))
+        }
+        crate::receipt::Verdict::Escalate { ticket } => format!(" (ticket: {ticket})"),
+        _ => String::new(),
+    };
+    let wanted: Vec<&str> = arms.iter().map(|a| a.as_str()).collect();
+    Met::No(format!(
+        "verdict is \"{}\"{why}, required {} (change_id {})",
+        arm.as_str(),
+        wanted.join(" or "),
+        receipt.change_id
+    ))
 }
 
 fn one_of<T: PartialEq>(allowed: &[T], actual: &T, field: &str, shown: &str) -> Met {

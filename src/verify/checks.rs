@@ -557,11 +557,32 @@ impl Verifier {
                 reason: Reason::SignatureUntrusted,
                 detail: format!(
                     "no signature is by a trusted issuer key (keyids: {}): add the issuer's \
-                     public key with --issuer-key or to the trust file",
-                    keyid_list(env)
+                     public key with --issuer-key or to the trust file{}",
+                    keyid_list(env),
+                    self.log_key_as_issuer_hint(env)
                 ),
             }),
         }
+    }
+
+    /// When an envelope's keyid is that of a trusted log key, say so: the
+    /// issuer and log keys were likely given the other way round.
+    fn log_key_as_issuer_hint(&self, env: &Envelope) -> String {
+        for sig in env.signatures.iter().filter(|s| !s.keyid.is_empty()) {
+            if let Some(log) = self
+                .trust
+                .logs
+                .iter()
+                .find(|l| crate::keys::keyid(&l.key) == sig.keyid)
+            {
+                return format!(
+                    "; keyid {} is the key of {:?}, trusted as a log key, not as an issuer key: \
+                     are the issuer and log keys swapped?",
+                    sig.keyid, log.name
+                );
+            }
+        }
+        String::new()
     }
 
     /// The names the key with this keyid is trusted under.
@@ -587,8 +608,8 @@ impl Verifier {
         names.sort_unstable();
         names.dedup();
         let signer = if names.is_empty() {
-            "a trusted key given without a name, which binds no issuer name (give it as \
-             --issuer-key NAME=KEY or with a name in the trust file)"
+            "a trusted key given without a name, which binds no issuer name (give the \
+             issuer's .vkey file, --issuer-key NAME=KEY, or a trust file entry with its name)"
                 .to_string()
         } else {
             format!("the trusted key of \"{}\"", names.join("\", \""))
@@ -699,7 +720,8 @@ impl Verifier {
                 reason: Reason::LogUntrusted,
                 detail: format!(
                     "no trusted log key for origin \"{origin}\": add its verifier key with \
-                     --log-key or to the trust file"
+                     --log-key or to the trust file{}",
+                    self.issuer_key_as_log_hint(origin)
                 ),
             })
         } else {
@@ -715,6 +737,32 @@ impl Verifier {
             witnesses,
             body,
         }
+    }
+
+    /// When no log key is named `origin`, what was trusted instead: an
+    /// issuer key of that name (the keys swapped), or the log keys' names.
+    fn issuer_key_as_log_hint(&self, origin: &str) -> String {
+        if self
+            .trust
+            .issuers
+            .iter()
+            .any(|i| i.name.as_deref() == Some(origin))
+        {
+            return format!(
+                "; a key named \"{origin}\" is trusted as an issuer key, not as a log key: are \
+                 the issuer and log keys swapped?"
+            );
+        }
+        let mut names: Vec<&str> = self.trust.logs.iter().map(|l| l.name.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        if names.is_empty() {
+            return String::new();
+        }
+        format!(
+            " (the log keys trusted are named \"{}\")",
+            names.join("\", \"")
+        )
     }
 
     /// `--since`: the old checkpoint is of this bundle's log, is trusted, and

@@ -136,6 +136,8 @@ pub struct PayloadSummary {
     pub verdict: &'static str,
     /// `applied`.
     pub applied: bool,
+    /// A `deny` verdict's reasons (empty for `admit` and `escalate`).
+    pub reasons: Vec<String>,
 }
 
 impl PayloadSummary {
@@ -149,6 +151,10 @@ impl PayloadSummary {
             policy_id: receipt.policy_id.to_string(),
             verdict: crate::receipt::require::VerdictArm::of(&receipt.verdict).as_str(),
             applied: receipt.applied,
+            reasons: match &receipt.verdict {
+                crate::receipt::Verdict::Deny { reasons } => reasons.clone(),
+                _ => Vec::new(),
+            },
         }
     }
 }

@@ -238,7 +238,14 @@ fn json_result(out: &mut Vec<u8>, file: &str, report: &Report) -> io::Result<()>
             json_str(out, &p.issuer)?;
             out.extend_from_slice(b",\"policy_id\":");
             json_str(out, &p.policy_id)?;
-            out.extend_from_slice(b",\"substrate\":");
+            out.extend_from_slice(b",\"reasons\":[");
+            for (i, r) in p.reasons.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                json_str(out, r)?;
+            }
+            out.extend_from_slice(b"],\"substrate\":");
             json_str(out, p.substrate)?;
             out.extend_from_slice(b",\"verdict\":");
             json_str(out, p.verdict)?;
@@ -328,8 +335,19 @@ fn junit_case(out: &mut Vec<u8>, file: &str, report: &Report) -> io::Result<()> 
         .collect();
     if let Some(p) = &report.summary {
         body.push(format!(
-            "payload: issuer {} issued_at {} substrate {} verdict {} applied {} change_id {} policy_id {}",
-            p.issuer, p.issued_at, p.substrate, p.verdict, p.applied, p.change_id, p.policy_id
+            "payload: issuer {} issued_at {} substrate {} verdict {}{} applied {} change_id {} policy_id {}",
+            p.issuer,
+            p.issued_at,
+            p.substrate,
+            p.verdict,
+            if p.reasons.is_empty() {
+                String::new()
+            } else {
+                format!(" (reasons: {})", p.reasons.join(", "))
+            },
+            p.applied,
+            p.change_id,
+            p.policy_id
         ));
     }
     writeln!(
@@ -363,7 +381,7 @@ mod tests {
         let payload = report.summary.as_ref().map(|p| {
             json!({"issuer": p.issuer, "issued_at": p.issued_at, "substrate": p.substrate,
                    "change_id": p.change_id, "policy_id": p.policy_id, "verdict": p.verdict,
-                   "applied": p.applied})
+                   "applied": p.applied, "reasons": p.reasons})
         });
         let v = json!({
             "file": file,
@@ -385,6 +403,7 @@ mod tests {
             policy_id: "sha256:\\x".into(),
             verdict: "deny",
             applied,
+            reasons: vec!["a \"b\"".into(), "c".into()],
         };
         vec![
             Report {

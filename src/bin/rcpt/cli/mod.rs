@@ -14,8 +14,11 @@ use std::process::ExitCode;
 
 mod gate;
 mod key;
+mod keyarg;
 mod log;
 mod receipt;
+mod trust;
+mod units;
 mod verify;
 mod witness;
 
@@ -64,6 +67,9 @@ enum Command {
     Log(log::LogCommand),
     /// Verify receipt bundles offline.
     Verify(Box<verify::VerifyArgs>),
+    /// Write trust files (the keys a verifier trusts).
+    #[command(subcommand)]
+    Trust(trust::TrustCommand),
     /// Print a shell completion script.
     #[command(
         after_help = "Example:\n  rcpt completions bash > ~/.local/share/bash-completion/completions/rcpt"
@@ -93,9 +99,15 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
+        // Help and --version go to stdout as clap writes them; a usage
+        // error carries the `rcpt: ` prefix of every other error.
+        Err(e) if !e.use_stderr() => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_OK });
+            return ExitCode::from(EXIT_OK);
+        }
+        Err(e) => {
+            let _ = write!(std::io::stderr(), "rcpt: {}", e.render());
+            return ExitCode::from(EXIT_USAGE);
         }
     };
     let result = match cli.command {
@@ -103,6 +115,7 @@ pub fn main() -> ExitCode {
         Command::Receipt(cmd) => receipt::run(cmd),
         Command::Log(cmd) => log::run(cmd),
         Command::Verify(args) => verify::run(*args),
+        Command::Trust(cmd) => trust::run(cmd),
         Command::Completions { shell } => completions(shell),
         Command::Man { command } => man(&command),
         Command::Witness(cmd) => witness::run(cmd),

@@ -154,10 +154,30 @@ fn issue(key_source: &Source, out: Option<&Target>, payload: &Source) -> anyhow:
         .with_context(|| format!("cannot read signing key {key_source}"))?;
     let json = read_input(payload, MAX_PAYLOAD_JSON_BYTES, "payload")?;
     let valid = payload_from_json(&json).map_err(|e| refusal(&e))?;
+    if let Source::Path(path) = key_source {
+        warn_if_key_is_for_another(path, &key, &valid.receipt.issuer);
+    }
     let envelope = Envelope::sign(RECEIPT_PAYLOAD_TYPE, valid.bytes, &key);
     let text = format!("{}\n", envelope.to_json());
     super::write_target(out.unwrap_or(&Target::Stdout), text.as_bytes())?;
     Ok(super::EXIT_OK)
+}
+
+/// Warn (and go on) when the `.vkey` beside the key names another issuer
+/// than the payload's: a log's key used to sign a receipt, say. Without a
+/// `.vkey` of that key nothing is said: no name is guessed.
+fn warn_if_key_is_for_another(path: &std::path::Path, key: &keys::SigningKey, issuer: &str) {
+    let Some(name) = super::keyarg::vkey_name_beside(path, &key.verifying_key()) else {
+        return;
+    };
+    if name != issuer {
+        eprintln!(
+            "rcpt: warning: {} is the key of {name:?} (its .vkey says so), but the payload's \
+             issuer is {issuer:?}: a verifier will refuse it (signature.issuer_mismatch) unless \
+             it trusts this key under {issuer:?}; sign with the issuer's own key",
+            path.display()
+        );
+    }
 }
 
 /// The refusal: reason code and what failed; for invariants, one line per

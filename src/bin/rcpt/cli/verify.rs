@@ -3,12 +3,11 @@
 //! Reads only the files named on the command line (and standard input for
 //! `-`); opens no socket.
 
-use super::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError};
+use super::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError, keyarg};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use rayon::prelude::*;
 use rcpt::io::{InputError, LineReader, RegularPath, Source};
-use rcpt::keys::{self, NoteVerifier};
 use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_POLICY_BYTES, MAX_PROOF_FILE_BYTES};
 use rcpt::receipt::require::{self, Requirements, VerdictArm};
 use rcpt::tlog::policy::Policy;
@@ -35,13 +34,16 @@ pub enum FormatArg {
 #[derive(Args)]
 #[command(after_help = "Examples:
   rcpt verify --trust trust.json bundles/*.json
-  rcpt verify --issuer-key-file gate.pub --log-key \"$(cat log.vkey)\" bundle.json
+  rcpt verify --trust trust.json bundles/
+  rcpt verify --issuer-key-file gate.vkey --log-key-file logkey.vkey bundle.json
+  rcpt verify --issuer-key \"$(cat gate.vkey)\" --log-key \"$(cat logkey.vkey)\" bundle.json
   rcpt log prove log/ --index 3 | rcpt verify --trust trust.json -
   rcpt verify --corpus fixtures/frozen-receipts
-  rcpt verify --trust trust.json --require-verdict admit --change-id \"$CHANGE\" --max-age 24h --fresh . receipt.json")]
+  rcpt verify --trust trust.json --require-verdict admit --change-id \"$CHANGE\" --max-age 24h --fresh . bundle.json")]
 pub struct VerifyArgs {
-    /// Bundle files (JSON, one receipt each); '-' reads standard input: one
-    /// bundle, or JSON Lines of bundles (one per line).
+    /// Bundle files (JSON, one receipt each); a directory: its *.json and
+    /// *.jsonl files; a *.jsonl file: JSON Lines of bundles (one per line);
+    /// '-' reads standard input: one bundle, or JSON Lines of bundles.
     #[arg(
         value_name = "BUNDLE",
         required_unless_present = "corpus",
@@ -51,21 +53,23 @@ pub struct VerifyArgs {
     /// Trust file: {"issuers": [{"name", "public_key"}], "logs": [{"verifier_key"}]}.
     #[arg(long, value_name = "FILE")]
     pub trust: Option<Source>,
-    /// A trusted issuer public key as text: base64 of the raw 32 bytes, or a
-    /// verifier key NAME+HASH+KEY (`rcpt key show` prints both). Never read
-    /// as a file name: use --issuer-key-file for a file.
+    /// A trusted issuer key as text: a verifier key NAME+HASH+KEY (the
+    /// .vkey line), NAME=KEY (raw base64 or SPKI PEM), or an unnamed key,
+    /// which binds no issuer name. Never read as a file name: use
+    /// --issuer-key-file for a file.
     #[arg(long = "issuer-key", value_name = "KEY")]
     pub issuer_keys: Vec<String>,
-    /// A file holding a trusted issuer public key: SPKI PEM (a .pub file),
-    /// or one of the --issuer-key text forms.
+    /// A file holding a trusted issuer key, in any --issuer-key form (the
+    /// .vkey file `rcpt key generate` wrote carries the name).
     #[arg(long = "issuer-key-file", value_name = "FILE")]
     pub issuer_key_files: Vec<Source>,
-    /// A trusted log key as text: a signed-note verifier key NAME+HASH+KEY
-    /// (`rcpt key show FILE --name ORIGIN` prints it). Never read as a file
-    /// name: use --log-key-file for a file.
+    /// A trusted log key as text, named by the log's origin: a verifier key
+    /// NAME+HASH+KEY or ORIGIN=KEY. Never read as a file name: use
+    /// --log-key-file for a file.
     #[arg(long = "log-key", value_name = "VKEY")]
     pub log_keys: Vec<String>,
-    /// A file holding a trusted log key (one verifier key line).
+    /// A file holding a trusted log key, in any --log-key form (the .vkey
+    /// file `rcpt key generate` wrote).
     #[arg(long = "log-key-file", value_name = "FILE")]
     pub log_key_files: Vec<Source>,
     /// An older checkpoint of the bundles' log, which their checkpoints
@@ -190,42 +194,8 @@ fn read_input(source: &Source, limit: usize, what: &str) -> anyhow::Result<Vec<u
     super::read_input(source, limit, what).map_err(|e| UsageError(format!("{e:#}")).into())
 }
 
-/// A key given as text was not a key: say so, and point at the file flag
-/// when the text happens to name a file (it is never read as one).
-fn key_text_error(flag: &str, text: &str, e: keys::KeyError) -> anyhow::Error {
-    let hint = if Path::new(text).exists() {
-        format!("; \"{text}\" names a file, and {flag} never reads files: pass it with {flag}-file")
-    } else {
-        String::new()
-    };
-    UsageError(format!("{flag} \"{text}\": {e}{hint}")).into()
-}
-
-/// `--issuer-key KEY` (a verifier key carries its name; a raw key binds
-/// none) or `--issuer-key NAME=KEY`. The whole text is tried as a key
-/// first: a raw base64 key's only `=` is its trailing padding, so the two
-/// forms cannot be confused.
-fn named_issuer_key(text: &str) -> anyhow::Result<(Option<String>, keys::VerifyingKey)> {
-    let whole = match keys::parse_public_key(text) {
-        Ok(parsed) => return Ok((parsed.name, parsed.key)),
-        Err(e) => e,
-    };
-    let Some((name, key)) = text.split_once('=') else {
-        return Err(key_text_error("--issuer-key", text, whole));
-    };
-    if !keys::is_valid_key_name(name) {
-        return Err(UsageError(format!(
-            "--issuer-key \"{text}\": {name:?} is not a valid issuer name (non-empty, no \
-             spaces or '+')"
-        ))
-        .into());
-    }
-    let parsed =
-        keys::parse_public_key(key).map_err(|e| key_text_error("--issuer-key", text, e))?;
-    Ok((Some(name.to_string()), parsed.key))
-}
-
-/// Trust from --trust, the key flags and the key-file flags together.
+/// Trust from --trust, the key flags and the key-file flags together
+/// (every flag takes every key form: [`super::keyarg`]).
 fn load_trust(args: &VerifyArgs) -> anyhow::Result<Trust> {
     let mut trust = match &args.trust {
         Some(source) => {
@@ -234,41 +204,30 @@ fn load_trust(args: &VerifyArgs) -> anyhow::Result<Trust> {
         }
         None => Trust::default(),
     };
-    for text in &args.issuer_keys {
-        let (name, key) = named_issuer_key(text)?;
-        match name {
-            Some(name) => trust.add_issuer(&name, key),
-            None => trust.add_unnamed_issuer(key),
-        }
-    }
-    for source in &args.issuer_key_files {
-        let text = key_file_text(source, "--issuer-key-file")?;
-        let parsed = keys::parse_public_key(&text)
-            .map_err(|e| UsageError(format!("--issuer-key-file {source}: {e}")))?;
-        // A PEM file carries no name: it binds none (a verifier-key file does).
+    let issuers = args
+        .issuer_keys
+        .iter()
+        .map(|t| keyarg::from_text("--issuer-key", t));
+    let issuers = issuers.chain(
+        args.issuer_key_files
+            .iter()
+            .map(|f| keyarg::from_file("--issuer-key-file", f)),
+    );
+    for parsed in issuers {
+        // A key without a name binds none (spec/gate.md "Issuer binding").
+        let parsed = parsed?;
         match parsed.name {
             Some(name) => trust.add_issuer(&name, parsed.key),
             None => trust.add_unnamed_issuer(parsed.key),
         }
     }
     for text in &args.log_keys {
-        let verifier =
-            NoteVerifier::parse(text).map_err(|e| key_text_error("--log-key", text, e))?;
-        trust.add_log(verifier);
+        trust.add_log(keyarg::log_key("--log-key", Some(text), None)?);
     }
     for source in &args.log_key_files {
-        let text = key_file_text(source, "--log-key-file")?;
-        let verifier = NoteVerifier::parse(&text)
-            .map_err(|e| UsageError(format!("--log-key-file {source}: {e}")))?;
-        trust.add_log(verifier);
+        trust.add_log(keyarg::log_key("--log-key", None, Some(source))?);
     }
     Ok(trust)
-}
-
-/// A key file's text (capped; a bad invocation when it is not text).
-fn key_file_text(source: &Source, flag: &str) -> anyhow::Result<String> {
-    let bytes = read_input(source, MAX_KEY_FILE_BYTES, flag)?;
-    String::from_utf8(bytes).map_err(|_| UsageError(format!("{flag} {source}: not text")).into())
 }
 
 /// `--policy FILE`, read (capped) and parsed: any problem is a bad invocation.
@@ -306,6 +265,38 @@ fn exit_status(outcome: Outcome) -> u8 {
         Outcome::Failed => EXIT_FAILED,
         Outcome::NotEvaluated => EXIT_NOT_EVALUATED,
     }
+}
+
+/// A directory among the bundles stands for its `*.json` files, in name
+/// order (not its subdirectories); one with none is a bad invocation.
+fn expand_dirs(bundles: &[Source]) -> anyhow::Result<Vec<Source>> {
+    let mut out = Vec::with_capacity(bundles.len());
+    for source in bundles {
+        let Source::Path(dir) = source else {
+            out.push(source.clone());
+            continue;
+        };
+        if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+            out.push(source.clone());
+            continue;
+        }
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| format!("reading the directory {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json" || x == "jsonl"))
+            .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
+            .collect();
+        if files.is_empty() {
+            return Err(UsageError(format!(
+                "{}: a directory with no *.json bundle files",
+                dir.display()
+            ))
+            .into());
+        }
+        files.sort();
+        out.extend(files.into_iter().map(Source::Path));
+    }
+    Ok(out)
 }
 
 /// Every bundle path must name an existing regular file: a missing one (an
@@ -348,7 +339,8 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
     let sources = sources.chain(&args.log_key_files).chain(&args.since);
     let sources = sources.chain(&args.policy);
     super::stdin_at_most_once(sources.chain(&args.consistency))?;
-    let paths = check_bundle_paths(&args.bundles)?;
+    let bundles = expand_dirs(&args.bundles)?;
+    let paths = check_bundle_paths(&bundles)?;
     let gate = gate_of(&args)?;
     let policy = load_policy(&args)?;
     let mut trust = load_trust(&args)?;
@@ -382,7 +374,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
     let mut renderer = Renderer::new(std::io::BufWriter::new(stdout), format);
     let mut summary = Summary::default();
     renderer.begin()?;
-    let mut inputs = Inputs::new(&args.bundles, paths);
+    let mut inputs = Inputs::new(&bundles, paths);
     loop {
         let chunk: Vec<Input> = inputs.by_ref().take(CHUNK).collect();
         if chunk.is_empty() {
@@ -438,6 +430,8 @@ struct Inputs<'a> {
     /// The checked paths of `args`' paths, in order.
     paths: std::vec::IntoIter<RegularPath>,
     stdin: Option<StdinBundles>,
+    /// The lines of a JSON Lines file (`*.jsonl`) being read, and its name.
+    lines: Option<(String, LineReader<BufReader<std::fs::File>>)>,
 }
 
 impl<'a> Inputs<'a> {
@@ -446,6 +440,7 @@ impl<'a> Inputs<'a> {
             args: args.iter(),
             paths: paths.into_iter(),
             stdin: None,
+            lines: None,
         }
     }
 }
@@ -460,8 +455,36 @@ impl Iterator for Inputs<'_> {
                     None => self.stdin = None,
                 }
             }
+            if let Some((name, lines)) = &mut self.lines {
+                match lines.next() {
+                    Some(line) => {
+                        return Some(Input {
+                            name: format!("{name}:{}", line.number),
+                            what: InputKind::Read(line.bytes),
+                        });
+                    }
+                    None => self.lines = None,
+                }
+            }
             match self.args.next()? {
                 Source::Stdin => self.stdin = Some(StdinBundles::new()),
+                Source::Path(path) if path.extension().is_some_and(|x| x == "jsonl") => {
+                    let checked = self.paths.next()?;
+                    let name = path.display().to_string();
+                    match rcpt::io::open_regular(checked.path()) {
+                        Ok((file, _)) => {
+                            let reader =
+                                LineReader::new(BufReader::new(file), &name, MAX_BUNDLE_BYTES);
+                            self.lines = Some((name, reader));
+                        }
+                        Err(e) => {
+                            return Some(Input {
+                                name,
+                                what: InputKind::Read(Err(e)),
+                            });
+                        }
+                    }
+                }
                 Source::Path(path) => {
                     let checked = self.paths.next()?;
                     return Some(Input {

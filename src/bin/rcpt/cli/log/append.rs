@@ -58,6 +58,29 @@ pub(super) fn read_file(path: &str) -> Result<Vec<u8>, Refusal> {
     })
 }
 
+/// A bundle (what `rcpt log prove` writes) where an envelope belongs: its
+/// envelope, said once on stderr; any other input as it is. Only input
+/// that names the bundle media type is parsed as a bundle.
+pub(super) fn envelope_of_bundle(name: &str, bytes: Vec<u8>) -> Vec<u8> {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let marker = rcpt::constants::BUNDLE_MEDIA_TYPE.as_bytes();
+    if !bytes.windows(marker.len()).any(|w| w == marker) {
+        return bytes;
+    }
+    let Ok(bundle) = rcpt::bundle::Bundle::from_json(&bytes) else {
+        return bytes;
+    };
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "rcpt: note: {name} is a bundle (what `rcpt log prove` writes), not an envelope: \
+             the envelope it holds is used (for every bundle given)"
+        );
+    }
+    let mut json = bundle.envelope.to_json().into_bytes();
+    json.push(b'\n');
+    json
+}
+
 /// Every file argument must name a regular file (a missing one is a bad
 /// invocation, found before anything is appended); `-` at most once.
 pub(super) fn check_append_files(files: &[String]) -> anyhow::Result<()> {
@@ -141,6 +164,7 @@ impl Inputs<'_> {
                 continue;
             }
             *last_len = line.len();
+            let line = envelope_of_bundle(&name, line);
             return Some(Input {
                 name,
                 bytes: Ok(line),
@@ -173,7 +197,7 @@ impl Iterator for Inputs<'_> {
             }
             return Some(Input {
                 name: file.clone(),
-                bytes: read_file(file),
+                bytes: read_file(file).map(|b| envelope_of_bundle(file, b)),
             });
         }
     }

@@ -34,6 +34,15 @@ pub(super) fn init(
     trust: Option<&Path>,
 ) -> anyhow::Result<u8> {
     let key = read_key(key_path)?;
+    let beside = crate::cli::keyarg::vkey_name_beside(key_path, &key.verifying_key());
+    if let Some(name) = beside.filter(|n| n != origin) {
+        eprintln!(
+            "rcpt: warning: {} is the key of {name:?} (its .vkey says so), not of a log named \
+             {origin:?}: readers given that .vkey will not trust this log's checkpoints; use \
+             the log's own key (rcpt key generate --name {origin} --out logkey)",
+            key_path.display()
+        );
+    }
     let accepted = trust.map(read_accepted).transpose()?;
     let log = if dir.to_str().is_some_and(|d| d.starts_with("s3://")) {
         // The key file's path is recorded as given, made absolute: it is

@@ -40,12 +40,13 @@ pub(super) fn check(log: &Log) -> anyhow::Result<u8> {
     });
     progress.finish();
     let report = result?;
+    use crate::cli::units::count;
     writeln!(
         std::io::stdout().lock(),
-        "ok: {} entries, {} hash tiles, {} checkpoints verified, root {}",
-        report.size,
-        report.tiles,
-        report.checkpoints,
+        "ok: {}, {}, {} verified, root {}",
+        count(report.size, "entry", "entries"),
+        count(report.tiles, "hash tile", "hash tiles"),
+        count(report.checkpoints, "checkpoint", "checkpoints"),
         STANDARD.encode(report.root)
     )?;
     if report.kept_tiles > 0 {

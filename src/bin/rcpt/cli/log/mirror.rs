@@ -63,12 +63,18 @@ pub fn mirror(args: MirrorArgs) -> anyhow::Result<u8> {
     };
     use base64::Engine;
     let root = base64::engine::general_purpose::STANDARD.encode(report.root);
+    use crate::cli::units::count;
     if report.new_size == report.old_size {
-        println!("up to date: {} entries, root {root}", report.new_size);
+        println!(
+            "up to date: {}, root {root}",
+            count(report.new_size, "entry", "entries")
+        );
     } else {
         println!(
-            "mirrored {} entries (was {}), fetched {} files, root {root}",
-            report.new_size, report.old_size, report.fetched
+            "mirrored {} (was {}), fetched {}, root {root}",
+            count(report.new_size, "entry", "entries"),
+            report.old_size,
+            count(report.fetched as u64, "file", "files")
         );
     }
     Ok(EXIT_OK)

@@ -22,7 +22,6 @@ use crate::cli::{EXIT_OK, UsageError};
 use anyhow::Context;
 use clap::Subcommand;
 use rcpt::io::Target;
-use rcpt::keys::NoteVerifier;
 use rcpt::limits::MAX_APPEND_BATCH_ENTRIES;
 use rcpt::log::Log;
 use rcpt::storage::Store;
@@ -180,9 +179,9 @@ pub enum LogCommand {
 /// for a copy of its public files.
 #[derive(clap::Args)]
 pub struct LogKeyArg {
-    /// The log's verifier key (NAME+HASH+KEY), to read a copy of a log's
-    /// public files that has no .rcpt/settings.json; checked against the
-    /// settings when they exist. Always a key string, never a file name.
+    /// The log's key (NAME+HASH+KEY, or ORIGIN=KEY), to read a copy of a
+    /// log's public files that has no .rcpt/settings.json; checked against
+    /// the settings when they exist. Always key text, never a file name.
     #[arg(long = "log-key", value_name = "VKEY")]
     log_key: Option<String>,
     #[command(flatten)]
@@ -258,9 +257,7 @@ impl LogKeyArg {
     /// Open the log at `dir` with this key, if any.
     fn open(&self, dir: &Path) -> anyhow::Result<Log> {
         let key = match &self.log_key {
-            Some(text) => Some(NoteVerifier::parse(text.trim()).map_err(|e| {
-                UsageError(format!("--log-key {text:?} is not a verifier key: {e}"))
-            })?),
+            Some(text) => Some(crate::cli::keyarg::log_key("--log-key", Some(text), None)?),
             None => None,
         };
         Ok(Log::open_store(self.at.store(dir)?, key.as_ref())?)

@@ -15,6 +15,7 @@ use super::*;
 pub(super) fn index_of_receipt(log: &Log, path: &Path) -> anyhow::Result<u64> {
     let bytes =
         rcpt::io::read_path(path, MAX_ENVELOPE_BYTES).context("reading the --receipt envelope")?;
+    let bytes = super::append::envelope_of_bundle(&path.display().to_string(), bytes);
     let env = Envelope::from_json(&bytes).with_context(|| format!("reading {}", path.display()))?;
     let leaf = rcpt::tlog::merkle::leaf_hash(&env.to_entry());
     log.find(&leaf)?.ok_or_else(|| {

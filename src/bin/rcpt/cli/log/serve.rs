@@ -138,34 +138,16 @@ pub(super) fn read_small(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
         .with_context(|| format!("reading {what} {}", path.display()))
 }
 
-/// The log key from `--log-key VKEY` (always key text, never a file name:
+/// The log key from `--log-key KEY` (always key text, never a file name:
 /// a file planted under the key's name cannot replace it) or
-/// `--log-key-file FILE` (spec/keys.md).
+/// `--log-key-file FILE`, in any form that carries the log's name
+/// (spec/keys.md "Giving a key").
 pub(super) fn parse_log_key(
     text: Option<&str>,
     file: Option<&Path>,
 ) -> anyhow::Result<NoteVerifier> {
-    let (text, what) = match (text, file) {
-        (Some(t), None) => (t.trim().to_string(), format!("--log-key \"{t}\"")),
-        (None, Some(f)) => (
-            String::from_utf8_lossy(&read_small(f, "--log-key-file")?)
-                .trim()
-                .to_string(),
-            format!("--log-key-file {}", f.display()),
-        ),
-        _ => {
-            return Err(UsageError(
-                "give the log's key: --log-key VKEY or --log-key-file FILE".into(),
-            )
-            .into());
-        }
-    };
-    let hint = if Path::new(&text).exists() && file.is_none() {
-        "; it names a file, and --log-key never reads files: use --log-key-file"
-    } else {
-        ""
-    };
-    Ok(NoteVerifier::parse(&text).map_err(|e| UsageError(format!("{what}: {e}{hint}")))?)
+    let file = file.map(|f| rcpt::io::Source::Path(f.to_path_buf()));
+    crate::cli::keyarg::log_key("--log-key", text, file.as_ref())
 }
 
 pub(super) fn signing_key(

@@ -1,23 +1,33 @@
 //! `rcpt log submit`: send envelopes to a log service, check each answer, write bundles.
 
 use super::serve::*;
-use crate::cli::{EXIT_FAILED, EXIT_OK, UsageError};
+use crate::cli::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError};
 use anyhow::Context;
+use rcpt::net::submit::{SubmitError, SubmitOptions};
+use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32};
 
 #[derive(clap::Args)]
-#[command(after_help = "Example:
-  rcpt log submit http://127.0.0.1:8080 receipts/*.json --log-key-file log.vkey --bundle-dir bundles/")]
+#[command(
+    after_help = "Results are printed in the order of the inputs. When the log cannot be \
+reached (every attempt of one submission a refused connection or a timeout), the run stops: \
+what was not sent is reported as such, and the exit status is 3 (nothing refused) or 1.
+
+Examples:
+  rcpt log submit http://127.0.0.1:8080 receipts/*.json --log-key-file logkey.vkey --bundle-dir bundles/
+  rcpt log submit http://127.0.0.1:8080 receipt.json --log-key-file logkey.vkey --timeout 30s --retries 2"
+)]
 pub struct SubmitArgs {
     /// The log's URL (http://HOST[:PORT][/PREFIX]).
     url: String,
     /// Envelope files (.json), or '-' for JSON Lines on stdin.
     #[arg(required = true)]
     files: Vec<String>,
-    /// The log's verifier key as text (NAME+HASH+KEY; never read as a file
-    /// name): every bundle must verify under it.
+    /// The log's key as text (NAME+HASH+KEY, or ORIGIN=KEY; never read as a
+    /// file name): every bundle must verify under it.
     #[arg(
         long,
         value_name = "VKEY",
@@ -25,7 +35,7 @@ pub struct SubmitArgs {
         conflicts_with = "log_key_file"
     )]
     log_key: Option<String>,
-    /// A file holding the log's verifier key.
+    /// A file holding the log's key (its .vkey).
     #[arg(long, value_name = "FILE")]
     log_key_file: Option<PathBuf>,
     /// Write each receipt's bundle here as <receipt hex>.bundle.json.
@@ -37,9 +47,32 @@ pub struct SubmitArgs {
     /// One JSON object per line on stdout.
     #[arg(long)]
     json: bool,
+    /// A deadline for the whole run (250ms, 30s, 5m, 1h; a bare number is
+    /// seconds): what is not logged by then is reported not sent.
+    #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_duration)]
+    timeout: Option<std::time::Duration>,
+    /// Most retries of one submission (after a 503, a 5xx, a refused
+    /// connection or a timeout).
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(rcpt::net::submit::MAX_ATTEMPTS - 1)))]
+    retries: u32,
+    /// Most retries of the whole run, all submissions together.
+    #[arg(long = "retry-budget", value_name = "N", default_value_t = 64)]
+    retry_budget: u32,
 }
 
-type Submitted = Result<rcpt::net::submit::Logged, String>;
+type Submitted = Result<rcpt::net::submit::Logged, SubmitError>;
+
+/// How a run ended, counted.
+#[derive(Default)]
+struct Tally {
+    failed: u64,
+    not_sent: Vec<String>,
+    /// The log was found unreachable (else: the deadline passed).
+    unreachable: bool,
+    /// The first unreachable or late submission was told in full.
+    told: bool,
+}
 
 pub fn submit(args: SubmitArgs) -> anyhow::Result<u8> {
     let key = parse_log_key(args.log_key.as_deref(), args.log_key_file.as_deref())?;
@@ -51,55 +84,112 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<u8> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let mut failed = 0u64;
+    let opts = SubmitOptions {
+        max_attempts: args.retries + 1,
+        deadline: args.timeout.map(|t| tokio::time::Instant::now() + t),
+        retry_budget: Arc::new(AtomicU32::new(args.retry_budget)),
+        stop: Arc::new(AtomicBool::new(false)),
+    };
+    let mut tally = Tally::default();
     let mut out = std::io::stdout().lock();
-    let mut pending: std::collections::VecDeque<(String, tokio::task::JoinHandle<Submitted>)> =
-        std::collections::VecDeque::new();
+    let mut pending: VecDeque<(String, tokio::task::JoinHandle<Submitted>)> = VecDeque::new();
     let key = Arc::new(key);
     for (name, bytes) in super::inputs(&args.files) {
         while pending.len() >= args.concurrency as usize {
             if let Some((n, h)) = pending.pop_front() {
-                failed += u64::from(!report(&mut out, &args, &n, runtime.block_on(h))?);
+                report(&mut out, &args, &n, runtime.block_on(h), &mut tally)?;
             }
         }
         let bytes = match bytes {
             Ok(b) => b,
             Err((reason, detail)) => {
-                failed += 1;
+                tally.failed += 1;
                 refused(&mut out, args.json, &name, reason, &detail)?;
                 continue;
             }
         };
-        let (client, key) = (client.clone(), Arc::clone(&key));
+        let (client, key, opts) = (client.clone(), Arc::clone(&key), opts.clone());
         let task = runtime.spawn(async move {
-            rcpt::net::submit::submit(&client, bytes.into(), &key)
-                .await
-                .map_err(|e| e.to_string())
+            rcpt::net::submit::submit_with(&client, bytes.into(), &key, &opts).await
         });
         pending.push_back((name, task));
     }
     for (n, h) in pending {
-        failed += u64::from(!report(&mut out, &args, &n, runtime.block_on(h))?);
+        report(&mut out, &args, &n, runtime.block_on(h), &mut tally)?;
     }
-    Ok(if failed > 0 { EXIT_FAILED } else { EXIT_OK })
+    summarise_not_sent(&args, &tally);
+    Ok(if tally.failed > 0 {
+        EXIT_FAILED
+    } else if !tally.not_sent.is_empty() {
+        EXIT_NOT_EVALUATED
+    } else {
+        EXIT_OK
+    })
 }
 
-/// Print one result; false when it failed.
-pub(super) fn report(
+/// One line for everything not logged for want of the log: how many,
+/// the first and the last, and why.
+fn summarise_not_sent(args: &SubmitArgs, tally: &Tally) {
+    let (Some(first), Some(last)) = (tally.not_sent.first(), tally.not_sent.last()) else {
+        return;
+    };
+    let n = tally.not_sent.len();
+    let which = match n {
+        1 => first.clone(),
+        2 => format!("{first} and {last}"),
+        _ => format!("{first} ... {last}"),
+    };
+    let why = if tally.unreachable {
+        format!("the log at {} could not be reached", args.url)
+    } else {
+        "the --timeout deadline passed".to_string()
+    };
+    eprintln!(
+        "rcpt: {n} {} not logged ({which}): {why}; submit {} again once the log answers",
+        if n == 1 { "input" } else { "inputs" },
+        if n == 1 { "it" } else { "them" },
+    );
+}
+
+/// Print one result and count it.
+fn report(
     out: &mut impl Write,
     args: &SubmitArgs,
     name: &str,
     joined: Result<Submitted, tokio::task::JoinError>,
-) -> anyhow::Result<bool> {
+    tally: &mut Tally,
+) -> anyhow::Result<()> {
     let logged = match joined {
         Ok(Ok(l)) => l,
-        Ok(Err(detail)) => {
-            refused(out, args.json, name, "submit_failed", &detail)?;
-            return Ok(false);
+        Ok(Err(e)) if e.not_evaluated() => {
+            let code = match &e {
+                SubmitError::Unreachable { .. } => "unreachable",
+                SubmitError::Deadline { .. } => "deadline",
+                _ => "not_sent",
+            };
+            // The first unreachable or late one is told in full; the rest
+            // are counted in the summary (and listed with --json).
+            if !tally.told && code != "not_sent" {
+                eprintln!("rcpt: {name}: {e}");
+                tally.told = true;
+            }
+            if code == "unreachable" {
+                tally.unreachable = true;
+            }
+            if args.json {
+                let v = serde_json::json!({"file": name, "error": code, "detail": e.to_string()});
+                writeln!(out, "{v}")?;
+            }
+            tally.not_sent.push(name.to_string());
+            return Ok(());
+        }
+        Ok(Err(e)) => {
+            tally.failed += 1;
+            return refused(out, args.json, name, "submit_failed", &e.to_string());
         }
         Err(e) => {
-            refused(out, args.json, name, "submit_failed", &e.to_string())?;
-            return Ok(false);
+            tally.failed += 1;
+            return refused(out, args.json, name, "submit_failed", &e.to_string());
         }
     };
     let b = &logged.bundle;
@@ -119,7 +209,7 @@ pub(super) fn report(
         writeln!(out, "{} {}", b.log.index, b.receipt_id)?;
     }
     out.flush()?;
-    Ok(true)
+    Ok(())
 }
 
 pub(super) fn refused(
