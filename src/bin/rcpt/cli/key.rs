@@ -189,6 +189,13 @@ fn show(
         (Some(n), _) => Some(n.to_string()),
         (None, c) => c.map(str::to_string),
     };
+    if witness && name.is_none() {
+        return Err(UsageError(format!(
+            "--witness prints the witness verifier key, which carries a name: {file} names none, \
+             so add --name NAME (the witness's name in the logs' policies)"
+        ))
+        .into());
+    }
     let forms = Forms::new(public, name, witness)?;
     let mut stdout = std::io::stdout().lock();
     match format {
