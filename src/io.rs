@@ -721,6 +721,24 @@ pub fn create_temp_in(dir: &Path, mode: u32) -> io::Result<(File, PathBuf)> {
     Err(io::Error::from(io::ErrorKind::AlreadyExists))
 }
 
+/// A new private directory `PREFIX-<random>` in `parent` (mode 0700),
+/// made by `mkdir`, which never follows or reuses anything planted at the
+/// name: a predictable scratch directory in a shared `/tmp` could be a
+/// link to somewhere else. The caller removes it when done.
+pub fn create_temp_dir(parent: &Path, prefix: &str) -> io::Result<PathBuf> {
+    for _ in 0..TEMP_NAME_ATTEMPTS {
+        let dir = parent.join(format!("{prefix}-{}", random_suffix()));
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        match builder.create(&dir) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            other => return other.map(|()| dir),
+        }
+    }
+    Err(io::Error::from(io::ErrorKind::AlreadyExists))
+}
+
 /// Open (creating it if absent) a lock file, never through a symbolic link
 /// (`O_NOFOLLOW`) and never truncated: only its lock is used, no byte of it
 /// is read or written.

@@ -39,7 +39,6 @@ use bytes::Bytes;
 use hyper::Method;
 use rcpt::net::client::Client;
 use rcpt::storage::s3::{BlockingClient, LeaseConfig, Location, S3Store};
-use rcpt::tlog::note::{Checkpoint, Note, NoteCheck};
 use serve_support::{ORIGIN, entry_of, envelope, log_key, log_verifier, write_trust};
 
 /// Concurrent submitters.
@@ -55,7 +54,7 @@ const RETRY_FOR: Duration = Duration::from_secs(90);
 /// (SIGSTOP) gives up on it and tries the others.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
 
-use support::s3::S3Log as Ctx;
+use support::s3::{S3Log as Ctx, Seen};
 
 /// Starts `serve` (`--wait` for the standby); its URL is sent once it
 /// listens (a standby listens only once it holds the lease).
@@ -97,28 +96,6 @@ fn serve(
         }
     });
     (child, rx)
-}
-
-/// A checkpoint as observed: where, when (order of observation), the text.
-#[derive(Clone, Debug)]
-struct Seen {
-    source: String,
-    text: String,
-}
-
-/// Verifies `text` under the log key; its size and root.
-fn verified(text: &str) -> (u64, [u8; 32]) {
-    let note = Note::parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e}: {text:?}"));
-    assert!(
-        matches!(
-            rcpt::tlog::note::check(&note, &[log_verifier()]),
-            NoteCheck::Verified { .. }
-        ),
-        "a checkpoint that does not verify under the log key: {text:?}"
-    );
-    let cp = Checkpoint::parse(&note.text).unwrap();
-    assert_eq!(cp.origin, ORIGIN);
-    (cp.size, cp.root_hash)
 }
 
 /// Submits `envelope(n)` to whichever known server answers 200 first;
@@ -368,48 +345,21 @@ fn failover(fault: Fault) {
     }
     assert!(log.size() >= acks.len() as u64);
 
-    // No fork: one root per size, no source goes back, and the sizes
-    // observed form one chain of consistent trees ending at the final one.
+    // No fork: one root per size, no source goes back, one chain of trees.
     let seen = std::mem::take(&mut *seen.lock().unwrap());
-    let mut roots: BTreeMap<u64, [u8; 32]> = BTreeMap::new();
-    let mut last_size: HashMap<String, u64> = HashMap::new();
-    let mut from_standby = 0;
-    for s in &seen {
-        let (size, root) = verified(&s.text);
-        let first = *roots.entry(size).or_insert(root);
-        assert_eq!(first, root, "size {size} observed with two roots: a fork");
-        let last = last_size.entry(s.source.clone()).or_insert(0);
-        assert!(
-            *last <= size,
-            "{} went back from {last} to {size}",
-            s.source
-        );
-        *last = size;
-        if s.source == standby_url {
-            from_standby += 1;
-        }
-    }
     assert!(
         seen.iter().any(|s| s.source == primary_url),
         "no checkpoint observed from the primary"
     );
-    assert!(from_standby > 0, "no checkpoint observed from the standby");
-    roots.entry(log.size()).or_insert(log.root());
-    assert_eq!(roots[&log.size()], log.root());
-    let chain: Vec<(u64, [u8; 32])> = roots.into_iter().collect();
-    for pair in chain.windows(2) {
-        let ((m, root_m), (n, root_n)) = (pair[0], pair[1]);
-        if m == 0 {
-            continue; // the empty tree: every tree extends it
-        }
-        let proof = log.consistency_proof(m, n).unwrap();
-        rcpt::tlog::merkle::verify_consistency(m, n, &proof, &root_m, &root_n)
-            .unwrap_or_else(|e| panic!("the checkpoint of size {n} does not extend {m}: {e}"));
-    }
+    assert!(
+        seen.iter().any(|s| s.source == standby_url),
+        "no checkpoint observed from the standby"
+    );
+    let sizes = s3_support::assert_no_fork(&seen, &log, ORIGIN, &log_verifier());
     eprintln!(
         "{} checkpoint observations, {} distinct sizes, {} acknowledged, final size {}",
         seen.len(),
-        chain.len(),
+        sizes,
         acks.len(),
         log.size()
     );

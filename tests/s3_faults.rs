@@ -239,3 +239,66 @@ fn https_endpoints_are_refused_with_a_reason() {
         Ok(e) => panic!("accepted {e:?}"),
     }
 }
+
+fn list_page(truncated: bool, keys: &[&str], token: Option<&str>) -> Vec<u8> {
+    let contents: String = keys
+        .iter()
+        .map(|k| format!("<Contents><Key>{k}</Key></Contents>"))
+        .collect();
+    let token = token
+        .map(|t| format!("<NextContinuationToken>{t}</NextContinuationToken>"))
+        .unwrap_or_default();
+    response(
+        "200 OK",
+        "Content-Type: application/xml\r\n",
+        &format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult><IsTruncated>{truncated}</IsTruncated>{contents}{token}</ListBucketResult>"
+        ),
+    )
+}
+
+/// A server that answers every listing page "truncated, no keys, here is
+/// another token" would keep a listing going forever (found in issue 20):
+/// the first such page is refused, after one request.
+#[test]
+fn a_truncated_listing_page_with_no_keys_is_refused_not_followed() {
+    let server = canned(vec![list_page(true, &[], Some("again"))]);
+    match client(server.port).list("log/tile/", 1_000_000) {
+        Err(S3Error::BadListing { detail, .. }) => {
+            assert!(detail.contains("truncated page with no keys"), "{detail}")
+        }
+        other => panic!("expected a refused listing, got {other:?}"),
+    }
+    assert_eq!(server.count.load(Ordering::SeqCst), 1);
+}
+
+/// Keys then an empty truncated page: refused at that page, not looped on.
+#[test]
+fn an_empty_truncated_page_after_keys_is_refused_too() {
+    let server = canned(vec![
+        list_page(true, &["log/a", "log/b"], Some("t1")),
+        list_page(true, &[], Some("t2")),
+    ]);
+    assert!(matches!(
+        client(server.port).list("log/", 1_000_000),
+        Err(S3Error::BadListing { .. })
+    ));
+    assert_eq!(server.count.load(Ordering::SeqCst), 2);
+}
+
+/// A listing that goes on past the caller's key limit is refused at the
+/// page that crosses it: the count the server offers drives no work.
+#[test]
+fn a_listing_past_the_key_limit_stops_at_the_limit() {
+    let keys: Vec<String> = (0..10).map(|i| format!("log/k{i:02}")).collect();
+    let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let server = canned(vec![list_page(true, &refs, Some("more"))]);
+    match client(server.port).list("log/", 25) {
+        Err(S3Error::BadListing { detail, .. }) => {
+            assert!(detail.contains("more than 25"), "{detail}")
+        }
+        other => panic!("expected a refused listing, got {other:?}"),
+    }
+    // Pages of 10: the third crosses 25.
+    assert_eq!(server.count.load(Ordering::SeqCst), 3);
+}

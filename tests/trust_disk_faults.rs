@@ -39,14 +39,16 @@ impl Tmpfs {
                 _parent: parent,
             }),
             Ok(o) => {
-                println!(
-                    "skipped: mount -t tmpfs is not permitted here ({})",
+                support::skip(&format!(
+                    "mount -t tmpfs is not permitted here ({}): the disk-full and read-only tests need root",
                     String::from_utf8_lossy(&o.stderr).trim()
-                );
+                ));
                 None
             }
             Err(e) => {
-                println!("skipped: no mount command ({e})");
+                support::skip(&format!(
+                    "no mount command ({e}): the disk-full tests need it"
+                ));
                 None
             }
         }
@@ -199,6 +201,73 @@ fn log_mirror_into_a_full_disk_fails_cleanly_and_completes_later() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(check(&mirror), 300);
+    served.stop();
+}
+
+/// `log mirror` into object storage stages what it fetches in a local
+/// temporary directory: with that disk full it fails with the reason and
+/// publishes no checkpoint on the store; with space the next run completes.
+#[cfg(feature = "s3")]
+#[test]
+fn log_mirror_into_s3_with_a_full_staging_disk_fails_cleanly_and_completes_later() {
+    let Some((settings, bucket)) = support::s3::server() else {
+        return;
+    };
+    let Some(fs) = Tmpfs::mount("4m") else { return };
+    let location = support::s3::fresh_location(&bucket, "stagefull");
+    let dest = format!("s3://{}/{}", location.bucket, location.prefix);
+    let endpoint = settings.endpoint.url();
+    let s3 = rcpt::storage::s3::BlockingClient::new(settings, &location).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = init_log(tmp.path(), "log");
+    assert!(
+        append(&dir, &envelopes(tmp.path(), 0..300))
+            .status
+            .success()
+    );
+    let served = Served::start(&dir, &write_trust(tmp.path()), &[]);
+    let run = |args: &[&str]| {
+        Command::new(bin())
+            .arg("log")
+            .args(args)
+            .args(["--endpoint", &endpoint])
+            .env("TMPDIR", &fs.dir)
+            .output()
+            .unwrap()
+    };
+    let vkey = log_verifier().to_string();
+    let filler = fill(&fs.dir);
+    let out = run(&["mirror", &served.url(), &dest, "--log-key", &vkey]);
+    let err = String::from_utf8_lossy(&out.stderr).to_lowercase();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no space"), "{err}");
+    assert!(
+        s3.get(&location.key("checkpoint"), 1 << 16)
+            .unwrap()
+            .is_none(),
+        "a checkpoint was published from a failed staging"
+    );
+    std::fs::remove_file(&filler).unwrap();
+    // Nothing of the failed run is left in the staging disk.
+    let left: Vec<_> = std::fs::read_dir(&fs.dir).unwrap().collect();
+    assert!(left.is_empty(), "left in the staging directory: {left:?}");
+    let out = run(&["mirror", &served.url(), &dest, "--log-key", &vkey]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run(&["check", &dest]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("ok: 300 "),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     served.stop();
 }
 

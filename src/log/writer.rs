@@ -296,10 +296,21 @@ impl LogWriter {
                     State::Stopped("another writer published")
                 }
                 LogError::Stopped { reason } => State::Stopped(reason),
+                LogError::Store(StoreError::LockLost { .. }) => State::Stopped("the lock was lost"),
                 _ => State::NeedsRepair,
             };
         }
         published.map(|()| batch.results)
+    }
+
+    /// Why this writer stopped for good (another writer published, its
+    /// lock was lost): every later append fails. `None` while it can go on
+    /// (after an ordinary failure it repairs at its next append).
+    pub fn stopped(&self) -> Option<&'static str> {
+        match self.state {
+            State::Stopped(reason) => Some(reason),
+            State::Ready | State::NeedsRepair => None,
+        }
     }
 
     /// Steps 3 to 8 for the new leaves of `batch`.
@@ -332,7 +343,12 @@ impl LogWriter {
             State::Ready => Ok(()),
             State::Stopped(reason) => Err(LogError::Stopped { reason }),
             State::NeedsRepair => {
-                self.lock.check()?;
+                if let Err(e) = self.lock.check() {
+                    if matches!(e, StoreError::LockLost { .. }) {
+                        self.state = State::Stopped("the lock was lost");
+                    }
+                    return Err(e.into());
+                }
                 let store = Arc::clone(self.log.store());
                 let now = store.read_checkpoint(crate::limits::MAX_NOTE_BYTES)?;
                 if now.map(|v| v.version).as_ref() != Some(&self.log.version) {

@@ -5,6 +5,7 @@
 //! "Transport"); put the service behind a TLS-terminating proxy and reach
 //! it on the inside, or mirror from a plain-HTTP copy.
 
+use crate::io::error_chain;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::header::{self, HeaderMap, HeaderValue};
@@ -212,16 +213,4 @@ impl Client {
             }),
         }
     }
-}
-
-/// An error and its sources, joined (hyper's top-level message alone is vague).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }

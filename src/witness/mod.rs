@@ -166,16 +166,7 @@ impl Refusal {
 }
 
 /// An error and its sources, joined by ": " (one line for people).
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        cur = s.source();
-    }
-    out
-}
+pub use crate::io::error_chain;
 
 /// The tlog-witness v1 `add-checkpoint` checks, in the order the spec
 /// gives them, over the witness's `logs` (all of them; those named after

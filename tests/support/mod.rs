@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 pub mod canonical;
+pub mod faultproxy;
 pub mod gate;
 pub mod monitor;
 pub mod s3;

@@ -86,3 +86,283 @@ impl S3Log {
         cmd
     }
 }
+
+/// What a run of SIGKILLed appends did ([`killed_appends`]).
+pub struct Trials {
+    /// Appends started and killed.
+    pub trials: u64,
+    /// Of those, killed before their last batch.
+    pub mid_stream: u64,
+    /// Entries acknowledged (a line printed before the kill), all found again.
+    pub acknowledged: usize,
+}
+
+/// Envelopes offered to each killed append.
+const PER_TRIAL: u64 = 600;
+
+fn trial_envelope(n: u64) -> String {
+    let payload = super::deny_payload(n, "test", "cd");
+    super::signed_envelope(&payload, &rcpt::keys::SigningKey::from_bytes(&[3u8; 32]))
+}
+
+/// `rcpt log SUB LOG --endpoint E --lease-ttl TTL ARGS…`
+fn crash_cmd(
+    log: &str,
+    endpoint: &str,
+    ttl: u64,
+    sub: &str,
+    args: &[&str],
+) -> std::process::Command {
+    let mut c = std::process::Command::new(super::bin());
+    c.args(["log", sub, log, "--endpoint", endpoint])
+        .args(["--lease-ttl", &ttl.to_string()])
+        .args(args);
+    c
+}
+
+/// Appends `first..first + PER_TRIAL` in batches of 10 through `endpoint`
+/// and kills the process after `delay`; the (envelope number, index) of
+/// every line it printed. An append that fails on its own (a store that
+/// stayed down past the retries) simply acknowledges less.
+fn killed_append(
+    log: &str,
+    endpoint: &str,
+    ttl: u64,
+    key: &std::path::Path,
+    first: u64,
+    delay: std::time::Duration,
+) -> Vec<(u64, u64)> {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    use std::sync::{Arc, Mutex};
+    let mut child = crash_cmd(
+        log,
+        endpoint,
+        ttl,
+        "append",
+        &["--wait", "--json", "--batch", "10", "--key"],
+    )
+    .arg(key)
+    .arg("-")
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(match std::env::var_os("RCPT_TRIAL_STDERR") {
+        Some(p) => Stdio::from(
+            std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(p)
+                .unwrap(),
+        ),
+        None => Stdio::null(),
+    })
+    .spawn()
+    .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let lines: String = (first..first + PER_TRIAL)
+        .map(|n| trial_envelope(n) + "\n")
+        .collect();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(lines.as_bytes());
+    });
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let stdout = child.stdout.take().unwrap();
+    let acked2 = acked.clone();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            // "file": "-:N" is the 1-based line of stdin.
+            let n: u64 = v["file"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("-:")
+                .parse()
+                .unwrap();
+            acked2
+                .lock()
+                .unwrap()
+                .push((first + n - 1, v["index"].as_u64().unwrap()));
+        }
+    });
+    std::thread::sleep(delay);
+    let _ = child.kill(); // SIGKILL
+    let _ = child.wait();
+    let _ = writer.join();
+    reader.join().unwrap();
+    Arc::try_unwrap(acked).unwrap().into_inner().unwrap()
+}
+
+/// Crash trials on S3: `count` appends (`--wait`, batches of 10) SIGKILLed
+/// mid-stream at spread instants, each with new envelopes, talking to the
+/// store through `through` (a fault proxy's URL) or directly. Then,
+/// directly: every acknowledged entry is at its index (appending it again
+/// says `new: false` there) and `rcpt log check` passes. `None` when there
+/// is no S3 server (skipped visibly). `ttl`: the lease TTL in seconds (a
+/// faulty store needs a longer one: a holder that cannot renew in time
+/// stops, as it must).
+pub fn killed_appends(count: u64, through: Option<&str>, ttl: u64) -> Option<Trials> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let (settings, bucket) = server()?;
+    let location = fresh_location(&bucket, "crash");
+    let tmp = tempfile::tempdir().unwrap();
+    let key = tmp.path().join("log.key");
+    std::fs::write(
+        &key,
+        rcpt::keys::signing_key_to_pem(&rcpt::keys::SigningKey::from_bytes(&[5u8; 32])),
+    )
+    .unwrap();
+    let log = format!("s3://{}/{}", location.bucket, location.prefix);
+    let direct = settings.endpoint.url();
+    let endpoint = through.unwrap_or(&direct).to_string();
+    let init = crash_cmd(
+        &log,
+        &direct,
+        ttl,
+        "init",
+        &["--origin", "example.com/s3-crash", "--key"],
+    )
+    .arg(&key)
+    .output()
+    .unwrap();
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+
+    let mut acked: Vec<(u64, u64)> = Vec::new();
+    let mut mid_stream = 0;
+    for trial in 0..count {
+        // Kill times spread over 0.3 s to 3.3 s (a deterministic walk)
+        // past the wait for the killed one's lease (TTL + a tenth; at a
+        // TTL of 1 s the walk itself covers it; 2 s more for a writer opening
+        // through faults): some before the lease is
+        // taken, most mid-stream.
+        let wait_out = if trial == 0 || ttl <= 1 {
+            0
+        } else {
+            ttl * 1100 + 2000
+        };
+        let delay = std::time::Duration::from_millis(wait_out + 300 + (trial * 397) % 3000);
+        let got = killed_append(&log, &endpoint, ttl, &key, trial * PER_TRIAL, delay);
+        if (got.len() as u64) < PER_TRIAL {
+            mid_stream += 1;
+        }
+        acked.extend(got);
+    }
+
+    // Every acknowledged entry is at its index: appending it again says so.
+    let mut again = crash_cmd(&log, &direct, ttl, "append", &["--wait", "--json", "--key"])
+        .arg(&key)
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines: String = acked
+        .iter()
+        .map(|(n, _)| trial_envelope(*n) + "\n")
+        .collect();
+    let mut stdin = again.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || stdin.write_all(lines.as_bytes()).unwrap());
+    let out = again.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let replies: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(replies.len(), acked.len());
+    for ((n, index), reply) in acked.iter().zip(&replies) {
+        assert_eq!(
+            reply["index"].as_u64(),
+            Some(*index),
+            "envelope {n}: {reply}"
+        );
+        assert_eq!(
+            reply["new"].as_bool(),
+            Some(false),
+            "envelope {n} was lost: {reply}"
+        );
+    }
+    let check = crash_cmd(&log, &direct, ttl, "check", &[])
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    Some(Trials {
+        trials: count,
+        mid_stream,
+        acknowledged: acked.len(),
+    })
+}
+
+/// A checkpoint as observed: where (a server URL, "object"), the text.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub source: String,
+    pub text: String,
+}
+
+/// Verifies `text` under `verifier` as a checkpoint of `origin`; its size and root.
+pub fn verified(text: &str, origin: &str, verifier: &rcpt::keys::NoteVerifier) -> (u64, [u8; 32]) {
+    use rcpt::tlog::note::{Checkpoint, Note, NoteCheck};
+    let note = Note::parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e}: {text:?}"));
+    assert!(
+        matches!(
+            rcpt::tlog::note::check(&note, std::slice::from_ref(verifier)),
+            NoteCheck::Verified { .. }
+        ),
+        "a checkpoint that does not verify under the log key: {text:?}"
+    );
+    let cp = Checkpoint::parse(&note.text).unwrap();
+    assert_eq!(cp.origin, origin);
+    (cp.size, cp.root_hash)
+}
+
+/// The tree never forked: every observed checkpoint verifies, one size
+/// never shows two roots, no source goes back in size, and the sizes
+/// observed form one chain of consistent trees ending at `log`'s (each
+/// consecutive pair checked with a consistency proof from the final tiles
+/// against the two signed roots). The number of distinct sizes.
+pub fn assert_no_fork(
+    seen: &[Seen],
+    log: &rcpt::log::Log,
+    origin: &str,
+    verifier: &rcpt::keys::NoteVerifier,
+) -> usize {
+    use std::collections::{BTreeMap, HashMap};
+    let mut roots: BTreeMap<u64, [u8; 32]> = BTreeMap::new();
+    let mut last_size: HashMap<&str, u64> = HashMap::new();
+    for s in seen {
+        let (size, root) = verified(&s.text, origin, verifier);
+        let first = *roots.entry(size).or_insert(root);
+        assert_eq!(first, root, "size {size} observed with two roots: a fork");
+        let last = last_size.entry(s.source.as_str()).or_insert(0);
+        assert!(
+            *last <= size,
+            "{} went back from {last} to {size}",
+            s.source
+        );
+        *last = size;
+    }
+    roots.entry(log.size()).or_insert(log.root());
+    assert_eq!(roots[&log.size()], log.root());
+    let chain: Vec<(u64, [u8; 32])> = roots.into_iter().collect();
+    for pair in chain.windows(2) {
+        let ((m, root_m), (n, root_n)) = (pair[0], pair[1]);
+        if m == 0 {
+            continue; // the empty tree: every tree extends it
+        }
+        let proof = log.consistency_proof(m, n).unwrap();
+        rcpt::tlog::merkle::verify_consistency(m, n, &proof, &root_m, &root_n)
+            .unwrap_or_else(|e| panic!("the checkpoint of size {n} does not extend {m}: {e}"));
+    }
+    chain.len()
+}

@@ -104,15 +104,18 @@ impl Batcher {
                     self.answer(w, jobs, &results);
                 }
                 Err(e) => {
-                    let detail = format!("the log append failed: {e}");
+                    let detail = format!("the log append failed: {}", crate::io::error_chain(&e));
                     self.log_line(&line(0, w.log().size(), Some(detail.clone())));
                     reply_all(jobs, &NotLogged::Failed(detail));
-                    // Reopen: the writer's open repairs whatever the failed
-                    // append left past the checkpoint (spec/log.md).
-                    writer = None;
-                    match LogWriter::open_store(self.config.open_store(), &self.config.key, false) {
-                        Ok(w) => writer = Some(w),
-                        Err(_) => self.shared.writer_alive.store(false, Ordering::Relaxed),
+                    // The writer keeps its lock and repairs what the failed
+                    // append left past the checkpoint at its next append
+                    // (spec/log.md), however long the store stays down:
+                    // dropping it would release the lease and bet the
+                    // service on one reopen. Only a stopped writer (its
+                    // lease lost, another writer published) is done.
+                    if matches!(e, LogError::Stopped { .. }) || w.stopped().is_some() {
+                        writer = None;
+                        self.shared.writer_alive.store(false, Ordering::Relaxed);
                     }
                 }
             }

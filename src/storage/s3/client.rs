@@ -25,6 +25,7 @@
 //! [`delete`]: Client::delete
 //! [`list`]: Client::list
 
+use crate::io::error_chain;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -942,18 +943,6 @@ fn unescape_xml(text: &str) -> Result<String, &'static str> {
     }
     out.push_str(rest);
     Ok(out)
-}
-
-/// An error and its sources, joined (hyper's top-level message alone is vague).
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }
 
 #[cfg(test)]

@@ -43,14 +43,26 @@ pub fn mirror(args: MirrorArgs) -> anyhow::Result<u8> {
         // Object storage: fetched files are staged in a local temporary
         // directory (spec/storage.md "Mirroring into object storage").
         let store = super::store_at(&args.dir, args.endpoint.as_deref(), 10)?;
-        let stage = std::env::temp_dir().join(format!("rcpt-mirror-{}", std::process::id()));
-        // Never resumed: whatever an earlier process of this pid left goes.
-        let _ = std::fs::remove_dir_all(&stage);
+        // Never resumed: a new private directory each run (removed by
+        // `mirror_into` when it is done).
+        let stage =
+            rcpt::io::create_temp_dir(&std::env::temp_dir(), "rcpt-mirror").map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot make a staging directory in {}: {e}",
+                    std::env::temp_dir().display()
+                )
+            })?;
         // `store` outlives the runtime's work: its client's own runtime is
         // dropped here, outside `block_on`.
-        runtime.block_on(rcpt::net::mirror::mirror_into(
+        let mirrored = runtime.block_on(rcpt::net::mirror::mirror_into(
             &client, &store, &stage, &key,
-        ))?
+        ));
+        // The runtime first: a failed fetch leaves its siblings' blocking
+        // writes running, and dropping the runtime waits for them, so
+        // nothing is written into the stage after it is removed.
+        drop(runtime);
+        let _ = std::fs::remove_dir_all(&stage);
+        mirrored?
     } else {
         if args.endpoint.is_some() {
             return Err(UsageError(format!(

@@ -1,0 +1,344 @@
+//! The log on a failing object store: rcpt talks to radosgw through
+//! `support::faultproxy`, which answers 500 and 503, drops connections
+//! before the store sees a request and after it applied one (the answer
+//! lost), stalls answers and delays requests, and can take the store down
+//! altogether for a while (an outage).
+//!
+//! - SIGKILLed appends through the proxy (the S3 crash trials, with faults
+//!   under them): every acknowledged entry is at its index afterwards and
+//!   `rcpt log check` passes, read directly from radosgw.
+//! - `log serve` through the proxy under concurrent submissions, with an
+//!   outage in the middle: submissions fail as answers (5xx), never as a
+//!   hang; the service recovers without a restart once the store is back
+//!   (the time is printed, no timed assertion); every acknowledged entry is
+//!   at its own index; the tree never forks (every checkpoint observed, from
+//!   the service and from the object, is one chain of consistent trees).
+//!
+//! Figures go to stderr as `measured: …` lines (spec/storage.md "Faults").
+//! Skipped, visibly, when `RCPT_S3_ENDPOINT` is not set.
+#![cfg(feature = "s3")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod support;
+use support::faultproxy::{FaultProxy, Plan};
+use support::s3 as s3_support;
+use support::serve as serve_support;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hyper::Method;
+use rcpt::net::client::Client;
+use rcpt::storage::s3::{BlockingClient, LeaseConfig, Location, S3Store};
+use s3_support::{S3Log as Ctx, Seen};
+use serve_support::{ORIGIN, entry_of, envelope, log_key, log_verifier, write_trust};
+
+/// Concurrent submitters to the service.
+const CLIENTS: u64 = 8;
+/// Submissions per submitter.
+const PER_CLIENT: u64 = 50;
+/// Acknowledged submissions before the outage.
+const OUTAGE_AFTER_ACKS: u64 = 120;
+/// How long the store is down.
+const OUTAGE: Duration = Duration::from_secs(3);
+/// Longest a submission keeps retrying (bounds the test).
+const RETRY_FOR: Duration = Duration::from_secs(120);
+/// Longest wait for one answer: past it the submission counts as hung.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[test]
+fn sigkilled_appends_through_a_failing_store_keep_every_acknowledged_entry() {
+    let Some((settings, _)) = s3_support::server() else {
+        return;
+    };
+    let proxy = FaultProxy::start(&settings.endpoint.url(), Plan::rough(0x5eed_0001));
+    let t = s3_support::killed_appends(10, Some(&proxy.url()), 3).unwrap();
+    let c = proxy.counts();
+    eprintln!(
+        "measured: {} SIGKILLed appends through the fault proxy ({} killed mid-stream), {} entries acknowledged, 0 lost; proxy: {}",
+        t.trials,
+        t.mid_stream,
+        t.acknowledged,
+        c.summary()
+    );
+    assert!(
+        t.acknowledged > 0,
+        "nothing was acknowledged through the proxy"
+    );
+    assert!(
+        c.drop_answer.load(Ordering::Relaxed) > 0 && c.status.load(Ordering::Relaxed) > 0,
+        "the faults did not happen: {}",
+        c.summary()
+    );
+}
+
+/// How the service answered while the load ran.
+#[derive(Default)]
+struct Answers {
+    /// Non-200 answers, by status.
+    refused: BTreeMap<u16, u64>,
+    /// Attempts that got no answer within [`ATTEMPT_TIMEOUT`] or lost the connection.
+    no_answer: u64,
+}
+
+/// Submits `envelope(n)` until the service answers 200; its index.
+async fn submit(client: &Client, n: u64, answers: &Mutex<Answers>) -> u64 {
+    let started = Instant::now();
+    loop {
+        let sent = tokio::time::timeout(
+            ATTEMPT_TIMEOUT,
+            client.send(Method::POST, "add", Bytes::from(envelope(n)), None, 1 << 16),
+        )
+        .await;
+        match sent {
+            Ok(Ok(a)) if a.status.as_u16() == 200 => {
+                let j: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
+                return j["index"].as_u64().unwrap();
+            }
+            Ok(Ok(a)) => {
+                *answers
+                    .lock()
+                    .unwrap()
+                    .refused
+                    .entry(a.status.as_u16())
+                    .or_default() += 1;
+            }
+            _ => answers.lock().unwrap().no_answer += 1,
+        }
+        assert!(
+            started.elapsed() < RETRY_FOR,
+            "submission {n}: not acknowledged for {RETRY_FOR:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[test]
+fn serve_through_a_failing_store_recovers_loses_nothing_and_never_forks() {
+    let Some((settings, bucket)) = s3_support::server() else {
+        return;
+    };
+    let location = s3_support::fresh_location(&bucket, "faults");
+    let tmp = tempfile::tempdir().unwrap();
+    let key = tmp.path().join("log.key");
+    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&log_key())).unwrap();
+    let direct = Ctx {
+        log: format!("s3://{}/{}", location.bucket, location.prefix),
+        endpoint: settings.endpoint.url(),
+        trust: write_trust(tmp.path()),
+        key,
+    };
+    let init = direct
+        .rcpt("init")
+        .args(["--origin", ORIGIN, "--key"])
+        .arg(&direct.key)
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+
+    let proxy = FaultProxy::start(&settings.endpoint.url(), Plan::rough(0x5eed_0002));
+    let through = Ctx {
+        endpoint: proxy.url(),
+        log: direct.log.clone(),
+        trust: direct.trust.clone(),
+        key: direct.key.clone(),
+    };
+    let stderr_path = tmp.path().join("serve.log");
+    // A TTL well past the outage: the holder keeps its lease through it.
+    let mut serve = through
+        .rcpt("serve")
+        .args([
+            "--lease-ttl",
+            "10",
+            "--listen",
+            "127.0.0.1:0",
+            "--batch-wait",
+            "10ms",
+            "--trust",
+        ])
+        .arg(&through.trust)
+        .arg("--key")
+        .arg(&through.key)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(serve.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let url = format!(
+        "http://{}",
+        first
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!(
+                "serve did not listen: {first:?}; {}",
+                std::fs::read_to_string(&stderr_path).unwrap_or_default()
+            ))
+    );
+
+    let s3 = Arc::new(BlockingClient::new(settings, &location).unwrap());
+    let rt = serve_support::runtime();
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::new(Mutex::new(Vec::new()));
+    let poller = {
+        let (stop, seen, s3, url) = (
+            Arc::clone(&stop),
+            Arc::clone(&seen),
+            Arc::clone(&s3),
+            url.clone(),
+        );
+        let object = location.key("checkpoint");
+        rt.spawn(async move {
+            let client = Client::new(&url).unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                let got =
+                    tokio::time::timeout(ATTEMPT_TIMEOUT, client.get("checkpoint", 1 << 16)).await;
+                if let Ok(Ok(Some(body))) = got {
+                    seen.lock().unwrap().push(Seen {
+                        source: url.clone(),
+                        text: String::from_utf8(body.to_vec()).unwrap(),
+                    });
+                }
+                let (s3, key) = (Arc::clone(&s3), object.clone());
+                let got = tokio::task::spawn_blocking(move || s3.get(&key, 1 << 16))
+                    .await
+                    .unwrap();
+                if let Ok(Some(o)) = got {
+                    seen.lock().unwrap().push(Seen {
+                        source: "object".into(),
+                        text: String::from_utf8(o.body.to_vec()).unwrap(),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+
+    let acked = Arc::new(AtomicU64::new(0));
+    let acks: Arc<Mutex<BTreeMap<u64, u64>>> = Arc::new(Mutex::new(BTreeMap::new()));
+    let answers = Arc::new(Mutex::new(Answers::default()));
+    let mut load = Vec::new();
+    for submitter in 0..CLIENTS {
+        let (acked, acks, answers, url) = (
+            Arc::clone(&acked),
+            Arc::clone(&acks),
+            Arc::clone(&answers),
+            url.clone(),
+        );
+        load.push(rt.spawn(async move {
+            let client = Client::new(&url).unwrap();
+            for i in 0..PER_CLIENT {
+                let n = submitter * PER_CLIENT + i;
+                let index = submit(&client, n, &answers).await;
+                acks.lock().unwrap().insert(n, index);
+                acked.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+
+    // The outage, mid-load.
+    let waited = Instant::now();
+    while acked.load(Ordering::Relaxed) < OUTAGE_AFTER_ACKS {
+        assert!(
+            waited.elapsed() < RETRY_FOR,
+            "only {} acknowledged through the faults",
+            acked.load(Ordering::Relaxed)
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    proxy.set_down(true);
+    std::thread::sleep(OUTAGE);
+    let acked_at_end_of_outage = acked.load(Ordering::Relaxed);
+    proxy.set_down(false);
+    let back = Instant::now();
+    while acked.load(Ordering::Relaxed) == acked_at_end_of_outage {
+        assert!(
+            back.elapsed() < RETRY_FOR,
+            "nothing acknowledged after the store came back"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let recovery = back.elapsed();
+    for task in load {
+        rt.block_on(task).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::Relaxed);
+    rt.block_on(poller).unwrap();
+    assert!(
+        serve.try_wait().unwrap().is_none(),
+        "serve exited under the faults: {}",
+        std::fs::read_to_string(&stderr_path).unwrap_or_default()
+    );
+    serve.kill().unwrap();
+    serve.wait().unwrap();
+
+    // Read back directly: every acknowledged entry at its own index.
+    if std::env::var_os("RCPT_KEEP_SERVE_LOG").is_some() {
+        std::fs::copy(&stderr_path, "/tmp/fault-serve.log").unwrap();
+    }
+    let acks = std::mem::take(&mut *acks.lock().unwrap());
+    assert_eq!(acks.len() as u64, CLIENTS * PER_CLIENT);
+    let store = Arc::new(S3Store::new(
+        Arc::clone(&s3),
+        Location::parse(&direct.log).unwrap(),
+        LeaseConfig::new(Duration::from_secs(10)).unwrap(),
+    ));
+    let log = rcpt::log::Log::open_store(store, None).unwrap();
+    let mut indexes: Vec<u64> = acks.values().copied().collect();
+    indexes.sort_unstable();
+    indexes.dedup();
+    assert_eq!(indexes.len(), acks.len(), "two submissions share an index");
+    for (&n, &index) in &acks {
+        assert_eq!(
+            log.entry(index).unwrap(),
+            entry_of(&envelope(n)),
+            "entry {n}"
+        );
+    }
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    let sizes = s3_support::assert_no_fork(&seen, &log, ORIGIN, &log_verifier());
+    let check = direct.rcpt("check").output().unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+
+    let answers = answers.lock().unwrap();
+    eprintln!(
+        "measured: serve through the fault proxy, {CLIENTS} clients: {} acknowledged, 0 lost, final size {}, {} checkpoint observations over {sizes} sizes (one chain); refused while faulty: {:?}, attempts with no answer: {}; after a {OUTAGE:?} outage the first acknowledgement came {recovery:?} after the store was back; proxy: {}",
+        acks.len(),
+        log.size(),
+        seen.len(),
+        answers.refused,
+        answers.no_answer,
+        proxy.counts().summary()
+    );
+    assert!(
+        proxy.counts().drop_answer.load(Ordering::Relaxed) > 0,
+        "no answer was lost: the faults did not happen"
+    );
+    assert!(
+        answers.refused.keys().all(|s| *s >= 500),
+        "refusals other than 5xx: {:?}",
+        answers.refused
+    );
+}
