@@ -163,7 +163,11 @@ fn run(
     clients: u64,
     seconds: u64,
 ) -> Run {
-    let tag = format!("{wait}-{scrape_ms}");
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let tag = format!(
+        "{wait}-{scrape_ms}-{}",
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    );
     let dir = root.join(format!("log-{tag}"));
     let log_key = SigningKey::from_bytes(&[32u8; 32]);
     let key_file = root.join("log.key");

@@ -147,7 +147,7 @@ mod tests {
     #[test]
     fn dates_and_ages() {
         assert_eq!(utc(0), "1970-01-01T00:00:00Z");
-        assert_eq!(utc(1_795_000_001), "2026-11-18T09:46:41Z");
+        assert_eq!(utc(1_795_000_001), "2026-11-18T11:06:41Z");
         assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(utc(i64::MAX), i64::MAX.to_string());
         assert_eq!(age(5), "5 s");

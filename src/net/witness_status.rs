@@ -189,3 +189,17 @@ pub(crate) fn witness_page(witness: &Witness, now: u64) -> String {
     );
     page(&format!("rcpt witness {}", witness.name()), &body)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn answer_reasons_are_a_fixed_set() {
+        assert_eq!(answer_reason(200), "ok");
+        assert_eq!(answer_reason(409), "conflict");
+        assert_eq!(answer_reason(503), "server_error");
+        assert_eq!(answer_reason(418), "other");
+    }
+}

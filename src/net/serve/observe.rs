@@ -249,3 +249,22 @@ pub(super) fn route_name(path: &str) -> &'static str {
         _ => "other",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn routes_are_a_fixed_set_never_the_path() {
+        assert_eq!(route_name("/"), "status");
+        assert_eq!(route_name("/metrics"), "metrics");
+        assert_eq!(route_name("/add"), "add");
+        assert_eq!(route_name("/checkpoint"), "checkpoint");
+        assert_eq!(route_name("/tile/0/000"), "tile");
+        assert_eq!(route_name("/tile/entries/000.p/3"), "entries");
+        assert_eq!(route_name("/tile/../.rcpt/settings.json"), "tile");
+        assert_eq!(route_name("/blake3:abc"), "other");
+        assert_eq!(route_name("/metrics/"), "other");
+    }
+}
