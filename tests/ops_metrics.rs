@@ -51,7 +51,7 @@ fn the_metrics_move_with_submissions_refusals_and_the_queue() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = init_log(tmp.path(), "log");
     let trust = write_trust(tmp.path());
-    let served = Served::start(&dir, &trust, &["--batch-wait", "200ms"]);
+    let served = Served::start(&dir, &trust, &["--batch-wait", "300ms"]);
 
     let s0 = ops::scrape(served.addr);
     for (family, kind) in [
@@ -165,13 +165,11 @@ fn the_metrics_move_with_submissions_refusals_and_the_queue() {
         })
         .collect();
     let mut peak = 0.0f64;
-    for _ in 0..20 {
-        let s = ops::scrape(served.addr);
-        peak = peak.max(s.get("rcpt_queue_depth", &[]).unwrap());
-        if peak >= 24.0 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    // Polled as plain text: a Python run per poll could outlast the batch.
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_millis(400) && peak < 24.0 {
+        peak = peak.max(ops::quick_value(served.addr, "rcpt_queue_depth").unwrap());
+        std::thread::sleep(Duration::from_millis(5));
     }
     for p in pending {
         assert_eq!(p.join().unwrap(), 200);
@@ -290,5 +288,37 @@ fn a_witness_that_stops_shows_as_unreachable_and_falls_behind() {
         html.contains("<bdi>w1</bdi></td><td class=\"cosigned-size\">2</td>"),
         "{html}"
     );
+    assert!(served.stop().success());
+}
+
+#[test]
+fn a_full_queue_is_counted_as_503_queue_full() {
+    if !ops::parser_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = init_log(tmp.path(), "log");
+    let trust = write_trust(tmp.path());
+    let served = Served::start(&dir, &trust, &["--queue-max", "1", "--batch-wait", "2s"]);
+    let addr = served.addr;
+    // The first submission holds the one permit until its batch closes.
+    let first =
+        std::thread::spawn(move || raw(addr, "POST", "/add", &[], envelope(1).as_bytes()).status);
+    // Polled as plain text (a Python run per poll would be too slow here).
+    let start = std::time::Instant::now();
+    while ops::quick_value(served.addr, "rcpt_queue_depth") != Some(1.0) {
+        assert!(
+            start.elapsed() < Duration::from_millis(1500),
+            "the first submission never showed in the queue"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let r = raw(served.addr, "POST", "/add", &[], envelope(2).as_bytes());
+    assert_eq!(r.status, 503);
+    assert_eq!(first.join().unwrap(), 200);
+    let s = ops::scrape(served.addr);
+    let busy = [("status", "503"), ("reason", "queue_full")];
+    assert_eq!(s.count("rcpt_add_answers_total", &busy), 1.0, "{}", s.text);
+    assert_eq!(s.get("rcpt_queue_depth", &[]), Some(0.0));
     assert!(served.stop().success());
 }

@@ -289,3 +289,12 @@ pub fn run_script(script: &str) -> (String, String, std::process::ExitStatus) {
         out.status,
     )
 }
+
+/// One unlabelled sample read straight from `GET /metrics` (no parser
+/// run: fast enough to poll while a batch is open).
+pub fn quick_value(addr: SocketAddr, name: &str) -> Option<f64> {
+    let r = raw(addr, "GET", "/metrics", &[], b"");
+    let text = String::from_utf8(r.body).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
