@@ -15,6 +15,12 @@
 //! and the clients spent per submission, which does not depend on how busy
 //! the machine is: 2 cores / (server + client CPU per submission) is the
 //! rate two idle cores would reach.
+//!
+//! `RCPT_BENCH_SCRAPE` (default `0,100`): for each batch-wait, one run per
+//! value, in milliseconds between two `GET /metrics` of a scraper running
+//! beside the clients (`0`: no scraper). Comparing the rows shows what
+//! scraping costs under load (submissions/s, server CPU per submission);
+//! the scrape column gives the scrapes made and their latency p50/max.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -80,6 +86,26 @@ struct Run {
     batches: usize,
     append_p50: f64,
     append_p99: f64,
+    /// Milliseconds between scrapes (0: none), scrapes made, their latencies.
+    scrape_ms: u64,
+    scrapes: Vec<Duration>,
+}
+
+/// `GET /metrics` every `every` until `deadline`; each answer's latency.
+async fn scraper(client: Client, every: Duration, deadline: Instant) -> Vec<Duration> {
+    let mut out = Vec::new();
+    while Instant::now() + every < deadline {
+        tokio::time::sleep(every).await;
+        let t = Instant::now();
+        let a = client
+            .send(Method::GET, "metrics", Bytes::new(), None, 1 << 20)
+            .await
+            .unwrap();
+        assert_eq!(a.status.as_u16(), 200);
+        assert!(a.body.ends_with(b"# EOF\n"));
+        out.push(t.elapsed());
+    }
+    out
 }
 
 /// The service log's batch lines: (count, entries per batch, append ms p50, p99).
@@ -130,8 +156,19 @@ fn peak_rss_kb(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds: u64) -> Run {
-    let dir = root.join(format!("log-{wait}"));
+fn run(
+    root: &Path,
+    (wait, scrape_ms): (&str, u64),
+    receipts: Arc<Vec<Bytes>>,
+    clients: u64,
+    seconds: u64,
+) -> Run {
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let tag = format!(
+        "{wait}-{scrape_ms}-{}",
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    );
+    let dir = root.join(format!("log-{tag}"));
     let log_key = SigningKey::from_bytes(&[32u8; 32]);
     let key_file = root.join("log.key");
     std::fs::write(&key_file, rcpt::keys::signing_key_to_pem(&log_key)).unwrap();
@@ -174,7 +211,7 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
             &env_u64("RCPT_BENCH_QUEUE_MAX", 65_536).to_string(),
         ])
         .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(root.join(format!("service-{wait}.log"))).unwrap())
+        .stderr(std::fs::File::create(root.join(format!("service-{tag}.log"))).unwrap())
         .spawn()
         .unwrap();
     let mut line = String::new();
@@ -196,8 +233,12 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
     let start = Instant::now();
     let warmup = Duration::from_millis(env_u64("RCPT_BENCH_WARMUP_MS", 1000));
     let counted_from = start + warmup;
-    let (mut lat, refused, answered) = rt.block_on(async {
+    let (mut lat, refused, answered, mut scrapes) = rt.block_on(async {
         let client = Client::new(&url).unwrap();
+        let scraping = (scrape_ms > 0).then(|| {
+            let every = Duration::from_millis(scrape_ms);
+            tokio::spawn(scraper(Client::new(&url).unwrap(), every, deadline))
+        });
         let mut tasks = tokio::task::JoinSet::new();
         for _ in 0..clients {
             let (client, next, receipts) =
@@ -232,8 +273,13 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
             refused += f;
             answered += a;
         }
-        (all, refused, answered)
+        let scrapes = match scraping {
+            Some(s) => s.await.unwrap(),
+            None => Vec::new(),
+        };
+        (all, refused, answered, scrapes)
     });
+    scrapes.sort_unstable();
     // The rate counts the requests started after the warm-up (connections
     // opened, first batches closed) over the time after it.
     let secs = (start.elapsed() - warmup).as_secs_f64();
@@ -249,7 +295,7 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
     );
     let _ = server.wait();
     let (batches, per_batch, append_p50, append_p99) =
-        batch_stats(&root.join(format!("service-{wait}.log")));
+        batch_stats(&root.join(format!("service-{tag}.log")));
     eprintln!("{wait}: {batches} batches, {per_batch:.0} entries each on average");
     lat.sort_unstable();
     let pct = |p: f64| {
@@ -272,6 +318,8 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
         batches,
         append_p50,
         append_p99,
+        scrape_ms,
+        scrapes,
     }
 }
 
@@ -283,6 +331,7 @@ fn main() {
     let clients = env_u64("RCPT_BENCH_CLIENTS", 2048);
     let seconds = env_u64("RCPT_BENCH_SECONDS", 10);
     let waits = std::env::var("RCPT_BENCH_WAITS").unwrap_or_else(|_| "50ms,250ms".to_string());
+    let scrapes = std::env::var("RCPT_BENCH_SCRAPE").unwrap_or_else(|_| "0,100".to_string());
     let root = match std::env::var("RCPT_BENCH_DIR") {
         Ok(d) => tempfile::tempdir_in(d).unwrap(),
         Err(_) => tempfile::tempdir().unwrap(),
@@ -296,14 +345,38 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
     println!(
-        "| batch-wait | clients | submissions/s | p50 | p99 | max | refused | server peak RSS \
-         | server CPU/submission | client CPU/submission | batches | append p50/p99 |"
+        "| batch-wait | scrape every | clients | submissions/s | p50 | p99 | max | refused | server peak RSS \
+         | server CPU/submission | client CPU/submission | batches | append p50/p99 | scrapes, p50/max |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for wait in waits.split(',') {
-        let r = run(root.path(), wait, Arc::clone(&receipts), clients, seconds);
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let settings = waits.split(',').flat_map(|w| {
+        scrapes
+            .split(',')
+            .map(move |s| (w, s.trim().parse::<u64>().unwrap()))
+    });
+    for setting in settings {
+        let r = run(
+            root.path(),
+            setting,
+            Arc::clone(&receipts),
+            clients,
+            seconds,
+        );
+        let scraped = match (r.scrapes.get(r.scrapes.len() / 2), r.scrapes.last()) {
+            (Some(p50), Some(max)) => format!(
+                "{}, {:.2}/{:.2} ms",
+                r.scrapes.len(),
+                p50.as_secs_f64() * 1e3,
+                max.as_secs_f64() * 1e3
+            ),
+            _ => "none".to_string(),
+        };
+        let every = match r.scrape_ms {
+            0 => "off".to_string(),
+            ms => format!("{ms} ms"),
+        };
         println!(
-            "| {} | {clients} | {:.0} | {:.1} ms | {:.1} ms | {:.1} ms | {} | {} MB | {:.0} µs | {:.0} µs | {} | {:.1}/{:.1} ms |",
+            "| {} | {every} | {clients} | {:.0} | {:.1} ms | {:.1} ms | {:.1} ms | {} | {} MB | {:.0} µs | {:.0} µs | {} | {:.1}/{:.1} ms | {scraped} |",
             r.wait,
             r.sent as f64 / r.secs,
             r.p50.as_secs_f64() * 1e3,

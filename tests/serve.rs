@@ -159,7 +159,6 @@ fn the_read_api_serves_the_files_with_tlog_tiles_headers_and_nothing_else() {
         "/.rcpt/lock",
         "/.rcpt/checkpoints/600",
         "/.rcpt/",
-        "/",
         "/tile/",
         "/tile/0/",
         "/tile/entries",
@@ -194,6 +193,14 @@ fn the_read_api_serves_the_files_with_tlog_tiles_headers_and_nothing_else() {
         assert_eq!(r.header("cache-control"), Some("no-store"), "{target}");
         assert!(!r.body.windows(6).any(|w| w == b"origin"), "{target}");
     }
+    // `/` is the status page (spec/service.md "Status page"), not a listing of DIR.
+    let page = raw(served.addr, "GET", "/", &[], b"");
+    assert_eq!(page.status, 200);
+    assert_eq!(
+        page.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    assert!(!page.body.windows(5).any(|w| w == b".rcpt"));
     // Absolute-form targets name the same paths (RFC 9112), no more.
     let abs = raw(served.addr, "GET", "http://test/checkpoint", &[], b"");
     assert_eq!(abs.status, 200);

@@ -141,8 +141,12 @@ fn every_add_checkpoint_status_over_http() {
     assert_eq!(r.status, 405);
     let r = raw(w.addr, "POST", "/add-checkpointx", &[], b"");
     assert_eq!(r.status, 404);
-    let r = raw(w.addr, "GET", "/", &[], b"");
+    let r = raw(w.addr, "GET", "/nothing-here", &[], b"");
     assert_eq!(r.status, 404);
+    // `/` is the witness's status page (spec/witness.md "Status page and metrics").
+    let r = raw(w.addr, "GET", "/", &[], b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
 
     // The body cap: refused by its declared length, unread.
     let big = vec![b'a'; rcpt::net::witness_serve::MAX_WITNESS_BODY_BYTES + 1];

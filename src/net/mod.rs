@@ -13,8 +13,11 @@
 
 mod accept;
 pub mod client;
+pub mod html;
+pub mod metrics;
 pub mod mirror;
 pub mod serve;
 pub mod submit;
 pub mod witness_serve;
+mod witness_status;
 pub mod witnessing;

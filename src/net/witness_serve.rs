@@ -11,6 +11,7 @@
 //! known path with another method 405.
 
 use super::accept::serve_until_stopped;
+use super::witness_status::{WitnessMetrics, witness_page};
 use crate::limits::MAX_ADD_CHECKPOINT_BYTES;
 use crate::witness::{AddCheckpointError, TEXT_CONTENT_TYPE, Witness, error_chain};
 use bytes::Bytes;
@@ -112,6 +113,7 @@ impl WitnessServer {
             let _ = stop_tx.send(true);
         });
         let ctx = Arc::new(Ctx {
+            metrics: Arc::new(WitnessMetrics::new(Arc::clone(&self.witness))),
             witness: self.witness,
             sink,
             requests: AtomicU64::new(0),
@@ -141,6 +143,7 @@ impl WitnessServer {
 
 struct Ctx {
     witness: Arc<Witness>,
+    metrics: Arc<WitnessMetrics>,
     sink: RequestSink,
     requests: AtomicU64,
 }
@@ -151,6 +154,8 @@ struct Reply {
     body: Bytes,
     content_type: &'static str,
     allow: Option<&'static str>,
+    /// An HTML page: sent with a Content-Security-Policy forbidding scripts.
+    page: bool,
     /// For the request log: why it was refused.
     detail: Option<String>,
 }
@@ -162,6 +167,7 @@ impl Reply {
             body: Bytes::from(body),
             content_type: TEXT_CONTENT_TYPE,
             allow: None,
+            page: false,
             detail: None,
         }
     }
@@ -196,6 +202,20 @@ impl Reply {
         if let Some(allow) = self.allow {
             h.insert(header::ALLOW, HeaderValue::from_static(allow));
         }
+        if self.page {
+            h.insert(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(super::html::PAGE_CSP),
+            );
+            h.insert(
+                header::REFERRER_POLICY,
+                HeaderValue::from_static("no-referrer"),
+            );
+        }
+        h.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
         resp
     }
 }
@@ -222,6 +242,11 @@ async fn handle(req: Request<Incoming>, ctx: &Ctx, remote: SocketAddr) -> Respon
         .take(MAX_LOGGED_PATH_BYTES)
         .collect();
     let reply = route(req, ctx).await;
+    ctx.metrics
+        .request(route_name(&path), reply.status.as_u16());
+    if path == ADD_CHECKPOINT_PATH && method == Method::POST {
+        ctx.metrics.answer(reply.status.as_u16());
+    }
     let line = RequestLine {
         time_ms: SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -256,6 +281,12 @@ async fn route(req: Request<Incoming>, ctx: &Ctx) -> Reply {
             Reply::method_not_allowed("POST")
         };
     }
+    if path == "/" || path == "/metrics" {
+        if !matches!(*req.method(), Method::GET | Method::HEAD) {
+            return Reply::method_not_allowed("GET, HEAD");
+        }
+        return operator_view(path == "/", ctx).await;
+    }
     let Some(hash) = monitoring_hash(path).map(str::to_owned) else {
         return Reply::refused(StatusCode::NOT_FOUND, "no such path".to_string());
     };
@@ -274,6 +305,51 @@ async fn route(req: Request<Incoming>, ctx: &Ctx) -> Reply {
         Err(_) => Reply::refused(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the state read stopped".to_string(),
+        ),
+    }
+}
+
+/// The fixed route name of a request path (a metrics label, never the path).
+fn route_name(path: &str) -> &'static str {
+    match path {
+        "/" => "status",
+        "/metrics" => "metrics",
+        ADD_CHECKPOINT_PATH => "add-checkpoint",
+        p if monitoring_hash(p).is_some() => "checkpoint",
+        _ => "other",
+    }
+}
+
+/// `GET /` (the page) or `GET /metrics`, both read from the witness's
+/// records off the async workers.
+async fn operator_view(page: bool, ctx: &Ctx) -> Reply {
+    let witness = Arc::clone(&ctx.witness);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let made = if page {
+        tokio::task::spawn_blocking(move || witness_page(&witness, now)).await
+    } else {
+        // The metrics read the records too: the same blocking pool.
+        let metrics = Arc::clone(&ctx.metrics);
+        tokio::task::spawn_blocking(move || metrics.scrape()).await
+    };
+    match made {
+        Ok(body) => Reply {
+            status: StatusCode::OK,
+            body: Bytes::from(body),
+            content_type: if page {
+                super::html::PAGE_CONTENT_TYPE
+            } else {
+                super::metrics::METRICS_CONTENT_TYPE
+            },
+            allow: None,
+            page,
+            detail: None,
+        },
+        Err(_) => Reply::refused(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the page task stopped".to_string(),
         ),
     }
 }
@@ -332,6 +408,7 @@ async fn add_checkpoint(req: Request<Incoming>, ctx: &Ctx) -> Reply {
                 body: Bytes::from(r.body()),
                 content_type: r.content_type(),
                 allow: None,
+                page: false,
                 detail: Some(error_chain(&r)),
             }
         }

@@ -76,6 +76,37 @@ struct Target {
     client: Client,
     /// The size this witness last cosigned, as far as the log knows.
     known: Mutex<Option<u64>>,
+    /// What this process saw of it: the size and time of the last
+    /// cosignature it got, and the outcome of every request.
+    seen: Mutex<Seen>,
+}
+
+/// What the log saw of one witness since it started (for metrics and the
+/// status page).
+#[derive(Debug, Default, Clone, Copy)]
+struct Seen {
+    last_cosigned: Option<(u64, std::time::SystemTime)>,
+    cosigned: u64,
+    refused: u64,
+    unreachable: u64,
+}
+
+/// One witness of the policy as the log saw it (`Witnessing::status`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WitnessStatus {
+    /// The witness's name in the policy.
+    pub name: String,
+    /// The size it last cosigned, as the log knows it (from a cosignature
+    /// or a 409 answer); `None` before it answered.
+    pub known_size: Option<u64>,
+    /// The size and time of the last cosignature this process got from it.
+    pub last_cosigned: Option<(u64, std::time::SystemTime)>,
+    /// Requests that ended cosigned, refused, unreachable.
+    pub cosigned: u64,
+    /// See `cosigned`.
+    pub refused: u64,
+    /// See `cosigned`.
+    pub unreachable: u64,
 }
 
 /// The witnesses of a policy, with what the log learnt of each.
@@ -133,6 +164,7 @@ impl Witnessing {
                 verifier: w.verifier.clone(),
                 client,
                 known: Mutex::new(None),
+                seen: Mutex::new(Seen::default()),
             }));
         }
         let mut reachable = vec![false; policy.witnesses.len()];
@@ -162,6 +194,25 @@ impl Witnessing {
     /// The policy.
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// Every witness the log asks (those of the policy with a URL), in
+    /// policy order, with what it saw of each.
+    pub fn status(&self) -> Vec<WitnessStatus> {
+        self.targets
+            .iter()
+            .map(|t| {
+                let seen = t.seen.lock().map_or(Seen::default(), |s| *s);
+                WitnessStatus {
+                    name: t.name.clone(),
+                    known_size: t.known.lock().map_or(None, |k| *k),
+                    last_cosigned: seen.last_cosigned,
+                    cosigned: seen.cosigned,
+                    refused: seen.refused,
+                    unreachable: seen.unreachable,
+                }
+            })
+            .collect()
     }
 
     /// Get `note` (a signed checkpoint of `size` leaves) cosigned by a
@@ -285,8 +336,18 @@ fn backoff(n: u32) -> Duration {
         .map_or(WITNESS_BACKOFF_MAX, |d| d.min(WITNESS_BACKOFF_MAX))
 }
 
-/// One witness event line.
+/// One witness event line, and the witness's counters.
 fn event(sink: &EventSink, t: &Target, size: u64, asked: &Asked) {
+    if let Ok(mut seen) = t.seen.lock() {
+        match asked {
+            Asked::Cosigned(_) => {
+                seen.cosigned += 1;
+                seen.last_cosigned = Some((size, std::time::SystemTime::now()));
+            }
+            Asked::Refused(_) => seen.refused += 1,
+            Asked::Unreachable(_) => seen.unreachable += 1,
+        }
+    }
     let (outcome, detail) = match asked {
         Asked::Cosigned(_) => ("cosigned", None),
         Asked::Refused(d) => ("refused", Some(d.as_str())),

@@ -230,6 +230,26 @@ pub trait CheckpointStore: PublicRead {
     /// Take the writer's lock: wait for it when `wait`, else fail at once
     /// with [`StoreError::Locked`].
     fn lock(&self, wait: bool) -> Result<Box<dyn WriterLock>, StoreError>;
+
+    /// The state of a writer's hold that can be lost (a lease taken
+    /// through this store), for an operator's metrics; `None` for a hold
+    /// that cannot be lost (a file lock) or before one was taken.
+    fn hold_status(&self) -> Option<HoldStatus> {
+        None
+    }
+}
+
+/// A lease's state as [`CheckpointStore::hold_status`] reports it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HoldStatus {
+    /// True while the hold is this writer's.
+    pub held: bool,
+    /// Renewals that succeeded.
+    pub renewals: u64,
+    /// Renewals that failed (refused, or a transport error or timeout).
+    pub renewal_failures: u64,
+    /// Time left before the holder must stop (zero once lost).
+    pub remaining: std::time::Duration,
 }
 
 /// The writer's private state beside the public objects (under

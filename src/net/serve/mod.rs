@@ -224,7 +224,7 @@ impl Server {
         let shared = Arc::new(Shared::new(
             writer.log(),
             &config.dir,
-            config.witnessing.as_deref(),
+            config.witnessing.clone(),
         ));
         let (tx, rx) = mpsc::channel::<Job>();
         let batcher = Batcher {
@@ -242,6 +242,7 @@ impl Server {
             shared: Arc::clone(&shared),
             tx,
             permits: Arc::new(Semaphore::new(config.queue_max)),
+            queue_max: config.queue_max,
             accepted: config.accepted,
             sink,
             requests: AtomicU64::new(0),
@@ -270,15 +271,19 @@ impl Server {
     }
 }
 
+mod observe;
 mod reply;
 mod routes;
 mod sequencer;
 mod state;
+mod status;
 
+use observe::*;
 use reply::*;
 use routes::*;
 use sequencer::*;
 use state::*;
+use status::*;
 
 #[cfg(test)]
 mod tests {

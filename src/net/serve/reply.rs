@@ -40,6 +40,40 @@ impl Reply {
         r
     }
 
+    /// `GET /metrics`: the exposition, never cached.
+    pub(super) fn metrics(text: String) -> Reply {
+        Reply {
+            status: StatusCode::OK,
+            body: Bytes::from(text),
+            content_type: crate::net::metrics::METRICS_CONTENT_TYPE,
+            cache: CACHE_NONE,
+            extra: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// An HTML page, under a Content-Security-Policy that forbids scripts.
+    pub(super) fn page(html: String) -> Reply {
+        use crate::net::html::{PAGE_CONTENT_TYPE, PAGE_CSP};
+        Reply {
+            status: StatusCode::OK,
+            body: Bytes::from(html),
+            content_type: PAGE_CONTENT_TYPE,
+            cache: CACHE_NONE,
+            extra: vec![
+                (
+                    header::CONTENT_SECURITY_POLICY,
+                    HeaderValue::from_static(PAGE_CSP),
+                ),
+                (
+                    header::REFERRER_POLICY,
+                    HeaderValue::from_static("no-referrer"),
+                ),
+            ],
+            error: None,
+        }
+    }
+
     pub(super) fn not_found() -> Reply {
         Reply::error(StatusCode::NOT_FOUND, "not_found", "no such public object")
     }

@@ -15,6 +15,7 @@ pub(super) struct Ctx {
     pub(super) shared: Arc<Shared>,
     pub(super) tx: mpsc::Sender<Job>,
     pub(super) permits: Arc<Semaphore>,
+    pub(super) queue_max: usize,
     pub(super) accepted: AcceptedIssuers,
     pub(super) sink: RequestSink,
     pub(super) requests: AtomicU64,
@@ -40,6 +41,11 @@ pub(super) async fn handle(
     let path = req.uri().path().to_string();
     let head = method == Method::HEAD;
     let reply = route(req, ctx).await;
+    let metrics = &ctx.shared.metrics;
+    metrics.request(route_name(&path), reply.status.as_u16());
+    if path == "/add" && method == Method::POST {
+        metrics.add_answer(reply.status.as_u16(), reply.error);
+    }
     let line = RequestLine {
         time_ms: SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -67,6 +73,15 @@ pub(super) async fn route(req: Request<Incoming>, ctx: &Ctx) -> Reply {
             add(req, ctx).await
         } else {
             Reply::method_not_allowed("POST")
+        };
+    }
+    if path == "/" || path == "/metrics" {
+        return if !read {
+            Reply::method_not_allowed("GET, HEAD")
+        } else if path == "/" {
+            status_page(ctx, host(&req)).await
+        } else {
+            Reply::metrics(ctx.shared.metrics.scrape(ctx))
         };
     }
     if path == "/healthz" {

@@ -97,6 +97,7 @@ impl Batcher {
             };
             match appended {
                 Ok(results) => {
+                    self.shared.metrics.batch(entries.len(), closed.elapsed());
                     let new = results.iter().filter(|a| a.new).count();
                     self.log_line(&line(new, w.log().size(), None));
                     batches += 1;
@@ -104,6 +105,7 @@ impl Batcher {
                     self.answer(w, jobs, &results);
                 }
                 Err(e) => {
+                    self.shared.metrics.append_failed();
                     let detail = format!("the log append failed: {}", crate::io::error_chain(&e));
                     self.log_line(&line(0, w.log().size(), Some(detail.clone())));
                     reply_all(jobs, &NotLogged::Failed(detail));
@@ -209,7 +211,12 @@ impl Batcher {
         jobs: Vec<Job>,
         results: &[crate::log::Appended],
     ) {
-        let Ok(checkpoint) = self.publish(w) else {
+        let appended = Instant::now();
+        let published = self.publish(w);
+        if published.is_ok() {
+            self.shared.metrics.published(appended.elapsed());
+        }
+        let Ok(checkpoint) = published else {
             let detail = "the entry is durably logged, but the service stopped before a quorum \
                           of witnesses cosigned its checkpoint; it is published after a restart";
             reply_all(jobs, &NotLogged::NotWitnessed(detail.into()));

@@ -183,6 +183,9 @@ struct HolderState {
     /// The lease is ours strictly before this instant (unless `lost`).
     valid_until: Instant,
     lost: Option<LostReason>,
+    /// Renewals that succeeded, and that failed (for metrics).
+    renewals: u64,
+    renewal_failures: u64,
 }
 
 /// A held lease. Renewed by a task on the tokio runtime it was taken on
@@ -303,6 +306,8 @@ impl Lease {
             seq,
             valid_until: sent + config.ttl - config.margin(),
             lost: None,
+            renewals: 0,
+            renewal_failures: 0,
         }));
         let renewer = tokio::spawn(renew_loop(
             client.clone(),
@@ -414,6 +419,22 @@ impl LeaseWatch {
             .valid_until
             .saturating_duration_since(Instant::now()))
     }
+
+    /// Held or not, renewals made and failed, time left: for metrics.
+    pub fn status(&self) -> crate::storage::HoldStatus {
+        let held = check_state(&self.key, &self.state).is_ok();
+        let s = lock(&self.state);
+        crate::storage::HoldStatus {
+            held,
+            renewals: s.renewals,
+            renewal_failures: s.renewal_failures,
+            remaining: if held {
+                s.valid_until.saturating_duration_since(Instant::now())
+            } else {
+                Duration::ZERO
+            },
+        }
+    }
 }
 
 fn check_state(key: &str, state: &Mutex<HolderState>) -> Result<(), LeaseError> {
@@ -465,6 +486,7 @@ async fn renew_loop(
                 s.etag = new_etag;
                 s.seq = seq;
                 s.valid_until = sent + config.ttl - config.margin();
+                s.renewals = s.renewals.saturating_add(1);
             }
             Ok(Err(S3Error::Conflict { .. })) => {
                 drop(s);
@@ -477,6 +499,7 @@ async fn renew_loop(
                     _ => None,
                 };
                 let mut s = lock(&state);
+                s.renewal_failures = s.renewal_failures.saturating_add(1);
                 match ours {
                     Some((etag, seq)) => {
                         s.etag = etag;
@@ -491,6 +514,7 @@ async fn renew_loop(
             // A transport failure or timeout: try again next period, if
             // there is time left; `check` notices when there is not.
             Ok(Err(_)) | Err(_) => {
+                s.renewal_failures = s.renewal_failures.saturating_add(1);
                 if Instant::now() >= s.valid_until {
                     s.lost = Some(LostReason::Expired);
                     return;

@@ -356,6 +356,10 @@ impl CheckpointStore for S3Store {
             store: self.describe(),
         }))
     }
+
+    fn hold_status(&self) -> Option<crate::storage::HoldStatus> {
+        locked(&self.fence).as_ref().map(LeaseWatch::status)
+    }
 }
 
 impl PrivateStore for S3Store {

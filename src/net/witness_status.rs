@@ -1,0 +1,205 @@
+//! The operator's view of `witness serve` (spec/witness.md "Status page
+//! and metrics"): `GET /metrics` and `GET /`, both from the witness's own
+//! state: the origins of its policy file and, for each, the size and time
+//! of its last cosignature (read from the per-origin record, the
+//! cosignature's own timestamp).
+
+use crate::net::html::{bdi, escape, page, utc};
+use crate::net::metrics::{One, RouteStatus, StatusReason, gauges, render};
+use crate::tlog::cosig::Cosignature;
+use crate::tlog::note::Note;
+use crate::witness::Witness;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::{Registry, Unit};
+use std::sync::Arc;
+
+/// What the witness last cosigned for one origin.
+#[derive(Debug, Clone)]
+pub(crate) struct LastCosigned {
+    pub(crate) origin: String,
+    /// Size and cosignature timestamp (POSIX seconds); `None`: never
+    /// cosigned; `Err`: the record could not be read.
+    pub(crate) last: Result<Option<(u64, u64)>, String>,
+}
+
+/// For every origin of the witness's policy, what it last cosigned.
+pub(crate) fn last_cosigned(witness: &Witness) -> Vec<LastCosigned> {
+    witness
+        .logs()
+        .iter()
+        .map(|log| {
+            let origin = log.name.clone();
+            let last = match witness.store().load(&origin) {
+                Ok(None) => Ok(None),
+                Ok(Some(record)) => Ok(Some((
+                    record.head.size,
+                    own_timestamp(witness, &record.note).unwrap_or(0),
+                ))),
+                Err(e) => Err(crate::witness::error_chain(&e)),
+            };
+            LastCosigned { origin, last }
+        })
+        .collect()
+}
+
+/// The timestamp of the witness's own cosignature line in a record.
+fn own_timestamp(witness: &Witness, note: &str) -> Option<u64> {
+    let note = Note::parse(note.as_bytes()).ok()?;
+    let line = note
+        .signatures
+        .iter()
+        .find(|s| witness.verifier().matches(s))?;
+    Cosignature::decode(line).ok().map(|c| c.timestamp)
+}
+
+/// The families of `witness serve`.
+#[derive(Debug)]
+pub(crate) struct WitnessMetrics {
+    registry: Registry,
+    requests: Family<RouteStatus, Counter>,
+    answers: Family<StatusReason, Counter>,
+}
+
+#[derive(Debug)]
+struct Live {
+    witness: Arc<Witness>,
+}
+
+impl WitnessMetrics {
+    pub(crate) fn new(witness: Arc<Witness>) -> WitnessMetrics {
+        let mut m = WitnessMetrics {
+            registry: Registry::default(),
+            requests: Family::default(),
+            answers: Family::default(),
+        };
+        m.registry.register(
+            "rcpt_http_requests",
+            "Requests answered, by route and HTTP status",
+            m.requests.clone(),
+        );
+        m.registry.register(
+            "rcpt_witness_add_checkpoint_answers",
+            "add-checkpoint answers, by HTTP status and reason (ok for 200)",
+            m.answers.clone(),
+        );
+        m.registry.register_collector(Box::new(Live { witness }));
+        m
+    }
+
+    pub(crate) fn request(&self, route: &'static str, status: u16) {
+        self.requests
+            .get_or_create(&RouteStatus { route, status })
+            .inc();
+    }
+
+    pub(crate) fn answer(&self, status: u16) {
+        let reason = answer_reason(status);
+        self.answers
+            .get_or_create(&StatusReason { status, reason })
+            .inc();
+    }
+
+    /// The exposition (reads the per-origin records: call off the async workers).
+    pub(crate) fn scrape(&self) -> String {
+        render(&self.registry)
+    }
+}
+
+/// The tlog-witness meaning of an add-checkpoint status (a fixed set).
+fn answer_reason(status: u16) -> &'static str {
+    match status {
+        200 => "ok",
+        400 => "bad_request",
+        403 => "bad_signature",
+        404 => "unknown_log",
+        409 => "conflict",
+        413 => "too_large",
+        408 => "body_timeout",
+        422 => "inconsistent",
+        405 => "method_not_allowed",
+        s if s >= 500 => "server_error",
+        _ => "other",
+    }
+}
+
+impl Collector for Live {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let all = last_cosigned(&self.witness);
+        let mut sizes = Vec::new();
+        let mut times = Vec::new();
+        for l in &all {
+            if let Ok(Some((size, at))) = l.last {
+                sizes.push((One("origin", &l.origin), size as f64));
+                times.push((One("origin", &l.origin), at as f64));
+            }
+        }
+        gauges(
+            &mut encoder,
+            "rcpt_witness_cosigned_size",
+            "Tree size of the latest checkpoint this witness cosigned, per log origin",
+            None,
+            &sizes,
+        )?;
+        gauges(
+            &mut encoder,
+            "rcpt_witness_cosigned_timestamp",
+            "POSIX time of this witness's latest cosignature, per log origin",
+            Some(&Unit::Seconds),
+            &times,
+        )
+    }
+}
+
+/// The witness's `GET /` page.
+pub(crate) fn witness_page(witness: &Witness, now: u64) -> String {
+    let mut body = format!(
+        "<h1>rcpt witness <bdi id=\"witness-name\">{}</bdi></h1>\n<dl>\n\
+         <dt>Witness key</dt><dd><code id=\"witness-key\">{}</code></dd>\n</dl>\n\
+         <h2>Logs witnessed</h2>\n<div class=\"wide\"><table id=\"origins\">\n<thead><tr>\
+         <th>origin</th><th>size last cosigned</th><th>cosigned at</th></tr></thead>\n<tbody>\n",
+        escape(witness.name()),
+        escape(&witness.verifier().to_string())
+    );
+    for l in last_cosigned(witness) {
+        let (size, at) = match &l.last {
+            Ok(None) => ("never".to_string(), "never".to_string()),
+            Ok(Some((size, at))) => (
+                size.to_string(),
+                format!(
+                    "<time>{}</time> ({} s ago)",
+                    utc(i64::try_from(*at).unwrap_or(i64::MAX)),
+                    now.saturating_sub(*at)
+                ),
+            ),
+            Err(e) => ("unreadable".to_string(), bdi(e)),
+        };
+        body.push_str(&format!(
+            "<tr><td class=\"origin\">{}</td><td class=\"cosigned-size\">{size}</td>\
+             <td class=\"cosigned-at\">{at}</td></tr>\n",
+            bdi(&l.origin)
+        ));
+    }
+    body.push_str(
+        "</tbody>\n</table></div>\n<h2>Protocol</h2>\n<p>C2SP tlog-witness: \
+         <code>POST /add-checkpoint</code>; the latest cosigned checkpoint of a log at \
+         <code>/&lt;hex SHA-256 of its origin&gt;/checkpoint</code>.</p>\n",
+    );
+    page(&format!("rcpt witness {}", witness.name()), &body)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn answer_reasons_are_a_fixed_set() {
+        assert_eq!(answer_reason(200), "ok");
+        assert_eq!(answer_reason(409), "conflict");
+        assert_eq!(answer_reason(503), "server_error");
+        assert_eq!(answer_reason(418), "other");
+    }
+}

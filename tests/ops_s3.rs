@@ -1,0 +1,152 @@
+//! The lease in `/metrics` of `rcpt log serve s3://…` on radosgw (issue
+//! 25): while held, `rcpt_lease_held` is 1 and successful renewals count
+//! up; once another writer overwrites the lease object (a take-over), the
+//! next renewal is refused, the lease is lost, `rcpt_lease_held` is 0 and
+//! the failed renewal is counted. Read by Python's `prometheus_client`.
+//! Skipped, with the reason, without `RCPT_S3_ENDPOINT`.
+#![cfg(feature = "s3")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+#[path = "support/ops.rs"]
+mod ops;
+mod support;
+use support::s3 as s3_support;
+use support::serve as serve_support;
+
+use serve_support::{ORIGIN, envelope, log_key, raw, write_trust};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+#[test]
+fn a_lost_lease_shows_in_the_metrics() {
+    if !ops::parser_available() {
+        return;
+    }
+    let Some((settings, bucket)) = s3_support::server() else {
+        return;
+    };
+    let location = s3_support::fresh_location(&bucket, "ops-lease");
+    let client = rcpt::storage::s3::BlockingClient::new(settings.clone(), &location).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let key = tmp.path().join("log.key");
+    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&log_key())).unwrap();
+    let c = s3_support::S3Log {
+        log: format!("s3://{}/{}", location.bucket, location.prefix),
+        endpoint: settings.endpoint.url(),
+        trust: write_trust(tmp.path()),
+        key,
+    };
+    let init = c
+        .rcpt("init")
+        .args(["--origin", ORIGIN, "--key"])
+        .arg(&c.key)
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let mut child = c
+        .rcpt("serve")
+        .args([
+            "--lease-ttl",
+            "2",
+            "--listen",
+            "127.0.0.1:0",
+            "--batch-wait",
+            "0ms",
+            "--trust",
+        ])
+        .arg(&c.trust)
+        .arg("--key")
+        .arg(&c.key)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr: SocketAddr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let r = raw(addr, "POST", "/add", &[], envelope(1).as_bytes());
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+
+    // Held, and renewed every 500 ms (TTL 2 s).
+    let s1 = ops::scrape(addr);
+    assert_eq!(s1.get("rcpt_lease_held", &[]), Some(1.0), "{}", s1.text);
+    assert!(s1.get("rcpt_lease_remaining_seconds", &[]).unwrap() > 0.0);
+    std::thread::sleep(Duration::from_millis(1300));
+    let s2 = ops::scrape(addr);
+    let renewed =
+        |s: &ops::Scrape, o: &str| s.count("rcpt_lease_renewals_total", &[("outcome", o)]);
+    assert!(
+        renewed(&s2, "ok") >= renewed(&s1, "ok") + 1.0,
+        "{}",
+        s2.text
+    );
+    assert_eq!(renewed(&s2, "failed"), 0.0);
+
+    // Another writer overwrites the lease object: the next renewal's
+    // If-Match fails and the lease is lost.
+    let lease_key = location.key(".rcpt/lease");
+    let foreign =
+        r#"{"rcpt_lease":1,"holder":"someone-else","seq":999,"ttl_ms":2000,"state":"held"}"#;
+    client
+        .put_overwrite(&lease_key, bytes::Bytes::from(foreign))
+        .unwrap();
+    let start = Instant::now();
+    let lost = loop {
+        let s = ops::scrape(addr);
+        if s.get("rcpt_lease_held", &[]) == Some(0.0) {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "never lost:\n{}",
+            s.text
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(renewed(&lost, "failed") >= 1.0, "{}", lost.text);
+    assert_eq!(lost.get("rcpt_lease_remaining_seconds", &[]), Some(0.0));
+    eprintln!(
+        "measured: lease loss seen in /metrics {:?} after the overwrite",
+        start.elapsed()
+    );
+    // The lost writer refuses to append: 500 log_write_failed, counted.
+    let r = raw(addr, "POST", "/add", &[], envelope(2).as_bytes());
+    assert_eq!(r.status, 500, "{}", String::from_utf8_lossy(&r.body));
+    let after = ops::scrape(addr);
+    eprintln!(
+        "after the loss: /add {} {}, append failures {:?}, writer up {:?}",
+        r.status,
+        String::from_utf8_lossy(&r.body).trim(),
+        after.get("rcpt_append_failures_total", &[]),
+        after.get("rcpt_writer_up", &[])
+    );
+    assert_eq!(after.get("rcpt_append_failures_total", &[]), Some(1.0));
+    let failed = [("status", "500"), ("reason", "log_write_failed")];
+    assert_eq!(
+        after.count("rcpt_add_answers_total", &failed),
+        1.0,
+        "{}",
+        after.text
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
