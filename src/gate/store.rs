@@ -109,6 +109,28 @@ impl Store {
         &self.dir
     }
 
+    /// Bytes the store's objects take (their file sizes), read now.
+    pub fn size(&self) -> Result<u64, StoreError> {
+        let objects = self.dir.join("objects");
+        let err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| StoreError::Create { path, source }
+        };
+        let mut total = 0u64;
+        for fan in std::fs::read_dir(&objects).map_err(err(&objects))? {
+            let fan = fan.map_err(err(&objects))?.path();
+            let Ok(entries) = std::fs::read_dir(&fan) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                if let Ok(m) = e.metadata() {
+                    total = total.saturating_add(m.len());
+                }
+            }
+        }
+        Ok(total)
+    }
+
     /// The file of object `digest`.
     fn object_path(&self, digest: &Digest) -> Result<PathBuf, StoreError> {
         if digest.algorithm != Algorithm::Blake3 {
