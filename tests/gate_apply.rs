@@ -536,3 +536,50 @@ fn the_readme_apply_walkthrough_runs_as_written() {
     );
     assert!(err.contains("verdict: deny (check.test.failed)"), "{err}");
 }
+
+/// Issue 23 "Speed": the clean worktree is parked between runs and
+/// brought back to the base with `reset --hard` + `clean -ffdx`, verified
+/// clean. What a previous run's check left (an edited tracked file, an
+/// untracked file, an ignored directory, a mode change) is gone at the
+/// next run, a file nobody touched is not rewritten (same inode), and git
+/// knows of no extra worktree between runs.
+#[test]
+fn the_parked_clean_worktree_is_faithful_and_reused() {
+    use std::os::unix::fs::MetadataExt;
+    let g = project();
+    g.write(".gitignore", "ignored/\n");
+    git(&g.repo, &["add", ".gitignore"]);
+    git(&g.repo, &["commit", "-q", "-m", "ignore"]);
+    g.write("value.txt", "good\n");
+    let dirty = "./test.sh && echo dirt > README && echo x > untracked.txt \
+                 && mkdir -p ignored && echo y > ignored/f && chmod +x gone.txt";
+    let p = g.policy(&[("dirty", &["sh", "-c", dirty], 30)], &[]);
+    let out = g.check(&p, &g.world.dir().join("1.json"), &[]);
+    assert_eq!(code(&out), 0, "{}", shown(&out));
+    let parked = g.repo.join(".git/rcpt/clean/tree");
+    assert!(
+        parked.join("untracked.txt").exists(),
+        "parked as the check left it"
+    );
+    assert_eq!(g.worktrees(), 1);
+    let inode = std::fs::metadata(parked.join("tool")).unwrap().ino();
+    let clean = "./test.sh && grep -qx 'a project' README && test ! -e untracked.txt \
+                 && test ! -e ignored && test ! -x gone.txt";
+    let p = g.policy(&[("clean", &["sh", "-c", clean], 30)], &[]);
+    let out = g.check(&p, &g.world.dir().join("2.json"), &[]);
+    assert_eq!(
+        code(&out),
+        0,
+        "the reused tree was not clean: {}",
+        shown(&out)
+    );
+    assert_eq!(std::fs::metadata(parked.join("tool")).unwrap().ino(), inode);
+    assert!(g.leftovers().is_empty() && g.worktrees() == 1);
+    // A new commit as base: only what differs is checked out.
+    git(&g.repo, &["commit", "-q", "-am", "good"]);
+    g.write("README", "a project\n");
+    let p = g.policy(&[("test", &["./test.sh"], 30)], &[]);
+    let out = g.check(&p, &g.world.dir().join("3.json"), &[]);
+    assert_eq!(code(&out), 0, "{}", shown(&out));
+    assert_eq!(std::fs::metadata(parked.join("tool")).unwrap().ino(), inode);
+}

@@ -80,6 +80,7 @@ pub struct CleanTree {
     repo_top: PathBuf,
     private: PathBuf,
     path: PathBuf,
+    parked: Option<super::park::Parked>,
 }
 
 impl CleanTree {
@@ -87,28 +88,34 @@ impl CleanTree {
     /// change in (files of `change` are read from `tree`).
     pub fn create(tree: &WorkTree, change: &Change) -> Result<CleanTree, CleanError> {
         let private = private_dir()?;
+        let parked = super::park::Parked::take(tree, &change.base);
         let clean = CleanTree {
             repo_top: tree.top.clone(),
-            path: private.join("work"),
+            path: parked
+                .as_ref()
+                .map_or_else(|| private.join("work"), |p| p.path().to_path_buf()),
             private,
+            parked,
         };
-        let path = clean.path.to_string_lossy().into_owned();
-        git::run(
-            &tree.top,
-            &[
-                "-c",
-                "core.hooksPath=/dev/null",
-                "-c",
-                "checkout.workers=0",
-                "worktree",
-                "add",
-                "--detach",
-                "--quiet",
-                &path,
-                &change.base,
-            ],
-        )
-        .map_err(CleanError::Worktree)?;
+        if clean.parked.is_none() {
+            let path = clean.path.to_string_lossy().into_owned();
+            git::run(
+                &tree.top,
+                &[
+                    "-c",
+                    "core.hooksPath=/dev/null",
+                    "-c",
+                    "checkout.workers=0",
+                    "worktree",
+                    "add",
+                    "--detach",
+                    "--quiet",
+                    &path,
+                    &change.base,
+                ],
+            )
+            .map_err(CleanError::Worktree)?;
+        }
         // Deletions first: a deleted file may be where a new directory goes.
         for f in change.files.iter().filter(|f| f.digest.is_none()) {
             clean.remove(&f.path)?;
@@ -216,6 +223,11 @@ impl CleanTree {
 
 impl Drop for CleanTree {
     fn drop(&mut self) {
+        if let Some(parked) = self.parked.take() {
+            parked.park();
+            let _ = std::fs::remove_dir_all(&self.private);
+            return;
+        }
         let path = self.path.to_string_lossy().into_owned();
         let removed = git::run(
             &self.repo_top,

@@ -18,6 +18,7 @@ pub mod evidence;
 pub mod git;
 pub mod inverse;
 pub mod journal;
+pub mod park;
 pub mod patch;
 pub mod policy;
 pub mod run;
