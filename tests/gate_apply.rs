@@ -706,3 +706,15 @@ fn sigkill_at_a_random_moment_leaves_all_before_or_all_after() {
     }
     eprintln!("{before_seen} all before, {after_seen} all after");
 }
+
+#[test]
+fn a_missing_patch_file_is_a_bad_invocation() {
+    let g = project();
+    let out = g.apply(
+        &g.world.dir().join("no-such.patch"),
+        &policy(&g),
+        &g.world.dir().join("r.json"),
+        &[],
+    );
+    assert_eq!(code(&out), 2, "{}", shown(&out));
+}

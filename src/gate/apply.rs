@@ -486,7 +486,20 @@ pub fn execute(
         store.link_receipt(&signed.valid.id, &plan.evidence_id)?;
         tick();
     }
-    let (_, conflicts) = journal::reach(store, top, plan.record, &mut tick)?;
+    let (_, conflicts) = match journal::reach(store, top, plan.record, &mut tick) {
+        Ok(r) => r,
+        Err(e) if !plan.link_first => {
+            // A write failed (no space, permissions): put back what was
+            // written; if even that fails, the journal stays for the next
+            // gate command.
+            let back = plan.record.swapped(&plan.record.base);
+            if journal::reach(store, top, &back, &mut || {}).is_ok() {
+                journal::clear(store)?;
+            }
+            return Err(e.into());
+        }
+        Err(e) => return Err(e.into()),
+    };
     if let Some(first) = conflicts.first().filter(|_| !plan.link_first) {
         // Edited between the compare and the write: put back what was written.
         let back = plan.record.swapped(&plan.record.base);

@@ -114,6 +114,7 @@ impl GateError {
     /// evaluation that could not be completed (exit 3).
     pub fn is_usage(&self) -> bool {
         matches!(self, GateError::Change(e) if e.is_usage())
+            || matches!(self, GateError::Patch(patch::PatchError::Read(_)))
     }
 
     /// True when the gate refused to write (exit 1): a file that is not
