@@ -99,7 +99,11 @@ pub struct Lock {
 
 /// Lock `store` for this process, or refuse when another holds it.
 pub fn lock(store: &Store) -> Result<Lock, JournalError> {
-    let path = store.dir().join("lock");
+    lock_dir(store.dir())
+}
+
+fn lock_dir(dir: &Path) -> Result<Lock, JournalError> {
+    let path = dir.join("lock");
     let err = |source| JournalError::Lock {
         path: path.clone(),
         source,
@@ -107,7 +111,7 @@ pub fn lock(store: &Store) -> Result<Lock, JournalError> {
     let file = crate::io::open_lock(&path).map_err(err)?;
     match file.try_lock() {
         Ok(()) => Ok(Lock { _file: file }),
-        Err(TryLockError::WouldBlock) => Err(JournalError::Busy(store.dir().to_path_buf())),
+        Err(TryLockError::WouldBlock) => Err(JournalError::Busy(dir.to_path_buf())),
         Err(TryLockError::Error(e)) => Err(err(e)),
     }
 }
@@ -209,9 +213,14 @@ pub fn recover_at(dir: &Path) -> Result<Option<Recovered>, JournalError> {
     if std::fs::symlink_metadata(dir.join("journal")).is_err() {
         return Ok(None);
     }
-    let store = Store::open(dir)?;
-    let _lock = lock(&store)?;
-    recover(&store)
+    // Locked before the store is opened (opening empties `tmp/`); a held
+    // lock means its holder is alive and finishes its own journal.
+    let _lock = match lock_dir(dir) {
+        Ok(l) => l,
+        Err(JournalError::Busy(_)) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    recover(&Store::open(dir)?)
 }
 
 /// [`recover_at`] for an open store whose lock the caller holds.
