@@ -718,3 +718,65 @@ fn a_missing_patch_file_is_a_bad_invocation() {
     );
     assert_eq!(code(&out), 2, "{}", shown(&out));
 }
+
+#[test]
+fn undo_refuses_when_a_pre_image_is_missing_from_the_store() {
+    let g = project();
+    let patch = g.patch_of("v.patch", |g| g.write("value.txt", "good\n"));
+    let receipt = g.world.dir().join("r.json");
+    assert_eq!(code(&g.apply(&patch, &policy(&g), &receipt, &[])), 0);
+    // The pre-image of value.txt ("bad\n") is an object of the store.
+    let hex = rcpt::digest::to_hex(&rcpt::digest::Digest::blake3(b"bad\n").bytes);
+    let object = g
+        .repo
+        .join(".git/rcpt/store/objects")
+        .join(&hex[..2])
+        .join(&hex[2..]);
+    assert!(object.exists());
+    std::fs::write(&object, b"corrupted").unwrap();
+    let after = g.files();
+    let out = g.undo(&receipt, &g.world.dir().join("u.json"), &[]);
+    assert_eq!(code(&out), 3, "{}", shown(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("corrupt"),
+        "{}",
+        shown(&out)
+    );
+    assert_eq!(g.files(), after);
+    std::fs::remove_file(&object).unwrap();
+    let out = g.undo(&receipt, &g.world.dir().join("u.json"), &[]);
+    assert_eq!(code(&out), 3, "{}", shown(&out));
+    assert_eq!(g.files(), after);
+}
+
+#[test]
+fn a_second_apply_while_one_is_running_is_refused() {
+    let g = project();
+    let patch = g.patch_of("v.patch", |g| g.write("value.txt", "good\n"));
+    let slow = g.policy(&[("slow", &["sh", "-c", "sleep 3; ./test.sh"], 30)], &[]);
+    let first = g
+        .rcpt()
+        .args(["gate", "apply"])
+        .arg(&patch)
+        .arg("--policy")
+        .arg(&slow)
+        .arg("--key")
+        .arg(&g.key)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while g.worktrees() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no clean copy appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let second = g.apply(&patch, &policy(&g), &g.world.dir().join("2.json"), &[]);
+    assert_eq!(code(&second), 3, "{}", shown(&second));
+    assert!(String::from_utf8_lossy(&second.stderr).contains("is using the store"));
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(code(&first), 0, "{}", shown(&first));
+    assert_eq!(std::fs::read(g.repo.join("value.txt")).unwrap(), b"good\n");
+}
