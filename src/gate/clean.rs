@@ -1,14 +1,17 @@
 //! clean: the clean copy the checks run in (seed 001's clean mode).
 //!
-//! A fresh `git worktree add --detach` of the base commit in a new private
+//! The repository's parked clean worktree brought to the base and verified
+//! clean ([`super::park`]), or, when it is busy or cannot be used, a fresh
+//! `git worktree add --detach` of the base commit in a new private
 //! directory under the system's temporary directory (outside the user's
-//! work tree), with the change's files copied in and its deleted files
+//! work tree); either way with the change's files copied in and its deleted files
 //! removed, so an untracked or ignored file the change does not contain
 //! cannot make a check pass. Hooks are off for the checkout
-//! (`core.hooksPath=/dev/null`). The copy is removed when [`CleanTree`] is
-//! dropped, whatever ended the run (a failed check, an error, an interrupt
-//! the caller turned into an early return): `git worktree remove --force`,
-//! then the directory, then `git worktree prune`. The user's index, HEAD,
+//! (`core.hooksPath=/dev/null`). The copy is parked again, or (a fresh
+//! one) removed, when [`CleanTree`] is dropped, whatever ended the run (a
+//! failed check, an error, an interrupt the caller turned into an early
+//! return): `git worktree remove --force`, then the directory, then `git
+//! worktree prune`. The user's index, HEAD,
 //! refs and objects are never written: `worktree add` writes only the new
 //! worktree's own administrative directory, which the removal deletes.
 //!
