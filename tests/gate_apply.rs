@@ -753,7 +753,13 @@ fn undo_refuses_when_a_pre_image_is_missing_from_the_store() {
 fn a_second_apply_while_one_is_running_is_refused() {
     let g = project();
     let patch = g.patch_of("v.patch", |g| g.write("value.txt", "good\n"));
-    let slow = g.policy(&[("slow", &["sh", "-c", "sleep 3; ./test.sh"], 30)], &[]);
+    // The first apply's check waits until the second apply is done.
+    let release = g.world.dir().join("release");
+    let wait = format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done; ./test.sh",
+        release.display()
+    );
+    let slow = g.policy(&[("slow", &["sh", "-c", &wait], 60)], &[]);
     let first = g
         .rcpt()
         .args(["gate", "apply"])
@@ -776,6 +782,7 @@ fn a_second_apply_while_one_is_running_is_refused() {
     let second = g.apply(&patch, &policy(&g), &g.world.dir().join("2.json"), &[]);
     assert_eq!(code(&second), 3, "{}", shown(&second));
     assert!(String::from_utf8_lossy(&second.stderr).contains("is using the store"));
+    std::fs::write(&release, b"").unwrap();
     let first = first.wait_with_output().unwrap();
     assert_eq!(code(&first), 0, "{}", shown(&first));
     assert_eq!(std::fs::read(g.repo.join("value.txt")).unwrap(), b"good\n");
