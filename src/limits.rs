@@ -115,6 +115,14 @@ pub const MAX_CHECK_OUTPUT_BYTES: u64 = 64 * 1024 * 1024;
 pub const MAX_STORE_OBJECT_BYTES: usize = 256 * 1024 * 1024;
 /// Largest evidence record or other structured store record (bytes).
 pub const MAX_STORE_RECORD_BYTES: usize = 1024 * 1024;
+/// Largest patch `rcpt gate apply` reads.
+pub const MAX_GATE_PATCH_BYTES: usize = 64 * 1024 * 1024;
+/// Largest pre-image `rcpt gate apply` keeps in its store (a file the
+/// change replaces or deletes); a larger one makes the change refused, or
+/// irreversible where the policy allows it.
+pub const MAX_GATE_PREIMAGE_BYTES: usize = 32 * 1024 * 1024;
+/// Most bytes the gate store's objects may take, with the ones an apply adds.
+pub const MAX_GATE_STORE_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 
 // --- The monitor (spec/monitor.md).
 

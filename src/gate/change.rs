@@ -408,7 +408,7 @@ fn is_executable(_path: &Path) -> bool {
 }
 
 /// A path of a change must be a resource of a git read set that names the file.
-fn check_path(path: &str) -> Result<(), ChangeError> {
+pub fn check_path(path: &str) -> Result<(), ChangeError> {
     check_relative(path).map_err(|e| ChangeError::BadPath {
         path: path.to_string(),
         why: e.to_string(),

@@ -1,14 +1,17 @@
 //! clean: the clean copy the checks run in (seed 001's clean mode).
 //!
-//! A fresh `git worktree add --detach` of the base commit in a new private
+//! The repository's parked clean worktree brought to the base and verified
+//! clean ([`super::park`]), or, when it is busy or cannot be used, a fresh
+//! `git worktree add --detach` of the base commit in a new private
 //! directory under the system's temporary directory (outside the user's
-//! work tree), with the change's files copied in and its deleted files
+//! work tree); either way with the change's files copied in and its deleted files
 //! removed, so an untracked or ignored file the change does not contain
 //! cannot make a check pass. Hooks are off for the checkout
-//! (`core.hooksPath=/dev/null`). The copy is removed when [`CleanTree`] is
-//! dropped, whatever ended the run (a failed check, an error, an interrupt
-//! the caller turned into an early return): `git worktree remove --force`,
-//! then the directory, then `git worktree prune`. The user's index, HEAD,
+//! (`core.hooksPath=/dev/null`). The copy is parked again, or (a fresh
+//! one) removed, when [`CleanTree`] is dropped, whatever ended the run (a
+//! failed check, an error, an interrupt the caller turned into an early
+//! return): `git worktree remove --force`, then the directory, then `git
+//! worktree prune`. The user's index, HEAD,
 //! refs and objects are never written: `worktree add` writes only the new
 //! worktree's own administrative directory, which the removal deletes.
 //!
@@ -80,6 +83,7 @@ pub struct CleanTree {
     repo_top: PathBuf,
     private: PathBuf,
     path: PathBuf,
+    parked: Option<super::park::Parked>,
 }
 
 impl CleanTree {
@@ -87,28 +91,34 @@ impl CleanTree {
     /// change in (files of `change` are read from `tree`).
     pub fn create(tree: &WorkTree, change: &Change) -> Result<CleanTree, CleanError> {
         let private = private_dir()?;
+        let parked = super::park::Parked::take(tree, &change.base);
         let clean = CleanTree {
             repo_top: tree.top.clone(),
-            path: private.join("work"),
+            path: parked
+                .as_ref()
+                .map_or_else(|| private.join("work"), |p| p.path().to_path_buf()),
             private,
+            parked,
         };
-        let path = clean.path.to_string_lossy().into_owned();
-        git::run(
-            &tree.top,
-            &[
-                "-c",
-                "core.hooksPath=/dev/null",
-                "-c",
-                "checkout.workers=0",
-                "worktree",
-                "add",
-                "--detach",
-                "--quiet",
-                &path,
-                &change.base,
-            ],
-        )
-        .map_err(CleanError::Worktree)?;
+        if clean.parked.is_none() {
+            let path = clean.path.to_string_lossy().into_owned();
+            git::run(
+                &tree.top,
+                &[
+                    "-c",
+                    "core.hooksPath=/dev/null",
+                    "-c",
+                    "checkout.workers=0",
+                    "worktree",
+                    "add",
+                    "--detach",
+                    "--quiet",
+                    &path,
+                    &change.base,
+                ],
+            )
+            .map_err(CleanError::Worktree)?;
+        }
         // Deletions first: a deleted file may be where a new directory goes.
         for f in change.files.iter().filter(|f| f.digest.is_none()) {
             clean.remove(&f.path)?;
@@ -216,6 +226,11 @@ impl CleanTree {
 
 impl Drop for CleanTree {
     fn drop(&mut self) {
+        if let Some(parked) = self.parked.take() {
+            parked.park();
+            let _ = std::fs::remove_dir_all(&self.private);
+            return;
+        }
         let path = self.path.to_string_lossy().into_owned();
         let removed = git::run(
             &self.repo_top,

@@ -11,13 +11,19 @@
 //! a check that could not run, a change that cannot be identified, or a
 //! store that cannot hold the evidence is a [`GateError`]: no verdict.
 
+pub mod apply;
 pub mod change;
 pub mod clean;
 pub mod evidence;
 pub mod git;
+pub mod inverse;
+pub mod journal;
+pub mod park;
+pub mod patch;
 pub mod policy;
 pub mod run;
 pub mod store;
+pub mod undo;
 
 use crate::digest::{Algorithm, Digest};
 use crate::fresh::{HEAD, ReadSetError};
@@ -83,6 +89,24 @@ pub enum GateError {
     /// The private scratch directory failed.
     #[error("preparing the capture directory")]
     Scratch(#[source] std::io::Error),
+    /// The patch could not be read or does not apply.
+    #[error(transparent)]
+    Patch(#[from] patch::PatchError),
+    /// Writing the change (journal, compare and swap, files) failed.
+    #[error(transparent)]
+    Journal(#[from] journal::JournalError),
+    /// A touched path is in the work tree but not in the clean copy.
+    #[error(
+        "{0}: the patch touches a path whose file in the work tree is not part of the change \
+         the gate can copy (an ignored file?); nothing was written"
+    )]
+    Outside(String),
+    /// The change is over a limit of the store.
+    #[error("{0}; nothing was written")]
+    OverLimit(String),
+    /// Refused: the receipt cannot be undone, or the like.
+    #[error("refused: {0}")]
+    Refused(String),
 }
 
 impl GateError {
@@ -90,7 +114,84 @@ impl GateError {
     /// evaluation that could not be completed (exit 3).
     pub fn is_usage(&self) -> bool {
         matches!(self, GateError::Change(e) if e.is_usage())
+            || matches!(self, GateError::Patch(patch::PatchError::Read(_)))
     }
+
+    /// True when the gate refused to write (exit 1): a file that is not
+    /// what was decided on (the compare and swap), a receipt it will not
+    /// undo.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            GateError::Refused(_) | GateError::Journal(journal::JournalError::Mismatch { .. })
+        )
+    }
+}
+
+/// Who signs a receipt, and when.
+#[derive(Clone, Copy)]
+pub struct Signer<'a> {
+    /// The gate key.
+    pub key: &'a SigningKey,
+    /// Its name (the receipt's issuer).
+    pub issuer: &'a str,
+    /// `issued_at`.
+    pub now: i64,
+}
+
+impl std::fmt::Debug for Signer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signer")
+            .field("issuer", &self.issuer)
+            .field("now", &self.now)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A receipt encoded, checked (schema, the five invariants, size) and signed.
+#[derive(Debug)]
+pub struct Signed {
+    /// The payload and its id.
+    pub valid: ValidPayload,
+    /// The DSSE envelope.
+    pub envelope: Envelope,
+}
+
+/// Encode, check and sign `receipt`: a receipt that breaks an invariant
+/// (such as `reversibility` true with a null inverse) is never signed.
+pub fn sign(receipt: &Receipt, key: &SigningKey) -> Result<Signed, GateError> {
+    let bytes = dagcbor::encode(&receipt.to_value());
+    let valid = payload_from_cbor(&bytes)?;
+    let envelope = Envelope::sign(
+        crate::constants::RECEIPT_PAYLOAD_TYPE,
+        valid.bytes.clone(),
+        key,
+    );
+    Ok(Signed { valid, envelope })
+}
+
+/// Refuse pre-images over `MAX_GATE_PREIMAGE_BYTES`, or a store that would
+/// pass `MAX_GATE_STORE_BYTES` with them (`used` bytes plus their sum).
+pub fn limits_check(pre: &[(String, u64)], used: u64) -> Result<(), GateError> {
+    use crate::limits::{MAX_GATE_PREIMAGE_BYTES, MAX_GATE_STORE_BYTES};
+    if let Some((path, n)) = pre
+        .iter()
+        .find(|(_, n)| *n > MAX_GATE_PREIMAGE_BYTES as u64)
+    {
+        return Err(GateError::OverLimit(format!(
+            "{path}: a pre-image of {n} bytes, over the limit of {MAX_GATE_PREIMAGE_BYTES} \
+             (MAX_GATE_PREIMAGE_BYTES); a policy with \"allow_irreversible\": true issues \
+             the receipt with reversibility false and no inverse"
+        )));
+    }
+    let total = pre.iter().fold(used, |a, (_, n)| a.saturating_add(*n));
+    if total > MAX_GATE_STORE_BYTES {
+        return Err(GateError::OverLimit(format!(
+            "the store would hold {total} bytes, over the limit of {MAX_GATE_STORE_BYTES} \
+             (MAX_GATE_STORE_BYTES)"
+        )));
+    }
+    Ok(())
 }
 
 /// What to evaluate.
@@ -163,12 +264,7 @@ pub fn evaluate(req: &Request<'_>) -> Result<Decision, GateError> {
         checks,
     };
     let evidence_id = store.put_record(&evidence.to_value())?;
-    let verdict = match failed {
-        None => Verdict::Admit { proof: evidence_id },
-        Some(name) => Verdict::Deny {
-            reasons: vec![format!("check.{name}.failed")],
-        },
-    };
+    let verdict = verdict_of(failed, evidence_id);
     let read_set = read_set_after(&tree, &change, head.as_deref(), &req.policy.reads)?;
     let precondition = precondition(&change.base, &read_set);
     Ok(Decision {
@@ -184,12 +280,32 @@ pub fn evaluate(req: &Request<'_>) -> Result<Decision, GateError> {
     })
 }
 
+/// Admit with the evidence as proof, or deny naming the failed check.
+pub fn verdict_of(failed: Option<String>, evidence_id: Digest) -> Verdict {
+    match failed {
+        None => Verdict::Admit { proof: evidence_id },
+        Some(name) => Verdict::Deny {
+            reasons: vec![format!("check.{name}.failed")],
+        },
+    }
+}
+
 /// Refuse, before any check runs, a change whose receipt would be over
 /// the payload limit: the receipt with this read set (digests of the same
 /// length) and the longest verdict this policy can give.
 fn fits(change: &Change, policy: &Policy) -> Result<(), GateError> {
+    let resources: Vec<&str> = change.existing().map(|f| f.path.as_str()).collect();
+    fits_resources(change.files.len(), resources, policy)
+}
+
+/// [`fits`] for a receipt whose read set holds `resources` (and `HEAD`
+/// and the policy's reads), with an inverse.
+pub fn fits_resources<'a>(
+    files: usize,
+    mut resources: Vec<&'a str>,
+    policy: &'a Policy,
+) -> Result<(), GateError> {
     let placeholder = Digest::blake3(b"");
-    let mut resources: Vec<&str> = change.existing().map(|f| f.path.as_str()).collect();
     resources.push(HEAD);
     resources.extend(policy.reads.iter().map(String::as_str));
     resources.sort_unstable();
@@ -205,8 +321,8 @@ fn fits(change: &Change, policy: &Policy) -> Result<(), GateError> {
         issued_at: crate::receipt::canonical::MAX_SAFE_INTEGER,
         substrate: Substrate::Git,
         change_id: placeholder,
-        inverse_delta_id: None,
-        reversibility: None,
+        inverse_delta_id: Some(placeholder),
+        reversibility: Some(true),
         read_set: resources
             .iter()
             .map(|r| ReadItem {
@@ -224,10 +340,7 @@ fn fits(change: &Change, policy: &Policy) -> Result<(), GateError> {
     };
     let bytes = dagcbor::encode(&receipt.to_value()).len();
     if bytes > crate::limits::MAX_PAYLOAD_BYTES {
-        return Err(GateError::TooLarge {
-            files: change.files.len(),
-            bytes,
-        });
+        return Err(GateError::TooLarge { files, bytes });
     }
     Ok(())
 }
@@ -241,13 +354,24 @@ fn run_checks(
     store: &Store,
 ) -> Result<(Vec<run::Ran>, Option<String>), GateError> {
     let clean = CleanTree::create(tree, change)?;
+    run_checks_in(&clean, req.policy, store, req.interrupted)
+}
+
+/// The checks of `policy` in order in `clean`, stopping at the first
+/// failure (its name).
+pub fn run_checks_in(
+    clean: &CleanTree,
+    policy: &Policy,
+    store: &Store,
+    interrupted: &AtomicBool,
+) -> Result<(Vec<run::Ran>, Option<String>), GateError> {
     let scratch = clean.scratch().map_err(GateError::Scratch)?;
     let mut ran = Vec::new();
-    for (i, check) in req.policy.checks.iter().enumerate() {
-        if req.interrupted.load(Ordering::SeqCst) {
+    for (i, check) in policy.checks.iter().enumerate() {
+        if interrupted.load(Ordering::SeqCst) {
             return Err(GateError::Interrupted);
         }
-        let r = run::run_check(check, clean.path(), &scratch, i, store, req.interrupted)?;
+        let r = run::run_check(check, clean.path(), &scratch, i, store, interrupted)?;
         let passed = r.exit == 0;
         ran.push(r);
         if !passed {
@@ -337,13 +461,7 @@ pub fn issue(
     store: &Store,
     record: &Digest,
 ) -> Result<(ValidPayload, Envelope), GateError> {
-    let bytes = dagcbor::encode(&receipt.to_value());
-    let valid = payload_from_cbor(&bytes)?;
-    let envelope = Envelope::sign(
-        crate::constants::RECEIPT_PAYLOAD_TYPE,
-        valid.bytes.clone(),
-        key,
-    );
+    let Signed { valid, envelope } = sign(receipt, key)?;
     store.link_receipt(&valid.id, record)?;
     Ok((valid, envelope))
 }

@@ -38,6 +38,10 @@ pub struct Policy {
     pub checks: Vec<Check>,
     /// Resources added to every receipt's read set.
     pub reads: Vec<String>,
+    /// `"allow_irreversible": true`: `gate apply` may apply a change whose
+    /// pre-images are over the store's limits, with `reversibility` false
+    /// and no inverse (absent: false, such a change is refused).
+    pub allow_irreversible: bool,
     /// `policy_id`.
     pub id: Digest,
 }
@@ -78,7 +82,19 @@ impl Policy {
     /// Check policy JSON.
     pub fn parse(bytes: &[u8]) -> Result<Policy, PolicyError> {
         let value = json::from_json(bytes).map_err(PolicyError::Json)?;
-        let top = fields(&value, "the policy", &["name", "checks", "reads"])?;
+        let map = value
+            .as_map()
+            .ok_or_else(|| schema("the policy must be an object"))?;
+        let allow_irreversible = match map.get("allow_irreversible") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(schema("allow_irreversible must be true or false")),
+        };
+        let mut keys = vec!["name", "checks", "reads"];
+        if map.contains_key("allow_irreversible") {
+            keys.push("allow_irreversible");
+        }
+        let top = fields(&value, "the policy", &keys)?;
         let name = text(top.get("name"), "name")?;
         let Some(Value::Array(list)) = top.get("checks") else {
             return Err(schema("checks must be an array"));
@@ -103,6 +119,7 @@ impl Policy {
             name,
             checks,
             reads,
+            allow_irreversible,
             id: identity(&dagcbor::encode(&value)),
         })
     }

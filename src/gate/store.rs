@@ -20,6 +20,9 @@ use crate::limits::{MAX_STORE_OBJECT_BYTES, MAX_STORE_RECORD_BYTES};
 use crate::receipt::canonical::{Value, dagcbor};
 use std::path::{Path, PathBuf};
 
+/// Age under which a temporary file of `tmp/` may be a write in flight.
+const TMP_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Mode of stored objects and pointers (before the umask).
 const OBJECT_MODE: u32 = 0o644;
 
@@ -93,10 +96,19 @@ impl Store {
             })?;
         }
         // Leftovers of an interrupted write: never objects (a rename is the
-        // only way in), so removing them loses nothing.
+        // only way in), so removing them loses nothing. A temporary file
+        // lives for one atomic write; one younger than a minute may be
+        // another gate process's write in flight, and is left.
         if let Ok(entries) = std::fs::read_dir(dir.join("tmp")) {
+            let now = std::time::SystemTime::now();
             for entry in entries.flatten() {
-                let _ = std::fs::remove_file(entry.path());
+                let young = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| now.duration_since(t).map_or(true, |age| age < TMP_GRACE));
+                if !young {
+                    let _ = std::fs::remove_file(entry.path());
+                }
             }
         }
         Ok(Store {
@@ -107,6 +119,28 @@ impl Store {
     /// The store's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Bytes the store's objects take (their file sizes), read now.
+    pub fn size(&self) -> Result<u64, StoreError> {
+        let objects = self.dir.join("objects");
+        let err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| StoreError::Create { path, source }
+        };
+        let mut total = 0u64;
+        for fan in std::fs::read_dir(&objects).map_err(err(&objects))? {
+            let fan = fan.map_err(err(&objects))?.path();
+            let Ok(entries) = std::fs::read_dir(&fan) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                if let Ok(m) = e.metadata() {
+                    total = total.saturating_add(m.len());
+                }
+            }
+        }
+        Ok(total)
     }
 
     /// The file of object `digest`.
@@ -244,8 +278,17 @@ mod tests {
         assert_eq!(store.receipt_record(&receipt).unwrap(), None);
         store.link_receipt(&receipt, &d).unwrap();
         assert_eq!(store.receipt_record(&receipt).unwrap(), Some(d));
-        // A stray temporary file is removed when the store is opened.
-        std::fs::write(dir.path().join("tmp/.x.rcpt-tmp"), b"").unwrap();
+        // A stray temporary file is removed when the store is opened
+        // (once older than a write in flight can be).
+        let stray = dir.path().join("tmp/.x.rcpt-tmp");
+        std::fs::write(&stray, b"").unwrap();
+        let old = std::time::SystemTime::now() - 2 * TMP_GRACE;
+        std::fs::File::options()
+            .write(true)
+            .open(&stray)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
         Store::open(dir.path()).unwrap();
         assert_eq!(
             std::fs::read_dir(dir.path().join("tmp")).unwrap().count(),

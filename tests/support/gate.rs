@@ -181,6 +181,79 @@ impl Gate {
             .unwrap()
     }
 
+    /// A patch (`git diff --binary -M` of the staged result) of what
+    /// `edit` does to the work tree, which is then put back as it was
+    /// (HEAD, nothing untracked). Written outside the repository.
+    pub fn patch_of(&self, name: &str, edit: impl FnOnce(&Gate)) -> PathBuf {
+        edit(self);
+        git(&self.repo, &["add", "-A"]);
+        let out = git_cmd(&self.repo)
+            .args(["diff", "--cached", "--binary", "-M", "HEAD"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        git(&self.repo, &["reset", "-q", "--hard", "HEAD"]);
+        git(&self.repo, &["clean", "-fdq"]);
+        let path = self.world.dir().join(name);
+        std::fs::write(&path, &out.stdout).unwrap();
+        path
+    }
+
+    /// `rcpt gate apply PATCH --policy P --key KEY -o OUT ARGS`.
+    pub fn apply(&self, patch: &Path, policy: &Path, out: &Path, args: &[&str]) -> Output {
+        self.rcpt()
+            .args(["gate", "apply"])
+            .arg(patch)
+            .arg("--policy")
+            .arg(policy)
+            .arg("--key")
+            .arg(&self.key)
+            .arg("-o")
+            .arg(out)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// `rcpt gate undo RECEIPT --key KEY -o OUT ARGS`.
+    pub fn undo(&self, receipt: &Path, out: &Path, args: &[&str]) -> Output {
+        self.rcpt()
+            .args(["gate", "undo"])
+            .arg(receipt)
+            .arg("--key")
+            .arg(&self.key)
+            .arg("-o")
+            .arg(out)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// Every file of the work tree (not `.git`): path, bytes, executable.
+    pub fn files(&self) -> Vec<(String, Vec<u8>, bool)> {
+        use std::os::unix::fs::PermissionsExt;
+        let mut out = Vec::new();
+        let mut stack = vec![self.repo.clone()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.file_name().is_some_and(|n| n == ".git") {
+                    continue;
+                }
+                let meta = std::fs::symlink_metadata(&p).unwrap();
+                if meta.is_dir() {
+                    stack.push(p);
+                } else {
+                    let rel = p.strip_prefix(&self.repo).unwrap().display().to_string();
+                    let exec = meta.permissions().mode() & 0o111 != 0;
+                    out.push((rel, std::fs::read(&p).unwrap(), exec));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
     /// What is left in the gate's TMPDIR.
     pub fn leftovers(&self) -> Vec<String> {
         std::fs::read_dir(&self.tmp)

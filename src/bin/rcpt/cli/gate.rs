@@ -19,6 +19,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+#[path = "gate_apply.rs"]
+mod apply_cmd;
+
 #[derive(Subcommand)]
 pub enum GateCommand {
     /// Print the change_id of the work tree against a base commit.
@@ -39,6 +42,20 @@ pub enum GateCommand {
         Exit status: 0 admit, 1 deny, 3 no verdict (a check could not run), 2 bad invocation."
     )]
     Check(Box<CheckArgs>),
+    /// Apply a patch (git diff format) if the policy admits it: inverse stored first, compare and swap, a receipt.
+    #[command(
+        after_help = "Example:\n  rcpt gate apply change.patch --policy gate.json --key gate.key --log log/ -o bundle.json\n\
+        Exit status: 0 admitted and applied, 1 deny (nothing written) or a file moved (nothing written), \
+        3 no verdict (the patch does not apply, a check could not run, a limit), 2 bad invocation."
+    )]
+    Apply(Box<ApplyArgs>),
+    /// Undo an applied receipt of this gate: the current state stored first, the files restored, a receipt.
+    #[command(
+        after_help = "Example:\n  rcpt gate undo bundle.json --key gate.key -o undo.json\n\
+        Exit status: 0 undone, 1 refused (not this gate's, not applied, a file moved; nothing written), \
+        3 not evaluated (the store lacks an object), 2 bad invocation."
+    )]
+    Undo(Box<UndoArgs>),
     /// Print the evidence of a receipt (commands, exits, outputs) from the store, re-hashing every object.
     #[command(after_help = "Example:\n  rcpt gate show bundle.json")]
     Show {
@@ -83,15 +100,78 @@ pub struct CheckArgs {
     out: Option<Target>,
 }
 
+/// `rcpt gate apply`.
+#[derive(clap::Args)]
+pub struct ApplyArgs {
+    /// The patch (git diff or git format-patch output).
+    #[arg(value_name = "PATCH")]
+    patch: PathBuf,
+    /// The policy file (JSON).
+    #[arg(long, value_name = "FILE")]
+    policy: PathBuf,
+    #[command(flatten)]
+    issue: IssueArgs,
+}
+
+/// `rcpt gate undo`.
+#[derive(clap::Args)]
+pub struct UndoArgs {
+    /// The receipt to undo: a DSSE envelope or a bundle.
+    #[arg(value_name = "RECEIPT")]
+    receipt: Source,
+    #[command(flatten)]
+    issue: IssueArgs,
+}
+
+/// What issuing a receipt takes (apply, undo).
+#[derive(clap::Args)]
+pub struct IssueArgs {
+    /// The gate's signing key (PKCS#8 PEM); its name is read from the .vkey beside it.
+    #[arg(long, value_name = "GATE.key")]
+    key: PathBuf,
+    /// The issuer name, when no .vkey is beside the key (must match it when one is).
+    #[arg(long, value_name = "NAME")]
+    issuer: Option<String>,
+    /// Append the receipt to a log directory, or submit it to a log service URL.
+    #[arg(long, value_name = "DIR|URL")]
+    log: Option<String>,
+    /// The log service's verifier key (with --log URL).
+    #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]
+    log_key: Option<String>,
+    /// File holding the log service's verifier key (with --log URL).
+    #[arg(long, value_name = "FILE")]
+    log_key_file: Option<PathBuf>,
+    /// The store; default .git/rcpt/store of the repository.
+    #[arg(long, value_name = "DIR")]
+    store: Option<PathBuf>,
+    /// Write the bundle (with --log) or the envelope here; '-' for standard output.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    out: Option<Target>,
+}
+
 pub fn run(cmd: GateCommand) -> anyhow::Result<u8> {
-    let result = match cmd {
+    let store = match &cmd {
+        GateCommand::Check(a) => a.store.clone(),
+        GateCommand::Apply(a) => a.issue.store.clone(),
+        GateCommand::Undo(a) => a.issue.store.clone(),
+        GateCommand::Show { store, .. } => store.clone(),
+        GateCommand::Id { .. } => None,
+    };
+    let result = recover(store.as_deref()).and_then(|()| match cmd {
         GateCommand::Id { base, json } => id(&base, json),
         GateCommand::Check(args) => check(&args),
+        GateCommand::Apply(args) => apply_cmd::apply(&args),
+        GateCommand::Undo(args) => apply_cmd::undo(&args),
         GateCommand::Show { receipt, store } => show(&receipt, store.as_deref()),
-    };
-    // No verdict is exit 3, a bad invocation exit 2; both say why.
+    });
+    // No verdict is exit 3, a bad invocation exit 2, a refusal to write
+    // exit 1; each says why.
     result.or_else(|e| match e.downcast_ref::<GateError>() {
         Some(g) if g.is_usage() => Err(UsageError(format!("{e:#}")).into()),
+        Some(g) if g.is_refusal() => {
+            let _ = writeln!(std::io::stderr(), "rcpt: {e:#}");
+            Ok(EXIT_FAILED)
+        }
         Some(_) => {
             let _ = writeln!(std::io::stderr(), "rcpt: not evaluated: {e:#}");
             Ok(EXIT_NOT_EVALUATED)
@@ -100,7 +180,45 @@ pub fn run(cmd: GateCommand) -> anyhow::Result<u8> {
     })
 }
 
-fn here() -> anyhow::Result<PathBuf> {
+/// Finish or roll back an apply or undo a crash interrupted, before any
+/// gate command, and say so.
+fn recover(store: Option<&Path>) -> anyhow::Result<()> {
+    let dir = match store {
+        Some(d) => d.to_path_buf(),
+        None => match rcpt::gate::git::WorkTree::discover(&here()?) {
+            Ok(Some(tree)) => gate::default_store(&tree),
+            _ => return Ok(()),
+        },
+    };
+    let Some(r) = gate::journal::recover_at(&dir).map_err(GateError::from)? else {
+        return Ok(());
+    };
+    let mut err = std::io::stderr().lock();
+    if r.forward {
+        writeln!(
+            err,
+            "rcpt: recovered an interrupted gate {}: rolled forward ({} files rewritten); \
+             its receipt {} was issued (envelope: store object {})",
+            r.entry.op, r.rewritten, r.entry.receipt, r.entry.envelope
+        )?;
+    } else {
+        writeln!(
+            err,
+            "rcpt: recovered an interrupted gate {}: rolled back ({} files restored); \
+             no receipt was issued",
+            r.entry.op, r.rewritten
+        )?;
+    }
+    for c in &r.conflicts {
+        writeln!(
+            err,
+            "rcpt: {c}: edited by someone else meanwhile; left as it is"
+        )?;
+    }
+    Ok(())
+}
+
+pub(super) fn here() -> anyhow::Result<PathBuf> {
     std::env::current_dir().context("reading the current directory")
 }
 
@@ -117,18 +235,26 @@ fn id(base: &str, json: bool) -> anyhow::Result<u8> {
 }
 
 /// Where `--log` sends the receipt.
-enum LogTarget {
+pub(super) enum LogTarget {
     Dir(PathBuf),
     #[cfg(feature = "net")]
     Url(String, Box<NoteVerifier>),
 }
 
 fn log_target(args: &CheckArgs) -> anyhow::Result<Option<LogTarget>> {
-    let Some(log) = &args.log else {
+    log_target_of(&args.log, &args.log_key, &args.log_key_file)
+}
+
+pub(super) fn log_target_of(
+    log: &Option<String>,
+    log_key: &Option<String>,
+    log_key_file: &Option<PathBuf>,
+) -> anyhow::Result<Option<LogTarget>> {
+    let Some(log) = log else {
         return Ok(None);
     };
     if log.starts_with("http://") || log.starts_with("https://") {
-        let text = match (&args.log_key, &args.log_key_file) {
+        let text = match (log_key, log_key_file) {
             (Some(t), None) => t.clone(),
             (None, Some(f)) => String::from_utf8_lossy(&read_input(
                 &Source::Path(f.clone()),
@@ -217,7 +343,7 @@ fn check(args: &CheckArgs) -> anyhow::Result<u8> {
     })
 }
 
-fn verdict_line(v: &Verdict) -> String {
+pub(super) fn verdict_line(v: &Verdict) -> String {
     match v {
         Verdict::Admit { proof } => format!("admit (proof {proof})"),
         Verdict::Deny { reasons } => format!("deny ({})", reasons.join(", ")),
@@ -226,7 +352,7 @@ fn verdict_line(v: &Verdict) -> String {
 }
 
 /// Append to a log directory or submit to a service; the bundle JSON.
-fn publish(target: &LogTarget, envelope: &Envelope) -> anyhow::Result<String> {
+pub(super) fn publish(target: &LogTarget, envelope: &Envelope) -> anyhow::Result<String> {
     let json = envelope.to_json();
     match target {
         LogTarget::Dir(dir) => append(dir, json.as_bytes()),

@@ -1,0 +1,162 @@
+//! `rcpt gate apply` and `rcpt gate undo` (spec/gate.md "The apply
+//! protocol", "Undo").
+
+use super::super::{EXIT_FAILED, EXIT_OK, UsageError, read_input, write_target};
+use super::{ApplyArgs, IssueArgs, UndoArgs, here, log_target_of, publish, verdict_line};
+use anyhow::Context as _;
+use rcpt::gate::apply::{ApplyRequest, Outcome};
+use rcpt::gate::policy::Policy;
+use rcpt::gate::undo::UndoRequest;
+use rcpt::gate::{self, Signer};
+use rcpt::keys::SigningKey;
+use rcpt::limits::MAX_BUNDLE_BYTES;
+use rcpt::receipt::Verdict;
+use rcpt::receipt::dsse::Envelope;
+use std::io::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// Test hook of the crash trials (spec/gate.md): `RCPT_GATE_CRASH_AFTER=N`
+/// makes the process SIGKILL itself right after durable write step N.
+const CRASH_ENV: &str = "RCPT_GATE_CRASH_AFTER";
+
+fn crash_hook() -> impl Fn(u32) {
+    let at: Option<u32> = std::env::var(CRASH_ENV).ok().and_then(|v| v.parse().ok());
+    move |step| {
+        if Some(step) == at {
+            let _ = rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::KILL,
+            );
+        }
+    }
+}
+
+fn key_and_issuer(args: &IssueArgs) -> anyhow::Result<(SigningKey, String)> {
+    let pem = rcpt::keys::read_key_file(&args.key)
+        .with_context(|| format!("reading the gate key {}", args.key.display()))
+        .map_err(|e| UsageError(format!("{e:#}")))?;
+    let key = rcpt::keys::signing_key_from_pem(&pem)
+        .map_err(|e| UsageError(format!("the gate key {}: {e}", args.key.display())))?;
+    let issuer = gate::issuer_name(&args.key, &key, args.issuer.as_deref())
+        .map_err(|e| UsageError(format!("{:#}", anyhow::Error::new(e))))?;
+    Ok((key, issuer))
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+pub fn apply(args: &ApplyArgs) -> anyhow::Result<u8> {
+    let policy = Policy::read(&args.policy)
+        .map_err(|e| UsageError(format!("{:#}", anyhow::Error::new(e))))?;
+    let (key, issuer) = key_and_issuer(&args.issue)?;
+    let log = log_target_of(
+        &args.issue.log,
+        &args.issue.log_key,
+        &args.issue.log_key_file,
+    )?;
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&interrupted))
+            .context("installing the interrupt handler")?;
+    }
+    let crash = crash_hook();
+    let request = ApplyRequest {
+        dir: &here()?,
+        patch: &args.patch,
+        policy: &policy,
+        store: args.issue.store.as_deref(),
+        interrupted: &interrupted,
+        signer: Signer {
+            key: &key,
+            issuer: &issuer,
+            now: now(),
+        },
+        crash: &crash,
+    };
+    let outcome = gate::apply::apply(&request)?;
+    report(&outcome, &policy.id.to_string())?;
+    finish(&outcome, log.as_ref(), &args.issue)
+}
+
+pub fn undo(args: &UndoArgs) -> anyhow::Result<u8> {
+    let (key, issuer) = key_and_issuer(&args.issue)?;
+    let log = log_target_of(
+        &args.issue.log,
+        &args.issue.log_key,
+        &args.issue.log_key_file,
+    )?;
+    let bytes = read_input(&args.receipt, MAX_BUNDLE_BYTES, "receipt")?;
+    let envelope = match rcpt::bundle::RawBundle::parse(&bytes) {
+        Ok(b) => Envelope::from_json(b.envelope.get().as_bytes())?,
+        Err(_) => Envelope::from_json(&bytes)
+            .with_context(|| format!("{} is neither a bundle nor an envelope", args.receipt))?,
+    };
+    let crash = crash_hook();
+    let request = UndoRequest {
+        dir: &here()?,
+        envelope: &envelope,
+        store: args.issue.store.as_deref(),
+        signer: Signer {
+            key: &key,
+            issuer: &issuer,
+            now: now(),
+        },
+        crash: &crash,
+    };
+    let outcome = gate::undo::undo(&request)?;
+    report(&outcome, &outcome.evidence.policy_id.to_string())?;
+    finish(&outcome, log.as_ref(), &args.issue)
+}
+
+fn report(o: &Outcome, policy_id: &str) -> anyhow::Result<()> {
+    let mut err = std::io::stderr().lock();
+    writeln!(err, "change_id: {}", o.change_id)?;
+    writeln!(err, "policy_id: {policy_id}")?;
+    for c in &o.evidence.checks {
+        writeln!(
+            err,
+            "check {}: exit {} in {} ms",
+            c.name, c.exit, c.duration_ms
+        )?;
+    }
+    let receipt = &o.signed.valid;
+    writeln!(err, "verdict: {}", verdict_line(&receipt.receipt.verdict))?;
+    match o.inverse {
+        Some(id) => writeln!(err, "inverse_delta_id: {id} (reversibility true)")?,
+        None => writeln!(
+            err,
+            "inverse_delta_id: null (reversibility false: over the store's limits, allowed by the policy)"
+        )?,
+    }
+    for t in &o.record.files {
+        let word = match (t.pre, t.post) {
+            (None, _) => "create",
+            (_, None) => "delete",
+            _ => "modify",
+        };
+        let done = if o.applied { "written" } else { "not written" };
+        writeln!(err, "{word} {} ({done})", t.path)?;
+    }
+    writeln!(err, "applied: {}", o.applied)?;
+    writeln!(err, "receipt_id: {}", receipt.id)?;
+    Ok(())
+}
+
+fn finish(o: &Outcome, log: Option<&super::LogTarget>, args: &IssueArgs) -> anyhow::Result<u8> {
+    let text = match log {
+        None => format!("{}\n", o.signed.envelope.to_json()),
+        Some(target) => publish(target, &o.signed.envelope)
+            .context("the receipt was issued (it is in the store) but not logged")?,
+    };
+    if let Some(out) = &args.out {
+        write_target(out, text.as_bytes())?;
+    }
+    Ok(match o.signed.valid.receipt.verdict {
+        Verdict::Admit { .. } if o.applied => EXIT_OK,
+        _ => EXIT_FAILED,
+    })
+}

@@ -1,0 +1,449 @@
+//! journal: writing a change to the work tree so that a crash at any
+//! instant leaves every file all before or all after (spec/gate.md "The
+//! apply protocol").
+//!
+//! ```text
+//! STORE/lock      flock held by the one apply, undo or recovery using the store
+//! STORE/journal   {"version": 1, "op": "apply"|"undo", "top": work tree,
+//!                  "record": transition record id, "receipt": receipt id,
+//!                  "envelope": id of the signed envelope's JSON (an object)}
+//! ```
+//!
+//! The journal names a transition record whose objects are in the store
+//! (both sides where they exist). Its commit point is the receipt pointer
+//! `STORE/receipts/<receipt id>`: once it exists the change is done and a
+//! recovery rolls forward (writes `post` where a file is still at `pre`);
+//! before, a recovery rolls back (writes `pre` where a file is at `post`).
+//! A file at neither is someone else's edit: left alone and named. Every
+//! file is written by [`crate::io::write_atomic`] (temporary file beside it,
+//! synced, renamed, directory synced); a deletion is an unlink and a
+//! directory sync.
+
+use super::inverse::{self, InverseError, Record, Side, Transition};
+use super::store::{Store, StoreError};
+use crate::digest::{Algorithm, Digest};
+use crate::io::InputError;
+use crate::receipt::canonical::{Value, dagcbor};
+use std::collections::BTreeMap;
+use std::fs::{File, TryLockError};
+use std::path::{Path, PathBuf};
+
+/// Most bytes of a journal file.
+const MAX_JOURNAL_BYTES: usize = 64 * 1024;
+
+/// Why a change could not be written or recovered.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JournalError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The transition record is unusable.
+    #[error(transparent)]
+    Inverse(#[from] InverseError),
+    /// Another gate process holds the store.
+    #[error(
+        "another rcpt gate apply or undo is using the store {0} (its lock is held); wait for it"
+    )]
+    Busy(PathBuf),
+    /// The lock file failed.
+    #[error("locking the store {path}")]
+    Lock {
+        /// The lock file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The journal is not a journal.
+    #[error("the journal {0} is corrupt; nothing was recovered (inspect it, then remove it)")]
+    Corrupt(PathBuf),
+    /// A file of the work tree could not be read.
+    #[error("reading {path}")]
+    Read {
+        /// The path.
+        path: String,
+        /// Why.
+        #[source]
+        source: InputError,
+    },
+    /// A file of the work tree could not be written.
+    #[error("writing {path}")]
+    Write {
+        /// The path.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file is not what the change expects (compare and swap).
+    #[error(
+        "{path}: its content is not the one the change was decided on ({why}); nothing was written"
+    )]
+    Mismatch {
+        /// The path.
+        path: String,
+        /// What was found.
+        why: String,
+    },
+    /// A path goes through a link or a file.
+    #[error("{0}: a parent directory is a symbolic link or a file; nothing is written through it")]
+    Parent(String),
+}
+
+/// The exclusive lock of a store, released on drop or at process death.
+#[derive(Debug)]
+pub struct Lock {
+    _file: File,
+}
+
+/// Lock `store` for this process, or refuse when another holds it.
+pub fn lock(store: &Store) -> Result<Lock, JournalError> {
+    lock_dir(store.dir())
+}
+
+fn lock_dir(dir: &Path) -> Result<Lock, JournalError> {
+    let path = dir.join("lock");
+    let err = |source| JournalError::Lock {
+        path: path.clone(),
+        source,
+    };
+    let file = crate::io::open_lock(&path).map_err(err)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Lock { _file: file }),
+        Err(TryLockError::WouldBlock) => Err(JournalError::Busy(dir.to_path_buf())),
+        Err(TryLockError::Error(e)) => Err(err(e)),
+    }
+}
+
+/// What the journal says is under way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// `apply` or `undo`.
+    pub op: String,
+    /// The work tree's top.
+    pub top: PathBuf,
+    /// The transition record written.
+    pub record: Digest,
+    /// The receipt whose pointer is the commit point.
+    pub receipt: Digest,
+    /// The signed envelope's JSON, an object of the store.
+    pub envelope: Digest,
+}
+
+fn journal_path(store: &Store) -> PathBuf {
+    store.dir().join("journal")
+}
+
+impl Entry {
+    fn to_value(&self) -> Value {
+        let text = |s: String| Value::Text(s);
+        Value::Map(BTreeMap::from([
+            ("version".to_string(), Value::Integer(1)),
+            ("op".to_string(), text(self.op.clone())),
+            (
+                "top".to_string(),
+                text(self.top.to_string_lossy().into_owned()),
+            ),
+            ("record".to_string(), text(self.record.to_string())),
+            ("receipt".to_string(), text(self.receipt.to_string())),
+            ("envelope".to_string(), text(self.envelope.to_string())),
+        ]))
+    }
+
+    fn from_bytes(bytes: &[u8]) -> Option<Entry> {
+        let value = dagcbor::decode(bytes).ok()?;
+        let m = value.as_map().filter(|m| m.len() == 6)?;
+        if m.get("version") != Some(&Value::Integer(1)) {
+            return None;
+        }
+        let t = |k: &str| m.get(k).and_then(Value::as_text);
+        let d = |k: &str| t(k).and_then(|s| s.parse::<Digest>().ok());
+        Some(Entry {
+            op: t("op")?.to_string(),
+            top: PathBuf::from(t("top")?),
+            record: d("record")?,
+            receipt: d("receipt")?,
+            envelope: d("envelope")?,
+        })
+    }
+
+    /// Write the journal (atomically, durably).
+    pub fn write(&self, store: &Store) -> Result<(), JournalError> {
+        crate::io::write_atomic_via(
+            &store.dir().join("tmp"),
+            &journal_path(store),
+            &dagcbor::encode(&self.to_value()),
+            0o644,
+        )
+        .map_err(|e| StoreError::Write(e).into())
+    }
+}
+
+/// Remove the journal (durably).
+pub fn clear(store: &Store) -> Result<(), JournalError> {
+    let path = journal_path(store);
+    let write = |source| JournalError::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    match std::fs::remove_file(&path) {
+        Ok(()) => crate::io::sync_dir(store.dir()).map_err(write),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(write(e)),
+    }
+}
+
+/// What a recovery did.
+#[derive(Debug)]
+pub struct Recovered {
+    /// The interrupted operation.
+    pub entry: Entry,
+    /// True when it rolled forward (the receipt was issued), false back.
+    pub forward: bool,
+    /// Files rewritten.
+    pub rewritten: usize,
+    /// Files at neither side, left alone.
+    pub conflicts: Vec<String>,
+}
+
+/// Recover an interrupted apply or undo of the store at `dir`, if its
+/// journal says one was under way (nothing is created when it does not).
+pub fn recover_at(dir: &Path) -> Result<Option<Recovered>, JournalError> {
+    if std::fs::symlink_metadata(dir.join("journal")).is_err() {
+        return Ok(None);
+    }
+    // Locked before the store is opened (opening empties `tmp/`); a held
+    // lock means its holder is alive and finishes its own journal.
+    let _lock = match lock_dir(dir) {
+        Ok(l) => l,
+        Err(JournalError::Busy(_)) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    recover(&Store::open(dir)?)
+}
+
+/// [`recover_at`] for an open store whose lock the caller holds.
+pub fn recover(store: &Store) -> Result<Option<Recovered>, JournalError> {
+    let path = journal_path(store);
+    let bytes = match crate::io::read_path(&path, MAX_JOURNAL_BYTES) {
+        Ok(b) => b,
+        Err(InputError::NotFound { .. }) => return Ok(None),
+        Err(source) => {
+            return Err(JournalError::Read {
+                path: path.display().to_string(),
+                source,
+            });
+        }
+    };
+    let entry = Entry::from_bytes(&bytes).ok_or(JournalError::Corrupt(path))?;
+    let record = inverse::load(store, &entry.record)?;
+    let forward = store.receipt_record(&entry.receipt)?.is_some();
+    let target = if forward {
+        record
+    } else {
+        record.swapped(&record.base)
+    };
+    let (rewritten, conflicts) = reach(store, &entry.top, &target, &mut || {})?;
+    clear(store)?;
+    Ok(Some(Recovered {
+        entry,
+        forward,
+        rewritten,
+        conflicts,
+    }))
+}
+
+/// The state of `path` under `top` now: `None` absent, else its side.
+pub fn side_now(top: &Path, path: &str) -> Result<Option<Side>, JournalError> {
+    let full = top.join(path);
+    let meta = match std::fs::symlink_metadata(&full) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(JournalError::Write {
+                path: path.to_string(),
+                source,
+            });
+        }
+    };
+    if !meta.is_file() {
+        return Err(JournalError::Mismatch {
+            path: path.to_string(),
+            why: "not a regular file".into(),
+        });
+    }
+    let reader = crate::fresh::Reader::new(top, crate::receipt::Substrate::Filesystem);
+    let digest = reader
+        .digest(path, Algorithm::Blake3)
+        .map_err(|e| JournalError::Mismatch {
+            path: path.to_string(),
+            why: e.to_string(),
+        })?;
+    Ok(Some(Side {
+        digest,
+        executable: executable(&meta),
+    }))
+}
+
+#[cfg(unix)]
+fn executable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn executable(_meta: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// Compare and swap, the compare: every file of `record` is at `pre`.
+pub fn check_pre(top: &Path, record: &Record) -> Result<(), JournalError> {
+    for t in &record.files {
+        let now = side_now(top, &t.path)?;
+        if now != t.pre {
+            return Err(JournalError::Mismatch {
+                path: t.path.clone(),
+                why: describe(now.as_ref(), t.pre.as_ref()),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn describe(now: Option<&Side>, want: Option<&Side>) -> String {
+    let show = |s: Option<&Side>| {
+        s.map_or("absent".to_string(), |s| {
+            format!(
+                "{}{}",
+                s.digest,
+                if s.executable { " (executable)" } else { "" }
+            )
+        })
+    };
+    format!("found {}, expected {}", show(now), show(want))
+}
+
+/// Bring every file of `record` to its `post` side where it is at `pre`
+/// (a file already at `post` is left; one at neither is a conflict, left
+/// alone). Removals first, deepest first, then writes; `step` is called
+/// after each file made durable. Files rewritten, and the conflicts.
+pub fn reach(
+    store: &Store,
+    top: &Path,
+    record: &Record,
+    step: &mut dyn FnMut(),
+) -> Result<(usize, Vec<String>), JournalError> {
+    let mut removals: Vec<&Transition> = record.files.iter().filter(|t| t.post.is_none()).collect();
+    removals.sort_by_key(|t| std::cmp::Reverse(t.path.matches('/').count()));
+    let writes = record.files.iter().filter(|t| t.post.is_some());
+    let (mut rewritten, mut conflicts) = (0, Vec::new());
+    for t in removals.into_iter().chain(writes) {
+        remove_strays(top, &t.path);
+        let now = side_now(top, &t.path).unwrap_or(Some(Side {
+            digest: Digest::blake3(b"\0not a file"),
+            executable: false,
+        }));
+        if now == t.post {
+            continue;
+        }
+        if now != t.pre {
+            conflicts.push(t.path.clone());
+            continue;
+        }
+        write_side(store, top, t)?;
+        rewritten += 1;
+        step();
+    }
+    Ok((rewritten, conflicts))
+}
+
+/// Write the `post` side of `t` (remove the file when it is absent).
+fn write_side(store: &Store, top: &Path, t: &Transition) -> Result<(), JournalError> {
+    let full = top.join(&t.path);
+    let err = |source| JournalError::Write {
+        path: t.path.clone(),
+        source,
+    };
+    let Some(post) = t.post else {
+        std::fs::remove_file(&full).map_err(err)?;
+        let parent = full.parent().unwrap_or(top);
+        crate::io::sync_dir(parent).map_err(err)?;
+        remove_empty_parents(top, &full);
+        return Ok(());
+    };
+    let bytes = store.get(&post.digest)?;
+    make_parents(top, &t.path)?;
+    let mode = if post.executable { 0o755 } else { 0o644 };
+    crate::io::write_atomic(&full, &bytes, mode).map_err(|e| JournalError::Write {
+        path: t.path.clone(),
+        source: std::io::Error::other(crate::io::error_chain(&e)),
+    })?;
+    set_mode(&full, mode).map_err(err)
+}
+
+/// Temporary files an interrupted atomic write left beside `path`.
+fn remove_strays(top: &Path, path: &str) {
+    let full = top.join(path);
+    let (Some(dir), Some(name)) = (full.parent(), full.file_name()) else {
+        return;
+    };
+    let prefix = format!(".{}.", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n.starts_with(&prefix) && n.ends_with(".rcpt-tmp") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// Remove directories left empty between `file` and `top`, as git does.
+fn remove_empty_parents(top: &Path, file: &Path) {
+    let mut dir = file.parent();
+    while let Some(d) = dir.filter(|d| *d != top && d.starts_with(top)) {
+        if std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+}
+
+/// Create the parents of `rel` under `top`, refusing a link or a file.
+fn make_parents(top: &Path, rel: &str) -> Result<(), JournalError> {
+    let mut dir = top.to_path_buf();
+    let parts: Vec<&str> = rel.split('/').collect();
+    for part in parts.iter().take(parts.len().saturating_sub(1)) {
+        dir.push(part);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(JournalError::Parent(rel.to_string())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir(&dir).map_err(|source| JournalError::Write {
+                    path: rel.to_string(),
+                    source,
+                })?;
+            }
+            Err(source) => {
+                return Err(JournalError::Write {
+                    path: rel.to_string(),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_path: &Path, _mode: u32) -> std::io::Result<()> {
+    Ok(())
+}

@@ -1,0 +1,181 @@
+//! undo: `rcpt gate undo RECEIPT` (spec/gate.md "Undo").
+//!
+//! Only a receipt authentic under the gate's own key, saying `applied`
+//! true, with an inverse; only when every file it touched is still at the
+//! receipt's post-image (else refused, naming the file, nothing written).
+//! The current state is stored first, as the undo's own inverse (the
+//! record with its sides swapped), so an undo is itself undone the same
+//! way; then the files are written under the journal ([`execute`]), and
+//! the undo gets its receipt.
+
+use super::apply::{Outcome, Plan, change_of, execute, precondition, put_side, read_set_after};
+use super::evidence::Evidence;
+use super::journal::{self, JournalError};
+use super::store::Store;
+use super::{GateError, Signer};
+use crate::digest::Digest;
+use crate::fresh::HEAD;
+use crate::limits::MAX_GATE_PREIMAGE_BYTES;
+use crate::receipt::canonical::{Value, dagcbor, identity};
+use crate::receipt::dsse::{Envelope, SignatureCheck, TrustedKeys};
+use crate::receipt::{Receipt, Replay, Substrate, Verdict};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// The name of the undo's rule, in its evidence record.
+pub const UNDO_POLICY: &str = "rcpt.undo";
+
+/// `policy_id` of an undo: the identity of `{"name": "rcpt.undo",
+/// "undo_of": receipt id}` (the rule: authentic, applied, files at their
+/// post-images), so the undo names the receipt it undoes.
+pub fn undo_policy_id(receipt_id: &Digest) -> Digest {
+    identity(&dagcbor::encode(&Value::Map(BTreeMap::from([
+        ("name".to_string(), Value::Text(UNDO_POLICY.to_string())),
+        ("undo_of".to_string(), Value::Text(receipt_id.to_string())),
+    ]))))
+}
+
+/// What to undo.
+pub struct UndoRequest<'a> {
+    /// A directory inside the work tree.
+    pub dir: &'a Path,
+    /// The receipt's envelope.
+    pub envelope: &'a Envelope,
+    /// The store directory; default `<git common dir>/rcpt/store`.
+    pub store: Option<&'a Path>,
+    /// Who signs, and when; its key must have signed the receipt.
+    pub signer: Signer<'a>,
+    /// Called after each durable write step.
+    pub crash: &'a dyn Fn(u32),
+}
+
+fn refused(why: impl Into<String>) -> GateError {
+    GateError::Refused(why.into())
+}
+
+/// The receipt in `envelope`, if it is the gate's and was applied, and its
+/// inverse record's identity.
+fn authentic(
+    envelope: &Envelope,
+    signer: &Signer<'_>,
+) -> Result<(Receipt, Digest, Digest), GateError> {
+    if envelope.payload_type != crate::constants::RECEIPT_PAYLOAD_TYPE {
+        return Err(refused("the envelope does not hold a receipt"));
+    }
+    let keys = TrustedKeys::new(&[signer.key.verifying_key()]);
+    if !matches!(keys.check(envelope), SignatureCheck::Verified { .. }) {
+        return Err(refused(
+            "the receipt is not signed by this gate key: only the gate's own receipts are undone",
+        ));
+    }
+    let (receipt, id) = crate::receipt::receipt_from_cbor(&envelope.payload)?;
+    if receipt.issuer != signer.issuer {
+        return Err(refused(format!(
+            "the receipt's issuer is {:?}, the gate key's name {:?}",
+            receipt.issuer, signer.issuer
+        )));
+    }
+    if !receipt.applied {
+        return Err(refused(
+            "the receipt says applied false: nothing was written, nothing to undo",
+        ));
+    }
+    let Some(inverse) = receipt.inverse_delta_id else {
+        return Err(refused(
+            "the receipt has no inverse (reversibility false): it cannot be undone",
+        ));
+    };
+    Ok((receipt, id, inverse))
+}
+
+/// The inverse record `id`, its pre-images all in the store, every file
+/// still at its post-image (else refused, naming the file).
+fn restorable(store: &Store, top: &Path, id: &Digest) -> Result<super::inverse::Record, GateError> {
+    let record = super::inverse::load(store, id).map_err(JournalError::from)?;
+    record
+        .check_objects(store, true, false)
+        .map_err(JournalError::from)?;
+    for t in &record.files {
+        let now = journal::side_now(top, &t.path)?;
+        if now != t.post {
+            return Err(JournalError::Mismatch {
+                path: t.path.clone(),
+                why: "it is no longer what the receipt's change left; nothing was written".into(),
+            }
+            .into());
+        }
+    }
+    Ok(record)
+}
+
+/// Undo the change of `req.envelope`'s receipt.
+pub fn undo(req: &UndoRequest<'_>) -> Result<Outcome, GateError> {
+    let tree = super::change::work_tree(req.dir)?;
+    let store = Store::open(
+        &req.store
+            .map_or_else(|| super::default_store(&tree), Path::to_path_buf),
+    )?;
+    let _lock = journal::lock(&store)?;
+    let recovered = journal::recover(&store)?;
+    let (_, receipt_id, inverse) = authentic(req.envelope, &req.signer)?;
+    let record = restorable(&store, &tree.top, &inverse)?;
+    let head = tree
+        .commit(HEAD)
+        .map_err(super::change::ChangeError::from)?
+        .ok_or_else(|| super::change::ChangeError::NoCommit(HEAD.into()))?;
+    // The current state first: the undo's own inverse.
+    for t in &record.files {
+        if let Some(side) = t.post {
+            put_side(&store, &tree.top, &t.path, side, MAX_GATE_PREIMAGE_BYTES)?;
+        }
+    }
+    let back = record.swapped(&head);
+    let back_id = back
+        .store_checked(&store, true, true)
+        .map_err(JournalError::from)?;
+    let change = change_of(&back, &BTreeSet::new());
+    let change_id = change.id();
+    let policy_id = undo_policy_id(&receipt_id);
+    let evidence = Evidence {
+        base: head,
+        change_id,
+        policy_id,
+        policy: UNDO_POLICY.to_string(),
+        checks: Vec::new(),
+    };
+    let evidence_id = store.put_record(&evidence.to_value())?;
+    let receipt = Receipt {
+        issuer: req.signer.issuer.to_string(),
+        issued_at: req.signer.now,
+        substrate: Substrate::Git,
+        change_id,
+        inverse_delta_id: Some(back_id),
+        reversibility: Some(true),
+        read_set: read_set_after(&tree.top, &back, &[])?,
+        precondition: Some(precondition(&back, Some(back_id))),
+        policy_id,
+        verdict: Verdict::Admit { proof: evidence_id },
+        applied: true,
+        replay: Replay::DeterministicReplay,
+    };
+    let signed = super::sign(&receipt, req.signer.key)?;
+    let plan = Plan {
+        op: "undo",
+        record: &back,
+        record_id: back_id,
+        evidence_id,
+        link_first: false,
+    };
+    execute(&store, &tree.top, &plan, &signed, req.crash)?;
+    Ok(Outcome {
+        change_id,
+        record: back,
+        inverse: Some(back_id),
+        evidence,
+        evidence_id,
+        signed,
+        applied: true,
+        recovered,
+        store,
+    })
+}
