@@ -514,37 +514,15 @@ fn the_tracefold_defect_is_never_signed_by_the_gate() {
 /// `rcpt` on PATH) in a fresh directory.
 #[test]
 fn the_readme_apply_walkthrough_runs_as_written() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let marker = "<!-- gate apply walkthrough: tests/gate_apply.rs runs the next block -->";
-    let after = readme
-        .split_once(marker)
-        .expect("the README marks the block")
-        .1;
-    let script = after
-        .split_once("```sh\n")
-        .unwrap()
-        .1
-        .split_once("\n```")
-        .unwrap()
-        .0;
-    assert!(script.contains("rcpt gate apply") && script.contains("rcpt gate undo"));
-    let bin = support::rcpt_bin();
-    let path = format!(
-        "{}:{}",
-        bin.parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
+    let script = support::readme::block_after(
+        "<!-- gate apply walkthrough: tests/gate_apply.rs runs the next block -->",
     );
-    let tmp = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new("bash")
-        .args(["-euo", "pipefail", "-c", script])
-        .current_dir(tmp.path())
-        .env("PATH", path)
-        .env("TMPDIR", tmp.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", shown(&out));
-    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(script.contains("rcpt gate apply") && script.contains("rcpt gate undo"));
+    let (stdout, err, status) = support::readme::run_script(&script);
+    assert!(
+        status.success(),
+        "exit {status:?}\nstdout:\n{stdout}\nstderr:\n{err}"
+    );
     assert!(
         err.contains("verdict: admit") && err.contains("applied: true"),
         "{err}"

@@ -184,6 +184,39 @@ fn clean_mode_an_ignored_file_the_change_lacks_cannot_make_the_check_pass() {
     assert_eq!(code(&out), 0, "{}", shown(&out));
 }
 
+/// A mode-only change (`chmod +x`) changes what runs: it is a change with
+/// its own identity, `modified` with the same digest and another mode.
+#[cfg(unix)]
+#[test]
+fn a_mode_only_change_has_its_own_change_id() {
+    use std::os::unix::fs::PermissionsExt;
+    let g = Gate::new(&[("deploy", "echo deploy\n")]);
+    let clean = g.id(&[]);
+    std::fs::set_permissions(
+        g.repo.join("deploy"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let record = g.record(&[]);
+    let files = record["files"].as_array().unwrap();
+    assert_eq!(files.len(), 1, "{record}");
+    assert_eq!(files[0]["status"], "modified");
+    assert_eq!(files[0]["mode"], "100755");
+    let executable = g.id(&[]);
+    assert_ne!(executable, clean);
+    // Back to 0644 with other bytes vs the same bytes: the mode tells them apart.
+    g.write("deploy", "echo deploy now\n");
+    let exec_edit = g.id(&[]);
+    std::fs::set_permissions(
+        g.repo.join("deploy"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let plain_edit = g.id(&[]);
+    assert_ne!(exec_edit, plain_edit);
+    assert_eq!(g.record(&[])["files"][0]["mode"], "100644");
+}
+
 #[test]
 fn the_change_words_renames_deletions_and_a_base() {
     let g = Gate::new(&[("a.txt", "a\n"), ("b.txt", "b\n"), ("c.txt", "c\n")]);

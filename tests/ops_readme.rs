@@ -13,13 +13,11 @@
     clippy::indexing_slicing
 )]
 
-#[path = "support/ops.rs"]
-mod ops;
 mod support;
 
 #[test]
 fn the_readme_publishing_walkthrough_runs_as_written() {
-    let script = ops::readme_block(
+    let script = support::readme::block_after(
         "<!-- publishing walkthrough: tests/ops_readme.rs runs the next block -->",
     );
     for needed in [
@@ -40,7 +38,7 @@ fn the_readme_publishing_walkthrough_runs_as_written() {
         support::skip("no curl on PATH: the walkthrough reads /metrics with curl");
         return;
     }
-    let (stdout, stderr, status) = ops::run_script(&script);
+    let (stdout, stderr, status) = support::readme::run_script(&script);
     assert!(
         status.success(),
         "exit {status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"

@@ -12,55 +12,11 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
-use support::rcpt_bin;
+use support::readme::{block_after, run_script};
 
 /// The first ```sh block after the walkthrough marker.
 fn walkthrough() -> String {
     block_after("<!-- walkthrough: tests/readme_walkthrough.rs runs the next block -->")
-}
-
-/// The first ```sh block after `marker` in README.md.
-fn block_after(marker: &str) -> String {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let after = readme
-        .split_once(marker)
-        .expect("the README marks its walkthrough block")
-        .1;
-    let block = after
-        .split_once("```sh\n")
-        .expect("a sh block after the marker")
-        .1;
-    block
-        .split_once("\n```")
-        .expect("the block ends")
-        .0
-        .to_string()
-}
-
-/// Run `script` with bash (-euo pipefail) in a fresh directory, `rcpt` on PATH.
-fn run_script(script: &str) -> (String, String, std::process::ExitStatus) {
-    let bin = rcpt_bin();
-    let bin_dir = bin.parent().unwrap();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let tmp = tempfile::tempdir().unwrap();
-    let out = Command::new("bash")
-        .args(["-euo", "pipefail", "-c", script])
-        .current_dir(tmp.path())
-        .env("PATH", path)
-        .env("TMPDIR", tmp.path())
-        .output()
-        .unwrap();
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        out.status,
-    )
 }
 
 /// The gating walkthrough: an admitted fresh receipt passes the gate, then
@@ -110,27 +66,10 @@ fn the_readme_gate_walkthrough_runs_as_written() {
 fn the_readme_walkthrough_runs_as_written() {
     let script = walkthrough();
     assert!(script.contains("rcpt verify"), "{script}");
-    let bin = rcpt_bin();
-    let bin_dir = bin.parent().unwrap();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let tmp = tempfile::tempdir().unwrap();
-    let out = Command::new("bash")
-        .args(["-euo", "pipefail", "-c", &script])
-        .current_dir(tmp.path())
-        .env("PATH", path)
-        .env("TMPDIR", tmp.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (stdout, stderr, status) = run_script(&script);
     assert!(
-        out.status.success(),
-        "exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status
+        status.success(),
+        "exit {status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
     // Both verifications passed: the bundle, then the second with --since.
     assert_eq!(

@@ -62,7 +62,7 @@ pub struct FileChange {
     /// BLAKE3 of its bytes now; `None` when deleted.
     pub digest: Option<Digest>,
     /// Whether the work tree's file is executable (copied into the clean
-    /// worktree; not part of the identity).
+    /// worktree; part of the identity as the record's `mode`).
     pub executable: bool,
 }
 
@@ -423,17 +423,26 @@ pub fn check_path(path: &str) -> Result<(), ChangeError> {
 }
 
 impl Change {
-    /// The change record: `{"base", "files": [{"path", "status", "digest"}]}`.
+    /// The change record: `{"base", "files": [{"path", "status", "digest",
+    /// "mode"}]}`; `mode` is git's `100644` or `100755` for a file that
+    /// exists, null for a deleted one: making a file executable changes
+    /// what runs, so it changes the identity.
     pub fn to_value(&self) -> Value {
         let files = self
             .files
             .iter()
             .map(|f| {
                 let digest = f.digest.map_or(Value::Null, |d| Value::Text(d.to_string()));
+                let mode = match (f.digest, f.executable) {
+                    (None, _) => Value::Null,
+                    (Some(_), true) => Value::Text("100755".into()),
+                    (Some(_), false) => Value::Text("100644".into()),
+                };
                 Value::Map(BTreeMap::from([
                     ("path".to_string(), Value::Text(f.path.clone())),
                     ("status".to_string(), Value::Text(f.status.as_str().into())),
                     ("digest".to_string(), digest),
+                    ("mode".to_string(), mode),
                 ]))
             })
             .collect();

@@ -193,7 +193,11 @@ impl FaultProxy {
 fn draw(s: &Shared) -> Fault {
     if s.down.load(Ordering::SeqCst) {
         s.counts.down.fetch_add(1, Ordering::Relaxed);
-        return if s.down_turn.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) {
+        return if s
+            .down_turn
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(2)
+        {
             Fault::Status(503)
         } else {
             Fault::DropRequest

@@ -23,6 +23,7 @@ pub mod canonical;
 pub mod faultproxy;
 pub mod gate;
 pub mod monitor;
+pub mod readme;
 pub mod s3;
 pub mod serve;
 pub mod witness;

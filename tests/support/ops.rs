@@ -251,45 +251,6 @@ pub fn text_of(dom: &str, id: &str) -> Option<String> {
     Some(rest[start..start + end].to_string())
 }
 
-/// The first ```sh block after `marker` in README.md.
-pub fn readme_block(marker: &str) -> String {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let after = readme
-        .split_once(marker)
-        .expect("the README marks the block")
-        .1;
-    let block = after.split_once("```sh\n").expect("a sh block").1;
-    block
-        .split_once("\n```")
-        .expect("the block ends")
-        .0
-        .to_string()
-}
-
-/// Run `script` with bash -euo pipefail in a fresh directory, `rcpt` on PATH.
-pub fn run_script(script: &str) -> (String, String, std::process::ExitStatus) {
-    let bin = crate::support::rcpt_bin();
-    let path = format!(
-        "{}:{}",
-        bin.parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let tmp = tempfile::tempdir().unwrap();
-    let out = Command::new("bash")
-        .args(["-euo", "pipefail", "-c", script])
-        .current_dir(tmp.path())
-        .env("PATH", path)
-        .env("TMPDIR", tmp.path())
-        .output()
-        .unwrap();
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        out.status,
-    )
-}
-
 /// One unlabelled sample read straight from `GET /metrics` (no parser
 /// run: fast enough to poll while a batch is open).
 pub fn quick_value(addr: SocketAddr, name: &str) -> Option<f64> {
