@@ -18,55 +18,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use support_monitor::*;
 
-/// Issuers `gate-a` (two keys) and `gate-b` watched, `gate-c` not; change
-/// 99 watched; an authorized list (file) holding some receipt ids.
-struct Scene {
-    tmp: tempfile::TempDir,
-    log: std::path::PathBuf,
-    watch: std::path::PathBuf,
-}
-
-fn scene() -> Scene {
-    let tmp = tempfile::tempdir().unwrap();
-    let (a1, a2, b, c) = (key(1), key(2), key(3), key(4));
-    let (e0, id0) = receipt(0, "gate-a", &change(0), &a1);
-    let (e1, _) = receipt(1, "gate-a", &change(1), &a2);
-    let (e2, _) = receipt(2, "gate-a", &change(2), &c);
-    let (e3, _) = receipt(3, "gate-c", &change(3), &b);
-    let (e4, _) = receipt(4, "gate-c", &change(99), &c);
-    let (e6, _) = receipt(6, "gate-c", &change(6), &c);
-    let (e7, id7) = receipt(7, "gate-b", &change(99), &b);
-    let entries = vec![
-        e0.to_entry(),
-        e1.to_entry(),
-        e2.to_entry(),
-        e3.to_entry(),
-        e4.to_entry(),
-        b"not an envelope".to_vec(),
-        e6.to_entry(),
-        e7.to_entry(),
-    ];
-    let log = log_with(tmp.path(), "log", &entries);
-    std::fs::write(
-        tmp.path().join("issued.txt"),
-        format!("# ours\n{id0}\n\n{id7}\n"),
-    )
-    .unwrap();
-    let watch = write_watch(
-        tmp.path(),
-        "watch.json",
-        &json!({
-            "issuers": [
-                {"name": "gate-a", "keys": [b64(&a1), b64(&a2)]},
-                {"name": "gate-b", "keys": [b64(&b)]}
-            ],
-            "change_ids": [change(99)],
-            "authorized_file": "issued.txt"
-        }),
-    );
-    Scene { tmp, log, watch }
-}
-
 #[test]
 fn every_entry_event_once_in_order_and_the_exit_statuses() {
     let s = scene();

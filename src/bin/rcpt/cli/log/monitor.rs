@@ -28,6 +28,10 @@ use std::time::{Duration, Instant};
 pub struct MonitorArgs {
     /// The log: a directory, an http:// URL, or s3://BUCKET/PREFIX.
     source: String,
+    /// For a log at s3://BUCKET/PREFIX: the S3 endpoint, http://HOST:PORT
+    /// (default: $AWS_ENDPOINT_URL_S3, then $AWS_ENDPOINT_URL).
+    #[arg(long, value_name = "URL")]
+    endpoint: Option<String>,
     /// The monitor's state directory (created if absent; one monitor at a time).
     #[arg(long, value_name = "DIR")]
     state: PathBuf,
@@ -184,7 +188,13 @@ impl Output {
 }
 
 /// The source named on the command line.
-fn open_source(source: &str) -> anyhow::Result<Arc<dyn PublicRead>> {
+fn open_source(source: &str, endpoint: Option<&str>) -> anyhow::Result<Arc<dyn PublicRead>> {
+    if endpoint.is_some() && !source.starts_with("s3://") {
+        return Err(UsageError(format!(
+            "--endpoint is for a log at s3://BUCKET/PREFIX, not {source}"
+        ))
+        .into());
+    }
     if source.starts_with("http://") || source.starts_with("https://") {
         #[cfg(feature = "net")]
         return Ok(Arc::new(
@@ -197,7 +207,7 @@ fn open_source(source: &str) -> anyhow::Result<Arc<dyn PublicRead>> {
         .into());
     }
     if source.starts_with("s3://") {
-        let store = super::store_at(Path::new(source), None, 10)?;
+        let store = super::store_at(Path::new(source), endpoint, 10)?;
         return Ok(store);
     }
     let dir = Path::new(source);
@@ -252,7 +262,7 @@ fn read_policy(path: &Path) -> anyhow::Result<Policy> {
 pub fn run(args: MonitorArgs) -> anyhow::Result<u8> {
     let (logs, watch) = keys_and_watch(&args)?;
     let policy = args.policy.as_deref().map(read_policy).transpose()?;
-    let source = open_source(&args.source)?;
+    let source = open_source(&args.source, args.endpoint.as_deref())?;
     let state = match StateDir::open(&args.state) {
         Ok(s) => s,
         Err(e @ StateError::Locked { .. }) => {
