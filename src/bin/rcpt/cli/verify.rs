@@ -76,9 +76,10 @@ pub struct VerifyArgs {
     /// must extend (needs --consistency).
     #[arg(long, value_name = "CHECKPOINT", requires = "consistency")]
     pub since: Option<Source>,
-    /// Consistency proofs from `rcpt log consistency --json`: a file holds
-    /// one proof or JSON Lines of proofs; repeat the flag for more; one
-    /// proof per tree size (needs --since).
+    /// Consistency proofs from `rcpt log consistency`, in its text form (one
+    /// proof from the --since size, sizes not named) or its --json form (one
+    /// proof or JSON Lines of proofs); repeat the flag for more; one proof
+    /// per tree size (needs --since).
     #[arg(long, value_name = "PROOF", requires = "since")]
     pub consistency: Vec<Source>,
     /// A tlog-policy file (spec/witness.md): its `log` lines are trusted log
@@ -252,9 +253,14 @@ fn load_since(args: &VerifyArgs) -> anyhow::Result<Option<ConsistencyInput>> {
         .iter()
         .map(|p| read_input(p, MAX_PROOF_FILE_BYTES, "--consistency proof"))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let slices: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
+    let named: Vec<(String, &[u8])> = args
+        .consistency
+        .iter()
+        .map(ToString::to_string)
+        .zip(files.iter().map(Vec::as_slice))
+        .collect();
     let input =
-        ConsistencyInput::parse_many(&old, &slices).map_err(|e| UsageError(e.to_string()))?;
+        ConsistencyInput::parse_named(&old, &named).map_err(|e| UsageError(e.to_string()))?;
     Ok(Some(input))
 }
 
