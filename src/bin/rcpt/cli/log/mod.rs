@@ -103,7 +103,8 @@ pub enum LogCommand {
     #[command(after_help = "Examples:
   rcpt log prove log/ --receipt envelope.json -o bundle.json
   rcpt log prove log/ --index 3 --size 10 | rcpt verify --trust trust.json -
-  rcpt log prove log/ --all --out-dir bundles/")]
+  rcpt log prove log/ --all --out-dir bundles/
+  rcpt log prove log/ --all -o - | rcpt verify --trust trust.json -")]
     Prove {
         /// The log directory.
         dir: PathBuf,
@@ -113,21 +114,23 @@ pub enum LogCommand {
         /// An envelope file whose entry is looked up in the log.
         #[arg(long)]
         receipt: Option<PathBuf>,
-        /// Every entry of the tree: one bundle each, into --out-dir.
-        #[arg(long, requires = "out_dir")]
+        /// Every entry of the tree: one bundle each, into --out-dir, or
+        /// with `-o -` as JSON Lines (one bundle a line) on standard output.
+        #[arg(long, requires = "dest")]
         all: bool,
-        /// Entries A to B-1 (`A..B`): one bundle each, into --out-dir.
-        #[arg(long, value_name = "A..B", value_parser = parse_range, requires = "out_dir")]
+        /// Entries A to B-1 (`A..B`): one bundle each, as --all.
+        #[arg(long, value_name = "A..B", value_parser = parse_range, requires = "dest")]
         range: Option<std::ops::Range<u64>>,
         /// Tree size of the proof (default: the latest checkpoint).
         #[arg(long)]
         size: Option<u64>,
-        /// Output file, written atomically; '-' or nothing for standard output.
-        #[arg(short = 'o', long = "out", value_name = "FILE", conflicts_with_all = ["all", "range"])]
+        /// Output file, written atomically; '-' or nothing for standard
+        /// output (with --all or --range: '-' only, JSON Lines).
+        #[arg(short = 'o', long = "out", value_name = "FILE", group = "dest")]
         out: Option<Target>,
         /// With --all or --range: an empty or new directory that receives
         /// one file per entry, `<index>.bundle.json` (or `<index>.tlog-proof`).
-        #[arg(long = "out-dir", value_name = "DIR")]
+        #[arg(long = "out-dir", value_name = "DIR", group = "dest")]
         out_dir: Option<PathBuf>,
         /// `bundle` (rcpt JSON) or `tlog-proof` (C2SP tlog-proof@v1, the entry in `extra`).
         #[arg(long, value_enum, default_value = "bundle")]
@@ -310,13 +313,17 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             key,
         } => {
             let log = key.open(&dir)?;
-            match (all, range, out_dir) {
-                (true, _, Some(d)) => prove_many(&log, None, size, &d, format),
-                (false, Some(r), Some(d)) => prove_many(&log, Some(r), size, &d, format),
-                (_, _, Some(_)) => {
+            match (all, range, out_dir, out) {
+                (true, _, Some(d), _) => prove_many(&log, None, size, &d, format),
+                (false, Some(r), Some(d), _) => prove_many(&log, Some(r), size, &d, format),
+                (true, _, None, Some(o)) => prove_stream(&log, None, size, &o, format),
+                (false, Some(r), None, Some(o)) => prove_stream(&log, Some(r), size, &o, format),
+                (_, _, Some(_), _) => {
                     Err(UsageError("--out-dir goes with --all or --range".into()).into())
                 }
-                _ => prove(&log, index, receipt.as_deref(), size, out.as_ref(), format),
+                (_, _, None, out) => {
+                    prove(&log, index, receipt.as_deref(), size, out.as_ref(), format)
+                }
             }
         }
         LogCommand::Consistency {
