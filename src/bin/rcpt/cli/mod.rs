@@ -31,6 +31,18 @@ pub const EXIT_USAGE: u8 = 2;
 /// Exit status: nothing failed, but something could not be evaluated.
 pub const EXIT_NOT_EVALUATED: u8 = 3;
 
+/// `--format` of the commands that print a line per input (`log append`,
+/// `log submit`, `log consistency`, `receipt inspect`): `human`, or `json`
+/// (JSON; one object a line). The old spelling `--json` is kept, hidden.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LineFormat {
+    /// Lines for people (`log consistency`: the text form, a hash a line).
+    #[value(alias = "text")]
+    Human,
+    /// JSON: one object a line.
+    Json,
+}
+
 /// An error in how the command was called (exit status 2).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -127,10 +139,28 @@ pub fn main() -> ExitCode {
         // failed check: stop quietly.
         Err(e) if is_broken_pipe(&e) => ExitCode::from(EXIT_OK),
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "rcpt: error: {e:#}");
+            let _ = writeln!(std::io::stderr(), "rcpt: error: {}", render_error(&e));
             ExitCode::from(exit_status_of(&e))
         }
     }
+}
+
+/// An error and its causes on one line, `outer: cause: cause`, each cause
+/// said once: a cause whose text the message so far already holds (an
+/// error whose own text repeats its source, `cannot listen on ADDR: E`
+/// over `E`) is not said again.
+pub fn render_error(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.is_empty() {
+            out = text;
+        } else if !text.is_empty() && !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+    }
+    out
 }
 
 /// The exit status of an error: 2 for a bad invocation (a usage error, or
@@ -214,6 +244,31 @@ fn man(path: &[String]) -> anyhow::Result<u8> {
         .render(&mut out)?;
     std::io::stdout().lock().write_all(&out)?;
     Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod render_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::render_error;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot listen on 127.0.0.1:1: {source}")]
+    struct Repeats {
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn a_cause_already_said_is_not_said_again() {
+        let io = std::io::Error::new(std::io::ErrorKind::AddrInUse, "Address already in use");
+        let e = anyhow::Error::new(Repeats { source: io });
+        assert_eq!(
+            render_error(&e),
+            "cannot listen on 127.0.0.1:1: Address already in use"
+        );
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let e = anyhow::Error::new(io).context("reading x");
+        assert_eq!(render_error(&e), "reading x: no such file");
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! `inspect` shows what an envelope holds and every problem with its
 //! payload; it verifies no signature (that needs trust: `rcpt verify`).
 
-use super::read_input;
+use super::{UsageError, read_input};
 use anyhow::Context;
 use clap::Subcommand;
 use rcpt::bundle::RawBundle;
@@ -39,10 +39,13 @@ pub enum ReceiptCommand {
     },
     /// Print the receipt id, interop digest, keyids and fields of an envelope.
     #[command(after_help = "Example:
-  rcpt receipt inspect --json envelope.json")]
+  rcpt receipt inspect --format json envelope.json")]
     Inspect {
-        /// Machine-readable output.
-        #[arg(long)]
+        /// Output: `human` lines, or `json`: one object.
+        #[arg(long, value_enum, default_value = "human")]
+        format: crate::cli::LineFormat,
+        /// Old spelling of `--format json`.
+        #[arg(long, hide = true)]
         json: bool,
         /// Envelope JSON file, or '-' for standard input. Given a bundle, the
         /// envelope inside it is shown.
@@ -90,7 +93,11 @@ pub enum ReadSetSubstrate {
 pub fn run(cmd: ReceiptCommand) -> anyhow::Result<u8> {
     match cmd {
         ReceiptCommand::Issue { key, out, payload } => issue(&key, out.as_ref(), &payload),
-        ReceiptCommand::Inspect { json, envelope } => inspect(&envelope, json),
+        ReceiptCommand::Inspect {
+            format,
+            json,
+            envelope,
+        } => inspect(&envelope, json || format == crate::cli::LineFormat::Json),
         ReceiptCommand::ReadSet {
             root,
             alg,
@@ -110,11 +117,7 @@ fn read_set(
     use rcpt::digest::Algorithm;
     use rcpt::receipt::Substrate;
     if !root.is_dir() {
-        return Err(crate::cli::UsageError(format!(
-            "--root {} is not a directory",
-            root.display()
-        ))
-        .into());
+        return Err(UsageError(format!("--root {} is not a directory", root.display())).into());
     }
     let substrate = match substrate {
         Some(ReadSetSubstrate::Git) => Substrate::Git,
@@ -126,7 +129,17 @@ fn read_set(
         ReadSetAlg::Blake3 => Algorithm::Blake3,
         ReadSetAlg::Sha256 => Algorithm::Sha256,
     };
-    let items = rcpt::fresh::read_set(root, substrate, alg, resources)?;
+    // A resource named on the command line that is not there, or a name
+    // the rules refuse, is a bad invocation (exit 2), as a missing file is.
+    let items = rcpt::fresh::read_set(root, substrate, alg, resources).map_err(|e| match e {
+        rcpt::fresh::ReadSetError::Resource(r) if r.is_stale() => {
+            anyhow::Error::new(UsageError(format!("{r} (under --root {})", root.display())))
+        }
+        rcpt::fresh::ReadSetError::Duplicate(_) | rcpt::fresh::ReadSetError::TooMany { .. } => {
+            anyhow::Error::new(UsageError(e.to_string()))
+        }
+        other => anyhow::Error::new(other),
+    })?;
     #[derive(serde::Serialize)]
     struct Item {
         resource: String,

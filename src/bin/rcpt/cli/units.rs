@@ -36,6 +36,52 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// A duration flag's value within `min..=max` (both said in the message).
+pub fn duration_in(text: &str, min: Duration, max: Duration) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d < min || d > max {
+        return Err(format!(
+            "{text:?} is out of range: give {} to {}",
+            show_duration(min),
+            show_duration(max)
+        ));
+    }
+    Ok(d)
+}
+
+/// Longest `log serve --batch-wait` and `--witness-grace`.
+pub const MAX_SERVE_WAIT: Duration = Duration::from_secs(60);
+/// Shortest and longest s3 writer lease (`--lease-ttl`).
+pub const LEASE_TTL_RANGE: (Duration, Duration) =
+    (Duration::from_secs(1), Duration::from_secs(600));
+
+/// `log serve --batch-wait` and `--witness-grace`: 0 to 60 s.
+pub fn serve_wait(text: &str) -> Result<Duration, String> {
+    duration_in(text, Duration::ZERO, MAX_SERVE_WAIT)
+}
+
+/// `--lease-ttl`: 1 s to 600 s.
+pub fn lease_ttl(text: &str) -> Result<Duration, String> {
+    duration_in(text, LEASE_TTL_RANGE.0, LEASE_TTL_RANGE.1)
+}
+
+/// `log monitor --interval`: more than zero.
+pub fn interval(text: &str) -> Result<Duration, String> {
+    duration_in(text, Duration::from_millis(1), MAX_DURATION)
+}
+
+/// A duration in the largest unit that says it exactly: `250ms`, `60s`, `5m`.
+pub fn show_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    match ms {
+        0 => "0s".to_string(),
+        _ if ms.is_multiple_of(86_400_000) => format!("{}d", ms / 86_400_000),
+        _ if ms.is_multiple_of(3_600_000) => format!("{}h", ms / 3_600_000),
+        _ if ms.is_multiple_of(1000) => format!("{}s", ms / 1000),
+        _ => format!("{ms}ms"),
+    }
+}
+
 /// `n` and its noun, singular for one: `1 entry`, `2 entries`.
 pub fn count(n: u64, one: &str, many: &str) -> String {
     if n == 1 {
@@ -55,6 +101,24 @@ mod tests {
         assert_eq!(count(1, "entry", "entries"), "1 entry");
         assert_eq!(count(0, "entry", "entries"), "0 entries");
         assert_eq!(count(2, "file", "files"), "2 files");
+    }
+
+    #[test]
+    fn bounded_durations_say_their_range() {
+        assert_eq!(lease_ttl("2s").unwrap(), Duration::from_secs(2));
+        assert_eq!(lease_ttl("2").unwrap(), Duration::from_secs(2));
+        assert_eq!(serve_wait("1").unwrap(), Duration::from_secs(1));
+        assert_eq!(serve_wait("0").unwrap(), Duration::ZERO);
+        assert_eq!(
+            lease_ttl("0s").unwrap_err(),
+            "\"0s\" is out of range: give 1s to 600s"
+        );
+        assert_eq!(
+            serve_wait("2m").unwrap_err(),
+            "\"2m\" is out of range: give 0s to 60s"
+        );
+        assert!(interval("0").is_err());
+        assert_eq!(show_duration(Duration::from_millis(250)), "250ms");
     }
 
     #[test]

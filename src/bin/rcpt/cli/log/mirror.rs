@@ -42,7 +42,7 @@ pub fn mirror(args: MirrorArgs) -> anyhow::Result<u8> {
     let report = if args.dir.to_str().is_some_and(|d| d.starts_with("s3://")) {
         // Object storage: fetched files are staged in a local temporary
         // directory (spec/storage.md "Mirroring into object storage").
-        let store = super::store_at(&args.dir, args.endpoint.as_deref(), 10)?;
+        let store = super::store_at(&args.dir, args.endpoint.as_deref(), super::READ_LEASE_TTL)?;
         let stage = std::env::temp_dir().join(format!("rcpt-mirror-{}", std::process::id()));
         // Never resumed: whatever an earlier process of this pid left goes.
         let _ = std::fs::remove_dir_all(&stage);

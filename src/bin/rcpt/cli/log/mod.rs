@@ -71,8 +71,11 @@ pub enum LogCommand {
         /// given at init; with neither, signatures are not checked).
         #[arg(long)]
         trust: Option<PathBuf>,
-        /// One JSON object per line on stdout.
-        #[arg(long)]
+        /// Output: `human` lines, or `json`: one JSON object a line.
+        #[arg(long, value_enum, default_value = "human")]
+        format: crate::cli::LineFormat,
+        /// Old spelling of `--format json`.
+        #[arg(long, hide = true)]
         json: bool,
         /// Wait for another writer to finish instead of failing at once.
         #[arg(long)]
@@ -140,7 +143,7 @@ pub enum LogCommand {
     },
     /// Print a consistency proof between two tree sizes.
     #[command(after_help = "Example:
-  rcpt log consistency log/ --from 3 --to 10 --json >> proofs.jsonl")]
+  rcpt log consistency log/ --from 3 --to 10 --format json >> proofs.jsonl")]
     Consistency {
         /// The log directory.
         dir: PathBuf,
@@ -150,8 +153,12 @@ pub enum LogCommand {
         /// The newer tree size (default: the latest checkpoint's).
         #[arg(long)]
         to: Option<u64>,
-        /// Print {"from", "to", "proof"} JSON, as `rcpt verify --consistency` reads.
-        #[arg(long)]
+        /// Output: `human` (also `text`): one base64 hash a line; `json`:
+        /// {"from", "to", "proof"}. `rcpt verify --consistency` reads both.
+        #[arg(long, value_enum, default_value = "human")]
+        format: crate::cli::LineFormat,
+        /// Old spelling of `--format json`.
+        #[arg(long, hide = true)]
         json: bool,
         #[command(flatten)]
         key: LogKeyArg,
@@ -188,24 +195,42 @@ pub struct LogKeyArg {
     #[arg(long = "log-key", value_name = "VKEY")]
     log_key: Option<String>,
     #[command(flatten)]
-    at: EndpointArg,
+    at: ReadEndpointArg,
 }
 
-/// Where an `s3://BUCKET/PREFIX` log's object store answers.
+/// Where an `s3://BUCKET/PREFIX` log's object store answers, for a command
+/// that only reads (no writer lease).
 #[derive(clap::Args)]
-pub struct EndpointArg {
-    /// For a log at s3://BUCKET/PREFIX: the S3 endpoint, http://HOST:PORT
-    /// (default: $AWS_ENDPOINT_URL_S3, then $AWS_ENDPOINT_URL). Credentials
-    /// and region come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
-    /// AWS_SESSION_TOKEN and AWS_REGION.
+#[command(next_help_heading = "Object storage (logs at s3://BUCKET/PREFIX)")]
+pub struct ReadEndpointArg {
+    /// The S3 endpoint, http://HOST:PORT (default: $AWS_ENDPOINT_URL_S3,
+    /// then $AWS_ENDPOINT_URL). Credentials and region come from
+    /// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and
+    /// AWS_REGION.
     #[arg(long, value_name = "URL")]
     endpoint: Option<String>,
-    /// For a log at s3://: seconds a writer's lease lives without renewal
-    /// (a standby takes over about this long after a writer dies).
-    #[arg(long, value_name = "SECS", default_value_t = 10,
-          value_parser = clap::value_parser!(u64).range(1..=600))]
-    lease_ttl: u64,
 }
+
+/// Where an `s3://BUCKET/PREFIX` log's object store answers, and the
+/// writer's lease.
+#[derive(clap::Args)]
+#[command(next_help_heading = "Object storage (logs at s3://BUCKET/PREFIX)")]
+pub struct EndpointArg {
+    /// The S3 endpoint, http://HOST:PORT (default: $AWS_ENDPOINT_URL_S3,
+    /// then $AWS_ENDPOINT_URL). Credentials and region come from
+    /// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and
+    /// AWS_REGION.
+    #[arg(long, value_name = "URL")]
+    endpoint: Option<String>,
+    /// How long a writer's lease lives without renewal, 1s to 600s (a
+    /// standby takes over about this long after a writer dies).
+    #[arg(long, value_name = "DURATION", default_value = "10s",
+          value_parser = crate::cli::units::lease_ttl)]
+    lease_ttl: std::time::Duration,
+}
+
+/// The lease of a command that writes nothing (never taken).
+const READ_LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl EndpointArg {
     /// The store of the log at `dir`: an `s3://` location's bucket, else the directory.
@@ -214,12 +239,19 @@ impl EndpointArg {
     }
 }
 
+impl ReadEndpointArg {
+    /// The store of the log at `dir`, to read.
+    pub(crate) fn store(&self, dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
+        store_at(dir, self.endpoint.as_deref(), READ_LEASE_TTL)
+    }
+}
+
 /// The store at `dir`: an `s3://BUCKET/PREFIX` location (answering at
-/// `endpoint`, leases of `lease_ttl` seconds), else the directory.
+/// `endpoint`, leases of `lease_ttl`), else the directory.
 pub(crate) fn store_at(
     dir: &Path,
     endpoint: Option<&str>,
-    lease_ttl: u64,
+    lease_ttl: std::time::Duration,
 ) -> anyhow::Result<Arc<dyn Store>> {
     match dir.to_str().filter(|d| d.starts_with("s3://")) {
         Some(location) => s3_store(location, endpoint, lease_ttl),
@@ -237,11 +269,10 @@ pub(crate) fn store_at(
 fn s3_store(
     location: &str,
     endpoint: Option<&str>,
-    lease_ttl: u64,
+    lease_ttl: std::time::Duration,
 ) -> anyhow::Result<Arc<dyn Store>> {
     use rcpt::storage::s3::{BlockingClient, LeaseConfig, Location, S3Store, Settings};
-    let lease = LeaseConfig::new(std::time::Duration::from_secs(lease_ttl))
-        .map_err(|e| UsageError(e.to_string()))?;
+    let lease = LeaseConfig::new(lease_ttl).map_err(|e| UsageError(e.to_string()))?;
     let location = Location::parse(location).map_err(|e| UsageError(e.to_string()))?;
     let settings = Settings::from_env(endpoint).map_err(|e| UsageError(e.to_string()))?;
     let client = BlockingClient::new(settings, &location).context("starting the S3 client")?;
@@ -249,7 +280,11 @@ fn s3_store(
 }
 
 #[cfg(not(feature = "s3"))]
-fn s3_store(location: &str, _: Option<&str>, _: u64) -> anyhow::Result<Arc<dyn Store>> {
+fn s3_store(
+    location: &str,
+    _: Option<&str>,
+    _: std::time::Duration,
+) -> anyhow::Result<Arc<dyn Store>> {
     Err(UsageError(format!(
         "{location}: this rcpt was built without object-storage support (cargo feature s3)"
     ))
@@ -280,6 +315,7 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             dir,
             key,
             trust,
+            format,
             json,
             wait,
             batch,
@@ -289,7 +325,7 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             let opts = AppendOptions {
                 key,
                 trust,
-                json,
+                json: json || format == crate::cli::LineFormat::Json,
                 wait,
                 max_batch: batch as usize,
             };
@@ -330,9 +366,15 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             dir,
             from,
             to,
+            format,
             json,
             key,
-        } => consistency(&key.open(&dir)?, from, to, json),
+        } => consistency(
+            &key.open(&dir)?,
+            from,
+            to,
+            json || format == crate::cli::LineFormat::Json,
+        ),
         LogCommand::Check { dir, key } => check(&key.open(&dir)?),
         #[cfg(feature = "net")]
         LogCommand::Serve(args) => serve::serve(args),

@@ -47,7 +47,7 @@ pub struct MonitorArgs {
     #[arg(long)]
     follow: bool,
     /// Time between rounds with --follow (e.g. 500ms, 60s, 5m).
-    #[arg(long, value_name = "TIME", default_value = "60s", value_parser = parse_interval,
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::cli::units::interval,
           requires = "follow")]
     interval: Duration,
     /// For a log this state directory has not seen: start at its current size.
@@ -65,28 +65,6 @@ pub struct MonitorArgs {
 enum Format {
     Human,
     Json,
-}
-
-/// `500ms`, `60s`, `5m`, `1h`, or plain seconds.
-fn parse_interval(text: &str) -> Result<Duration, String> {
-    let (digits, unit) = text.split_at(
-        text.find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(text.len()),
-    );
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?}: expected a number and a unit (500ms, 60s, 5m, 1h)"))?;
-    let d = match unit {
-        "ms" => Duration::from_millis(n),
-        "" | "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n.saturating_mul(60)),
-        "h" => Duration::from_secs(n.saturating_mul(3600)),
-        _ => return Err(format!("{text:?}: unknown unit {unit:?} (ms, s, m, h)")),
-    };
-    if d.is_zero() {
-        return Err("the interval must be more than zero".into());
-    }
-    Ok(d)
 }
 
 /// Prints each event and runs the hook.
@@ -197,7 +175,7 @@ fn open_source(source: &str) -> anyhow::Result<Arc<dyn PublicRead>> {
         .into());
     }
     if source.starts_with("s3://") {
-        let store = super::store_at(Path::new(source), None, 10)?;
+        let store = super::store_at(Path::new(source), None, super::READ_LEASE_TTL)?;
         return Ok(store);
     }
     let dir = Path::new(source);
@@ -221,9 +199,8 @@ fn keys_and_watch(args: &MonitorArgs) -> anyhow::Result<(Vec<NoteVerifier>, Watc
         );
     }
     let mut watch = match &args.watch {
-        Some(path) => {
-            Watch::read(path).map_err(|e| UsageError(format!("{:#}", anyhow::Error::new(e))))?
-        }
+        Some(path) => Watch::read(path)
+            .map_err(|e| UsageError(crate::cli::render_error(&anyhow::Error::new(e))))?,
         None => Watch::default(),
     };
     if let Some(path) = &args.trust {
