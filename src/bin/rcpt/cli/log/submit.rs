@@ -39,7 +39,7 @@ pub struct SubmitArgs {
     #[arg(long, value_name = "FILE")]
     log_key_file: Option<PathBuf>,
     /// Write each receipt's bundle into this directory, as <receipt
-    /// hex>.bundle.json (old spelling: --bundle-dir).
+    /// hex>.bundle.json.
     #[arg(long = "out-dir", alias = "bundle-dir", value_name = "DIR")]
     bundle_dir: Option<PathBuf>,
     /// Most submissions in flight at once.
