@@ -17,6 +17,7 @@ use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_PAYLOAD_JSON_BYTES}
 use rcpt::reason::Reason;
 use rcpt::receipt::canonical::{dagcbor, identity, jcs, json};
 use rcpt::receipt::dsse::Envelope;
+use rcpt::receipt::require::VerdictArm;
 use rcpt::receipt::{PayloadError, Receipt, payload_from_json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -51,6 +52,20 @@ pub enum ReceiptCommand {
         /// envelope inside it is shown.
         #[arg(value_name = "ENVELOPE")]
         envelope: Source,
+    },
+    /// Print a payload to fill in for `receipt issue`: each value to give
+    /// starts "FILL IN:" and says what goes there.
+    #[command(after_help = "Example:
+  rcpt receipt template --issuer gate.example/ci > payload.json
+  rcpt receipt issue --key gate.key -o envelope.json payload.json")]
+    Template {
+        /// The issuer's name (its key's .vkey name); default: to fill in.
+        #[arg(long, value_name = "NAME")]
+        issuer: Option<String>,
+        /// The verdict arm: admit, deny or escalate.
+        #[arg(long, value_name = "ARM", default_value = "admit",
+              value_parser = |s: &str| VerdictArm::parse(s).map_err(|e| e.to_string()))]
+        verdict: VerdictArm,
     },
     /// Print the sorted `read_set` of RESOURCEs read now under ROOT (the rules `verify --fresh` checks by).
     #[command(
@@ -98,6 +113,14 @@ pub fn run(cmd: ReceiptCommand) -> anyhow::Result<u8> {
             json,
             envelope,
         } => inspect(&envelope, json || format == crate::cli::LineFormat::Json),
+        ReceiptCommand::Template { issuer, verdict } => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+            let text = super::template::template_text(issuer.as_deref(), verdict, now);
+            write!(std::io::stdout().lock(), "{text}")?;
+            Ok(super::EXIT_OK)
+        }
         ReceiptCommand::ReadSet {
             root,
             alg,
@@ -166,6 +189,11 @@ fn issue(key_source: &Source, out: Option<&Target>, payload: &Source) -> anyhow:
     let key = keys::signing_key_from_pem(&pem)
         .with_context(|| format!("cannot read signing key {key_source}"))?;
     let json = read_input(payload, MAX_PAYLOAD_JSON_BYTES, "payload")?;
+    if let Some((at, text)) = super::template::unfilled(&json) {
+        anyhow::bail!(
+            "payload {payload}: {at} is still the template's {text:?}: fill in the real value"
+        );
+    }
     let valid = payload_from_json(&json).map_err(|e| refusal(&e))?;
     if let Source::Path(path) = key_source {
         warn_if_key_is_for_another(path, &key, &valid.receipt.issuer);
