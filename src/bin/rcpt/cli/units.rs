@@ -82,6 +82,32 @@ pub fn show_duration(d: Duration) -> String {
     }
 }
 
+/// `n` with thousands separated by commas: `39,594`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A rate for people: a whole number per second, thousands grouped
+/// (`39,594/s`), one decimal below 10 (`2.5/s`).
+pub fn rate(per_second: f64) -> String {
+    if !per_second.is_finite() || per_second < 0.0 {
+        return "-/s".to_string();
+    }
+    if per_second < 10.0 {
+        return format!("{per_second:.1}/s");
+    }
+    // Saturating: a rate past u64 is not a rate anyone reads.
+    format!("{}/s", grouped(per_second.round() as u64))
+}
+
 /// `n` and its noun, singular for one: `1 entry`, `2 entries`.
 pub fn count(n: u64, one: &str, many: &str) -> String {
     if n == 1 {
@@ -101,6 +127,18 @@ mod tests {
         assert_eq!(count(1, "entry", "entries"), "1 entry");
         assert_eq!(count(0, "entry", "entries"), "0 entries");
         assert_eq!(count(2, "file", "files"), "2 files");
+    }
+
+    #[test]
+    fn numbers_and_rates_are_grouped_and_whole() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(389_554), "389,554");
+        assert_eq!(grouped(1_234_567), "1,234,567");
+        assert_eq!(rate(39_594.301_1), "39,594/s");
+        assert_eq!(rate(2.54), "2.5/s");
+        assert_eq!(rate(f64::NAN), "-/s");
     }
 
     #[test]

@@ -294,15 +294,16 @@ fn status_of(report: &RoundReport) -> Rank {
 
 fn print_summary(r: &RoundReport, took: Duration) {
     let origin = r.origin.as_deref().unwrap_or("?");
+    use crate::cli::units::count;
     let mut line = format!(
-        "rcpt log monitor: {origin}: size {} -> {}, {} entries checked ({} concern nothing watched), \
-         {} events, {} alarms, {:.1} s",
+        "rcpt log monitor: {origin}: size {} -> {}, {} checked ({} concern nothing watched), \
+         {}, {}, {:.1} s",
         r.old_size,
         r.new_size,
-        r.scanned,
+        count(r.scanned, "entry", "entries"),
         r.quiet,
-        r.events,
-        r.alarms,
+        count(r.events, "event", "events"),
+        count(r.alarms, "alarm", "alarms"),
         took.as_secs_f64()
     );
     if r.stopped {

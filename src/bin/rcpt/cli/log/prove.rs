@@ -146,8 +146,8 @@ pub(super) fn prove_many(
         p.finish();
     }
     println!(
-        "wrote {} bundles (entries {}..{} at tree size {size}) to {}",
-        range.end - range.start,
+        "wrote {} (entries {}..{} at tree size {size}) to {}",
+        crate::cli::units::count(range.end - range.start, "bundle", "bundles"),
         range.start,
         range.end,
         out_dir.display()
