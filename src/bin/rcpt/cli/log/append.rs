@@ -348,10 +348,12 @@ pub(super) fn append(
     opts: &AppendOptions,
     files: &[String],
 ) -> anyhow::Result<u8> {
-    let log = Log::open_store(store.clone(), None).map_err(|e| match e {
-        LogError::NoLogKey { location } => LogError::NotWritable { location },
-        e => e,
-    })?;
+    let log = Log::open_store(store.clone(), None)
+        .map_err(|e| match e {
+            LogError::NoLogKey { location } => LogError::NotWritable { location },
+            e => e,
+        })
+        .map_err(|e| super::s3_hint(dir, e))?;
     let key_path = match &opts.key {
         Some(k) => k.clone(),
         None => log.key_file().map(Path::to_path_buf).ok_or_else(|| {

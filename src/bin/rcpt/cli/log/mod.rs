@@ -298,8 +298,21 @@ impl LogKeyArg {
             Some(text) => Some(crate::cli::keyarg::log_key("--log-key", Some(text), None)?),
             None => None,
         };
-        Ok(Log::open_store(self.at.store(dir)?, key.as_ref())?)
+        Log::open_store(self.at.store(dir)?, key.as_ref()).map_err(|e| s3_hint(dir, e))
     }
+}
+
+/// A log error, with what to check when the log is on object storage: a
+/// bucket that does not exist reads as one holding no log.
+pub(crate) fn s3_hint(dir: &Path, e: rcpt::log::LogError) -> anyhow::Error {
+    let on_s3 = dir.to_str().is_some_and(|d| d.starts_with("s3://"));
+    if on_s3 && matches!(e, rcpt::log::LogError::NotALog { .. }) {
+        return anyhow::anyhow!(
+            "{e}; on object storage, also check that the bucket exists and that --endpoint \
+             (or AWS_ENDPOINT_URL_S3) names the right store"
+        );
+    }
+    e.into()
 }
 
 pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
