@@ -133,3 +133,7 @@ pub const MAX_WATCH_FILE_BYTES: usize = 1024 * 1024;
 pub const MAX_AUTHORIZED_FILE_BYTES: usize = 16 * 1024 * 1024;
 /// Largest per-origin monitor state file (a checkpoint note and a count).
 pub const MAX_MONITOR_STATE_BYTES: usize = 2 * MAX_NOTE_BYTES + 4096;
+/// Most refusal lines `log append` prints on stderr; the rest are counted
+/// by reason in one summary line (100 MB of garbage on standard input is
+/// then a screenful, not 400,000 lines).
+pub const MAX_REFUSAL_LINES: u64 = 20;

@@ -657,7 +657,7 @@ fn a_witness_policy_that_cannot_be_met_is_refused_at_start() {
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{text}: {stderr}");
-        assert!(stderr.contains("--witness-policy"), "{stderr}");
+        assert!(stderr.contains("--policy"), "{stderr}");
         assert!(out.stdout.is_empty(), "{text}");
     }
 }

@@ -337,37 +337,64 @@ pub fn read_set(
 pub enum ItemState {
     /// Same digest as recorded.
     Fresh,
-    /// Different digest, absent, or no longer a file under ROOT.
+    /// Different digest, absent, or no longer a file under ROOT: every
+    /// stale item, said in read-set order.
     Stale(String),
-    /// Could not be examined (permissions, unsupported substrate or
-    /// ref storage): not evaluated.
+    /// Could not be examined (permissions, unsupported substrate or ref
+    /// storage, a git receipt's ROOT that is no git work tree): not
+    /// evaluated.
     Unknown(String),
 }
 
-/// The state of a receipt's read set under `root`: the first stale item
-/// decides (failed); else the first item that could not be examined
-/// (not evaluated); else fresh.
+/// The state of a receipt's read set under `root`: any stale item fails
+/// it, and every stale item is named; else the first item that could not
+/// be examined makes it not evaluated; else fresh.
+///
+/// When ROOT looks like the wrong directory the message says so: a `git`
+/// receipt whose ROOT is no git work tree is not evaluated (nothing under
+/// it can be told stale or fresh); a read set of which no item exists under
+/// ROOT is still stale, as a missing file is, but said to be that.
 pub fn check_read_set(root: &Path, substrate: Substrate, items: &[ReadItem]) -> ItemState {
     let reader = Reader::new(root, substrate);
     let mut unknown = None;
+    let mut stale = Vec::new();
+    let mut missing = 0usize;
     for item in items {
         match reader.digest(&item.resource, item.digest.algorithm) {
             Ok(now) if now == item.digest => {}
-            Ok(now) => {
-                return ItemState::Stale(format!(
-                    "{} changed: recorded {}, now {now}",
-                    item.resource, item.digest
-                ));
+            Ok(now) => stale.push(format!(
+                "{} changed: recorded {}, now {now}",
+                item.resource, item.digest
+            )),
+            Err(e) if e.is_stale() => {
+                missing += usize::from(matches!(e, ResourceError::Missing(_)));
+                stale.push(e.to_string());
             }
-            Err(e) if e.is_stale() => return ItemState::Stale(e.to_string()),
             Err(e) => {
                 unknown.get_or_insert_with(|| e.to_string());
             }
         }
     }
-    match unknown {
-        Some(why) => ItemState::Unknown(why),
-        None => ItemState::Fresh,
+    let not_a_work_tree = matches!(reader.repo, Some(Err(RefError::NotARepository(_))));
+    if not_a_work_tree && (unknown.is_some() || !stale.is_empty()) {
+        return ItemState::Unknown(format!(
+            "ROOT {} looks wrong: it is not a git work tree (no .git), and the receipt's \
+             substrate is git; give --fresh the work tree the receipt was made in",
+            root.display()
+        ));
+    }
+    if missing == items.len() && missing > 1 {
+        return ItemState::Stale(format!(
+            "none of the {missing} items exists under {}: ROOT looks wrong (give --fresh \
+             the tree the receipt was made in), or every item is gone",
+            root.display()
+        ));
+    }
+    match (stale.len(), unknown) {
+        (0, Some(why)) => ItemState::Unknown(why),
+        (0, None) => ItemState::Fresh,
+        (1, _) => ItemState::Stale(stale.join("")),
+        (n, _) => ItemState::Stale(format!("{n} items: {}", stale.join("; "))),
     }
 }
 

@@ -1,15 +1,17 @@
 //! The checks of one bundle, in order, each independent of the others'
 //! failures wherever its inputs allow.
 
+use super::consistency::ConsistencyInput;
 use super::{
     Check, CheckResult, CheckVerdict, Failure, NotEvaluated, PayloadSummary, Reason, Report,
 };
-use crate::bundle::{BundleError, RawBundle, decode_hashes};
+use crate::bundle::{BundleError, RawBundle};
+use crate::constants;
 use crate::digest::Digest;
 use crate::digest::to_hex;
 use crate::fresh::{self, ItemState};
 use crate::io::{self, InputError};
-use crate::limits::{MAX_BUNDLE_BYTES, MAX_JSON_DEPTH, MAX_PAYLOAD_BYTES, MAX_PROOF_FILE_BYTES};
+use crate::limits::{MAX_BUNDLE_BYTES, MAX_PAYLOAD_BYTES};
 use crate::receipt::canonical::{self, dagcbor};
 use crate::receipt::dsse::{self, Envelope, SignatureCheck};
 use crate::receipt::require::{self, Met, Requirements};
@@ -20,8 +22,6 @@ use crate::tlog::note::{self, Checkpoint, Note, NoteCheck};
 use crate::tlog::policy::{Evaluation, LogStatus, Member, Policy, Quorum, Verdict};
 use crate::trust::Trust;
 use crate::witness::error_chain;
-use crate::{constants, strictjson};
-use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -69,12 +69,13 @@ pub enum VerifierError {
          with \"logs\""
     )]
     NoLogKeys,
-    /// A consistency proof file is not one `{"from": M, "to": N, "proof":
-    /// [...]}` object or JSON Lines of them.
+    /// A consistency proof file is neither the text form (base64 hashes,
+    /// one a line) nor one `{"from": M, "to": N, "proof": [...]}` object
+    /// nor JSON Lines of them.
     #[error("consistency proof file {file}{line}: {detail}", line = line.map(|l| format!(", line {l}")).unwrap_or_default())]
     ProofFile {
-        /// 1-based position of the file among those given.
-        file: usize,
+        /// The file's name as given (or its 1-based position among them).
+        file: String,
         /// 1-based line, for JSON Lines.
         line: Option<usize>,
         /// What is wrong.
@@ -86,98 +87,6 @@ pub enum VerifierError {
         /// The tree size.
         to: u64,
     },
-}
-
-/// One consistency proof, as `rcpt log consistency --json` prints it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConsistencyProof {
-    /// The older tree size.
-    pub from: u64,
-    /// The newer tree size.
-    pub to: u64,
-    /// The proof hashes (RFC 9162 section 2.1.4).
-    pub proof: Vec<Hash>,
-}
-
-/// The `--since` input: an older checkpoint and consistency proofs from it,
-/// at most one per newer tree size.
-#[derive(Clone, Debug)]
-pub struct ConsistencyInput {
-    /// The older signed checkpoint note text.
-    pub old_checkpoint: String,
-    /// The proofs, each to a distinct tree size.
-    pub proofs: Vec<ConsistencyProof>,
-}
-
-/// The JSON that `rcpt log consistency --json` prints.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProofFile {
-    from: u64,
-    to: u64,
-    proof: Vec<String>,
-}
-
-impl ProofFile {
-    /// Decode the hashes.
-    fn decode(self) -> Result<ConsistencyProof, String> {
-        Ok(ConsistencyProof {
-            from: self.from,
-            to: self.to,
-            proof: decode_hashes(&self.proof).map_err(|e| e.to_string())?,
-        })
-    }
-}
-
-impl ConsistencyInput {
-    /// Read the old checkpoint text and one proof file.
-    pub fn parse(old_checkpoint: &[u8], proof_json: &[u8]) -> Result<Self, VerifierError> {
-        Self::parse_many(old_checkpoint, &[proof_json])
-    }
-
-    /// Read the old checkpoint text and proof files, each one JSON object or
-    /// JSON Lines of them (at most [`MAX_PROOF_FILE_BYTES`] each); two proofs
-    /// to one tree size are refused.
-    pub fn parse_many(old_checkpoint: &[u8], files: &[&[u8]]) -> Result<Self, VerifierError> {
-        let mut proofs: Vec<ConsistencyProof> = Vec::new();
-        for (index, bytes) in files.iter().enumerate() {
-            for proof in parse_proof_file(index + 1, bytes)? {
-                if proofs.iter().any(|p| p.to == proof.to) {
-                    return Err(VerifierError::DuplicateProof { to: proof.to });
-                }
-                proofs.push(proof);
-            }
-        }
-        Ok(ConsistencyInput {
-            old_checkpoint: String::from_utf8_lossy(old_checkpoint).into_owned(),
-            proofs,
-        })
-    }
-}
-
-/// One proof file: a single JSON object (however laid out), or else JSON
-/// Lines, one object per non-blank line.
-fn parse_proof_file(file: usize, bytes: &[u8]) -> Result<Vec<ConsistencyProof>, VerifierError> {
-    let bad = |line: Option<usize>, detail: String| VerifierError::ProofFile { file, line, detail };
-    if bytes.len() > MAX_PROOF_FILE_BYTES {
-        let detail = format!("over the limit of {MAX_PROOF_FILE_BYTES} bytes");
-        return Err(bad(None, detail));
-    }
-    if let Ok(one) = strictjson::from_slice::<ProofFile>(bytes, MAX_JSON_DEPTH) {
-        return Ok(vec![one.decode().map_err(|e| bad(None, e))?]);
-    }
-    let lines = bytes.split(|&b| b == b'\n').enumerate();
-    let lines = lines.filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace));
-    let mut proofs = Vec::new();
-    for (i, line) in lines {
-        let one: ProofFile = strictjson::from_slice(line, MAX_JSON_DEPTH)
-            .map_err(|e| bad(Some(i + 1), e.to_string()))?;
-        proofs.push(one.decode().map_err(|e| bad(Some(i + 1), e))?);
-    }
-    if proofs.is_empty() {
-        return Err(bad(None, "holds no proof".to_string()));
-    }
-    Ok(proofs)
 }
 
 /// A checkpoint as verified once: the signature result, the witness
@@ -797,17 +706,20 @@ impl Verifier {
         if let Some(not_passed) = not_passing(&old.signature, "the --since checkpoint") {
             return not_passed;
         }
-        let Some(proof) = since.proofs.iter().find(|p| p.to == tree_size) else {
-            let sizes: Vec<String> = since.proofs.iter().map(|p| p.to.to_string()).collect();
+        if old_body.size > tree_size {
             return fail(
                 Reason::ConsistencySizeMismatch,
                 format!(
-                    "no --consistency proof to the bundle's tree size {tree_size} (proofs given \
-                     to: {}): add `rcpt log consistency --from {} --to {tree_size} --json`",
-                    sizes.join(", "),
+                    "the --since checkpoint (tree size {}) is newer than the bundle's checkpoint \
+                     (tree size {tree_size}): --since takes an older checkpoint of the log, of \
+                     size {tree_size} or less (or `rcpt log prove` the receipt again, for a \
+                     bundle at least as new)",
                     old_body.size
                 ),
             );
+        }
+        let Some(proof) = since.proofs.iter().find(|p| p.to == tree_size) else {
+            return self.unsized_consistency(since, old_body, tree_size, body);
         };
         if proof.from != old_body.size {
             return fail(
@@ -819,19 +731,73 @@ impl Verifier {
                 ),
             );
         }
-        match merkle::verify_consistency(
-            proof.from,
-            proof.to,
-            &proof.proof,
-            &old_body.root_hash,
-            &body.root_hash,
-        ) {
-            Ok(()) => Ok(CheckVerdict::Pass),
-            Err(e) => fail(
-                Reason::ConsistencyInvalid,
-                format!("the bundle's checkpoint does not extend the --since checkpoint: {e}"),
-            ),
+        extends(proof.from, proof.to, &proof.proof, old_body, body)
+    }
+
+    /// No sized proof to `tree_size`: a text-form proof (sizes not named)
+    /// that links the `--since` size to it, else a failure saying what to add.
+    fn unsized_consistency(
+        &self,
+        since: &ConsistencyInput,
+        old_body: &Checkpoint,
+        tree_size: u64,
+        body: &Checkpoint,
+    ) -> CheckResult {
+        let add = format!(
+            "add `rcpt log consistency LOG --from {} --to {tree_size}` (text or --json form)",
+            old_body.size
+        );
+        if since.unsized_proofs.is_empty() {
+            let sizes: Vec<String> = since.proofs.iter().map(|p| p.to.to_string()).collect();
+            return fail(
+                Reason::ConsistencySizeMismatch,
+                format!(
+                    "no --consistency proof to the bundle's tree size {tree_size} (proofs given \
+                     to: {}): {add}",
+                    sizes.join(", ")
+                ),
+            );
         }
+        let linked = since.unsized_proofs.iter().any(|p| {
+            extends(old_body.size, tree_size, &p.proof, old_body, body)
+                .is_ok_and(|v| v == CheckVerdict::Pass)
+        });
+        if linked {
+            return Ok(CheckVerdict::Pass);
+        }
+        let files: Vec<&str> = since
+            .unsized_proofs
+            .iter()
+            .map(|p| p.file.as_str())
+            .collect();
+        fail(
+            Reason::ConsistencyInvalid,
+            format!(
+                "no --consistency proof links the --since checkpoint (size {}) to the bundle's \
+                 (size {tree_size}): the text-form proofs ({}) name no sizes and none verifies \
+                 between these two; {add}",
+                old_body.size,
+                files.join(", ")
+            ),
+        )
+    }
+}
+
+/// Does `proof` show the checkpoint `body` (size `to`) extends `old_body`
+/// (size `from`)?
+fn extends(
+    from: u64,
+    to: u64,
+    proof: &[Hash],
+    old_body: &Checkpoint,
+    body: &Checkpoint,
+) -> CheckResult {
+    match merkle::verify_consistency(from, to, proof, &old_body.root_hash, &body.root_hash) {
+        Ok(()) => Ok(CheckVerdict::Pass),
+        Err(e) => fail(
+            Reason::ConsistencyInvalid,
+            format!("the bundle's checkpoint does not extend the --since checkpoint: {e}"),
+        ),
     }
 }
 

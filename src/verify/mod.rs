@@ -12,12 +12,14 @@
 //! never prints: rendering is in [`report`].
 
 mod checks;
+mod consistency;
 pub mod corpus;
 pub mod mirror;
 pub mod report;
 
 pub use crate::reason::Reason;
-pub use checks::{ConsistencyInput, Gate, Verifier, VerifierError};
+pub use checks::{Gate, Verifier, VerifierError};
+pub use consistency::{ConsistencyInput, ConsistencyProof, UnsizedProof};
 
 /// Why a check said no: a stable reason code and a detail for people.
 #[derive(Clone, Debug, PartialEq, Eq)]

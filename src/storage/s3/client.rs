@@ -137,6 +137,28 @@ impl Created {
     }
 }
 
+/// What to do about an error answer, by S3's error code (or the status
+/// when there is none): said after the answer.
+fn status_hint(code: &str, status: u16) -> &'static str {
+    match code {
+        "NoSuchBucket" => {
+            "; the bucket does not exist: create it, or check the BUCKET of s3://BUCKET/PREFIX"
+        }
+        "InvalidAccessKeyId" => {
+            "; the object store does not know this access key: check AWS_ACCESS_KEY_ID"
+        }
+        "SignatureDoesNotMatch" => {
+            "; the request's signature was refused: check AWS_SECRET_ACCESS_KEY (and AWS_REGION)"
+        }
+        "AccessDenied" | "" if status == 403 => {
+            "; access denied: check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and the bucket's \
+             policy for this key"
+        }
+        "AuthorizationHeaderMalformed" => "; check AWS_REGION",
+        _ => "",
+    }
+}
+
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -150,7 +172,10 @@ pub enum S3Error {
         detail: &'static str,
     },
     /// Connecting, sending or receiving failed on every attempt.
-    #[error("{method} {key}: {detail} (after {attempts} attempts)")]
+    #[error(
+        "{method} {key}: {detail} (after {attempts} attempts; is the endpoint right, and the \
+         object store up?)"
+    )]
     Transport {
         /// The request method.
         method: &'static str,
@@ -172,7 +197,7 @@ pub enum S3Error {
         attempts: u32,
     },
     /// The server answered with a status the request does not expect.
-    #[error("{method} {key}: HTTP {status} {code} {message}")]
+    #[error("{method} {key}: HTTP {status} {code} {message}{hint}", hint = status_hint(code, *status))]
     Status {
         /// The request method.
         method: &'static str,

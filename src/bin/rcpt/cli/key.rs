@@ -22,8 +22,8 @@ pub enum KeyCommand {
     /// Write PREFIX.key (PKCS#8 PEM, mode 0600), PREFIX.pub (SPKI PEM) and
     /// PREFIX.vkey (the named verifier key, one line).
     #[command(after_help = "Examples:
-  rcpt key generate --name gate.example/ci --out gate
-  rcpt key generate --name log.example/receipts --out logkey
+  rcpt key generate --name gate.example/ci --prefix gate
+  rcpt key generate --name log.example/receipts --prefix logkey
   rcpt verify --issuer-key-file gate.vkey --log-key-file logkey.vkey bundle.json")]
     Generate {
         /// Key name: for an issuer key the payloads' `issuer`, for a log key
@@ -32,7 +32,7 @@ pub enum KeyCommand {
         name: String,
         /// Output path prefix: writes PREFIX.key, PREFIX.pub and PREFIX.vkey,
         /// never over existing files.
-        #[arg(long, value_name = "PREFIX")]
+        #[arg(long = "prefix", alias = "out", value_name = "PREFIX")]
         out: std::path::PathBuf,
         /// Also print the witness (cosignature/v1, type 0x04) verifier key.
         #[arg(long)]
@@ -105,7 +105,7 @@ fn generate(name: &str, out: &Path, witness: bool) -> anyhow::Result<u8> {
     }
     if out.as_os_str() == "-" {
         return Err(UsageError(
-            "--out is a path prefix for two files; '-' (standard output) cannot hold them".into(),
+            "--prefix names three files; '-' (standard output) cannot hold them".into(),
         )
         .into());
     }

@@ -33,7 +33,7 @@ pub fn from_text(flag: &str, text: &str) -> anyhow::Result<PublicKeyText> {
 /// A key read from the file `source` (`flag` names it in errors).
 pub fn from_file(flag: &str, source: &Source) -> anyhow::Result<PublicKeyText> {
     let bytes = read_input(source, MAX_KEY_FILE_BYTES, &format!("{flag} file"))
-        .map_err(|e| UsageError(format!("{e:#}")))?;
+        .map_err(|e| UsageError(super::render_error(&e)))?;
     let text = String::from_utf8(bytes).map_err(|_| {
         UsageError(format!(
             "{flag} {source}: not text (give a .vkey or .pub file)"

@@ -17,6 +17,7 @@ mod key;
 mod keyarg;
 mod log;
 mod receipt;
+mod template;
 mod trust;
 mod units;
 mod verify;
@@ -31,6 +32,18 @@ pub const EXIT_USAGE: u8 = 2;
 /// Exit status: nothing failed, but something could not be evaluated.
 pub const EXIT_NOT_EVALUATED: u8 = 3;
 
+/// `--format` of the commands that print a line per input (`log append`,
+/// `log submit`, `log consistency`, `receipt inspect`): `human`, or `json`
+/// (JSON; one object a line). The old spelling `--json` is kept, hidden.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LineFormat {
+    /// Lines for people (`log consistency`: the text form, a hash a line).
+    #[value(alias = "text")]
+    Human,
+    /// JSON: one object a line.
+    Json,
+}
+
 /// An error in how the command was called (exit status 2).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -44,7 +57,7 @@ pub struct StdinTwice(usize);
 #[derive(Parser)]
 #[command(
     name = "rcpt",
-    version,
+    version = env!("RCPT_LONG_VERSION"),
     about = "Signed receipts checkable by anyone, offline",
     after_help = "Example:\n  rcpt verify --trust trust.json bundles/*.json"
 )]
@@ -127,10 +140,28 @@ pub fn main() -> ExitCode {
         // failed check: stop quietly.
         Err(e) if is_broken_pipe(&e) => ExitCode::from(EXIT_OK),
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "rcpt: error: {e:#}");
+            let _ = writeln!(std::io::stderr(), "rcpt: error: {}", render_error(&e));
             ExitCode::from(exit_status_of(&e))
         }
     }
+}
+
+/// An error and its causes on one line, `outer: cause: cause`, each cause
+/// said once: a cause whose text the message so far already holds (an
+/// error whose own text repeats its source, `cannot listen on ADDR: E`
+/// over `E`) is not said again.
+pub fn render_error(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.is_empty() {
+            out = text;
+        } else if !text.is_empty() && !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+    }
+    out
 }
 
 /// The exit status of an error: 2 for a bad invocation (a usage error, or
@@ -208,12 +239,117 @@ fn man(path: &[String]) -> anyhow::Result<u8> {
     }
     let mut out = Vec::new();
     let source = format!("rcpt {}", env!("CARGO_PKG_VERSION"));
-    clap_mangen::Man::new(cmd)
+    let page = clap_mangen::Man::new(cmd.clone())
         .title(name)
-        .source(source)
-        .render(&mut out)?;
+        .source(source);
+    page.render_title(&mut out)?;
+    page.render_name_section(&mut out)?;
+    page.render_synopsis_section(&mut out)?;
+    page.render_description_section(&mut out)?;
+    if cmd.get_arguments().any(|a| !a.is_hide_set()) {
+        page.render_options_section(&mut out)?;
+    }
+    if cmd.get_subcommands().any(|c| !c.is_hide_set()) {
+        page.render_subcommands_section(&mut out)?;
+    }
+    let after = cmd.get_after_long_help().or(cmd.get_after_help());
+    out.extend_from_slice(
+        man_after_help(&after.map(ToString::to_string).unwrap_or_default()).as_bytes(),
+    );
+    out.extend_from_slice(MAN_EXIT_STATUS.as_bytes());
+    if cmd.get_version().is_some() {
+        page.render_version_section(&mut out)?;
+    }
     std::io::stdout().lock().write_all(&out)?;
     Ok(EXIT_OK)
+}
+
+/// The EXIT STATUS section of every man page (spec/cli.md "Exit status").
+const MAN_EXIT_STATUS: &str = ".SH \"EXIT STATUS\"
+.TP
+\\fB0\\fR
+Everything asked was done, or verified.
+.TP
+\\fB1\\fR
+A check failed, an input was refused, or an operation failed.
+.TP
+\\fB2\\fR
+Bad invocation: an unknown or missing flag, a bad flag value, a named input that does not \
+exist or is not a regular file, standard input named twice, a key in the wrong form.
+.TP
+\\fB3\\fR
+Nothing failed, but something could not be evaluated (verify: no trusted key for a signer; \
+log submit: the log unreachable, so inputs were not sent). When both 1 and 3 apply, 1 wins.
+";
+
+/// Text for roff: backslashes and dashes escaped, no line read as a request.
+fn roff_escape(line: &str) -> String {
+    let text = line.replace('\\', "\\e").replace('-', "\\-");
+    if text.starts_with('.') || text.starts_with('\'') {
+        format!("\\&{text}")
+    } else {
+        text
+    }
+}
+
+/// A command's after-help as man sections: its prose as NOTES (filled),
+/// its `Example:`/`Examples:` lines as EXAMPLES, set without filling so a
+/// command is never wrapped in the middle.
+fn man_after_help(text: &str) -> String {
+    let (notes, examples) = match text.find("Example") {
+        Some(at) => text.split_at(at),
+        None => (text, ""),
+    };
+    let mut out = String::new();
+    if !notes.trim().is_empty() {
+        out.push_str(".SH NOTES\n");
+        for paragraph in notes.trim().split("\n\n") {
+            out.push_str(".PP\n");
+            for line in paragraph.lines() {
+                out.push_str(&roff_escape(line.trim()));
+                out.push('\n');
+            }
+        }
+    }
+    let lines: Vec<&str> = examples
+        .lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    if !lines.is_empty() {
+        out.push_str(".SH EXAMPLES\n.RS 4\n.nf\n");
+        for line in lines {
+            out.push_str(&roff_escape(line.strip_prefix("  ").unwrap_or(line)));
+            out.push('\n');
+        }
+        out.push_str(".fi\n.RE\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod render_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::render_error;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot listen on 127.0.0.1:1: {source}")]
+    struct Repeats {
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn a_cause_already_said_is_not_said_again() {
+        let io = std::io::Error::new(std::io::ErrorKind::AddrInUse, "Address already in use");
+        let e = anyhow::Error::new(Repeats { source: io });
+        assert_eq!(
+            render_error(&e),
+            "cannot listen on 127.0.0.1:1: Address already in use"
+        );
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let e = anyhow::Error::new(io).context("reading x");
+        assert_eq!(render_error(&e), "reading x: no such file");
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! `inspect` shows what an envelope holds and every problem with its
 //! payload; it verifies no signature (that needs trust: `rcpt verify`).
 
-use super::read_input;
+use super::{UsageError, read_input};
 use anyhow::Context;
 use clap::Subcommand;
 use rcpt::bundle::RawBundle;
@@ -17,6 +17,7 @@ use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_PAYLOAD_JSON_BYTES}
 use rcpt::reason::Reason;
 use rcpt::receipt::canonical::{dagcbor, identity, jcs, json};
 use rcpt::receipt::dsse::Envelope;
+use rcpt::receipt::require::VerdictArm;
 use rcpt::receipt::{PayloadError, Receipt, payload_from_json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -39,15 +40,32 @@ pub enum ReceiptCommand {
     },
     /// Print the receipt id, interop digest, keyids and fields of an envelope.
     #[command(after_help = "Example:
-  rcpt receipt inspect --json envelope.json")]
+  rcpt receipt inspect --format json envelope.json")]
     Inspect {
-        /// Machine-readable output.
-        #[arg(long)]
+        /// Output: `human` lines, or `json`: one object.
+        #[arg(long, value_enum, default_value = "human")]
+        format: crate::cli::LineFormat,
+        /// Old spelling of `--format json`.
+        #[arg(long, hide = true)]
         json: bool,
         /// Envelope JSON file, or '-' for standard input. Given a bundle, the
         /// envelope inside it is shown.
         #[arg(value_name = "ENVELOPE")]
         envelope: Source,
+    },
+    /// Print a payload to fill in for `receipt issue`: each value to give
+    /// starts "FILL IN:" and says what goes there.
+    #[command(after_help = "Example:
+  rcpt receipt template --issuer gate.example/ci > payload.json
+  rcpt receipt issue --key gate.key -o envelope.json payload.json")]
+    Template {
+        /// The issuer's name (its key's .vkey name); default: to fill in.
+        #[arg(long, value_name = "NAME")]
+        issuer: Option<String>,
+        /// The verdict arm: admit, deny or escalate.
+        #[arg(long, value_name = "ARM", default_value = "admit",
+              value_parser = |s: &str| VerdictArm::parse(s).map_err(|e| e.to_string()))]
+        verdict: VerdictArm,
     },
     /// Print the sorted `read_set` of RESOURCEs read now under ROOT (the rules `verify --fresh` checks by).
     #[command(
@@ -90,7 +108,19 @@ pub enum ReadSetSubstrate {
 pub fn run(cmd: ReceiptCommand) -> anyhow::Result<u8> {
     match cmd {
         ReceiptCommand::Issue { key, out, payload } => issue(&key, out.as_ref(), &payload),
-        ReceiptCommand::Inspect { json, envelope } => inspect(&envelope, json),
+        ReceiptCommand::Inspect {
+            format,
+            json,
+            envelope,
+        } => inspect(&envelope, json || format == crate::cli::LineFormat::Json),
+        ReceiptCommand::Template { issuer, verdict } => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+            let text = super::template::template_text(issuer.as_deref(), verdict, now);
+            write!(std::io::stdout().lock(), "{text}")?;
+            Ok(super::EXIT_OK)
+        }
         ReceiptCommand::ReadSet {
             root,
             alg,
@@ -110,11 +140,7 @@ fn read_set(
     use rcpt::digest::Algorithm;
     use rcpt::receipt::Substrate;
     if !root.is_dir() {
-        return Err(crate::cli::UsageError(format!(
-            "--root {} is not a directory",
-            root.display()
-        ))
-        .into());
+        return Err(UsageError(format!("--root {} is not a directory", root.display())).into());
     }
     let substrate = match substrate {
         Some(ReadSetSubstrate::Git) => Substrate::Git,
@@ -126,7 +152,17 @@ fn read_set(
         ReadSetAlg::Blake3 => Algorithm::Blake3,
         ReadSetAlg::Sha256 => Algorithm::Sha256,
     };
-    let items = rcpt::fresh::read_set(root, substrate, alg, resources)?;
+    // A resource named on the command line that is not there, or a name
+    // the rules refuse, is a bad invocation (exit 2), as a missing file is.
+    let items = rcpt::fresh::read_set(root, substrate, alg, resources).map_err(|e| match e {
+        rcpt::fresh::ReadSetError::Resource(r) if r.is_stale() => {
+            anyhow::Error::new(UsageError(format!("{r} (under --root {})", root.display())))
+        }
+        rcpt::fresh::ReadSetError::Duplicate(_) | rcpt::fresh::ReadSetError::TooMany { .. } => {
+            anyhow::Error::new(UsageError(e.to_string()))
+        }
+        other => anyhow::Error::new(other),
+    })?;
     #[derive(serde::Serialize)]
     struct Item {
         resource: String,
@@ -153,6 +189,11 @@ fn issue(key_source: &Source, out: Option<&Target>, payload: &Source) -> anyhow:
     let key = keys::signing_key_from_pem(&pem)
         .with_context(|| format!("cannot read signing key {key_source}"))?;
     let json = read_input(payload, MAX_PAYLOAD_JSON_BYTES, "payload")?;
+    if let Some((at, text)) = super::template::unfilled(&json) {
+        anyhow::bail!(
+            "payload {payload}: {at} is still the template's {text:?}: fill in the real value"
+        );
+    }
     let valid = payload_from_json(&json).map_err(|e| refusal(&e))?;
     if let Source::Path(path) = key_source {
         warn_if_key_is_for_another(path, &key, &valid.receipt.issuer);

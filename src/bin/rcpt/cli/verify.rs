@@ -76,9 +76,10 @@ pub struct VerifyArgs {
     /// must extend (needs --consistency).
     #[arg(long, value_name = "CHECKPOINT", requires = "consistency")]
     pub since: Option<Source>,
-    /// Consistency proofs from `rcpt log consistency --json`: a file holds
-    /// one proof or JSON Lines of proofs; repeat the flag for more; one
-    /// proof per tree size (needs --since).
+    /// Consistency proofs from `rcpt log consistency`, in its text form (one
+    /// proof from the --since size, sizes not named) or its --json form (one
+    /// proof or JSON Lines of proofs); repeat the flag for more; one proof
+    /// per tree size (needs --since).
     #[arg(long, value_name = "PROOF", requires = "since")]
     pub consistency: Vec<Source>,
     /// A tlog-policy file (spec/witness.md): its `log` lines are trusted log
@@ -116,8 +117,9 @@ pub struct VerifyArgs {
     /// Require `applied` to be true or false; else failed `policy.applied`.
     #[arg(long, value_name = "BOOL", value_parser = clap::builder::BoolishValueParser::new())]
     pub applied: Option<bool>,
-    /// Require the receipt to be issued within DURATION before now (30m, 24h, 7d) and at most
-    /// 300 s after; else failed `policy.age`.
+    /// Require the receipt to be issued within DURATION before now (30m, 24h, 7d; a bare
+    /// number is seconds) and at most 300 s after; else failed `policy.age`. The trust
+    /// file's "require" says it in seconds, "max_age_s".
     #[arg(long = "max-age", value_name = "DURATION", value_parser = parse_max_age)]
     pub max_age: Option<i64>,
     /// The clock for --max-age, as Unix seconds (reproducible runs); default: the system clock.
@@ -156,8 +158,23 @@ fn parse_policy_id(s: &str) -> Result<rcpt::digest::Digest, String> {
     require::parse_digest("--policy-id", s).map_err(|e| e.to_string())
 }
 
+/// `--max-age`: a duration in s, m, h or d, or a bare number of seconds
+/// (as every duration flag, spec/cli.md "Units").
 fn parse_max_age(s: &str) -> Result<i64, String> {
-    require::parse_duration(s).map_err(|e| e.to_string())
+    let with_unit;
+    let s = if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        with_unit = format!("{s}s");
+        with_unit.as_str()
+    } else {
+        s
+    };
+    require::parse_duration(s).map_err(|e| match e {
+        require::RequireError::Duration(_) => format!(
+            "{s:?} is not a duration: give a whole number with s, m, h or d (30m, 24h, 7d), \
+             or seconds"
+        ),
+        other => other.to_string(),
+    })
 }
 
 /// A repeated flag as an "any of" list: `None` when not given.
@@ -191,7 +208,7 @@ fn gate_of(args: &VerifyArgs) -> anyhow::Result<Gate> {
 /// Read a trust, key, checkpoint or proof file named by a flag: any
 /// problem with it is a bad invocation (exit 2).
 fn read_input(source: &Source, limit: usize, what: &str) -> anyhow::Result<Vec<u8>> {
-    super::read_input(source, limit, what).map_err(|e| UsageError(format!("{e:#}")).into())
+    super::read_input(source, limit, what).map_err(|e| UsageError(super::render_error(&e)).into())
 }
 
 /// Trust from --trust, the key flags and the key-file flags together
@@ -252,9 +269,14 @@ fn load_since(args: &VerifyArgs) -> anyhow::Result<Option<ConsistencyInput>> {
         .iter()
         .map(|p| read_input(p, MAX_PROOF_FILE_BYTES, "--consistency proof"))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let slices: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
+    let named: Vec<(String, &[u8])> = args
+        .consistency
+        .iter()
+        .map(ToString::to_string)
+        .zip(files.iter().map(Vec::as_slice))
+        .collect();
     let input =
-        ConsistencyInput::parse_many(&old, &slices).map_err(|e| UsageError(e.to_string()))?;
+        ConsistencyInput::parse_named(&old, &named).map_err(|e| UsageError(e.to_string()))?;
     Ok(Some(input))
 }
 
@@ -350,7 +372,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
     let mirror = match &args.mirror {
         Some(dir) => Some(
             rcpt::verify::mirror::Mirror::open(dir, &trust)
-                .map_err(|e| UsageError(format!("{:#}", anyhow::Error::new(e))))?,
+                .map_err(|e| UsageError(super::render_error(&anyhow::Error::new(e))))?,
         ),
         None => None,
     };
@@ -576,7 +598,8 @@ impl Iterator for StdinBundles {
 /// out as its manifest says, and every checksum must hold.
 fn run_corpus(dir: &Path) -> anyhow::Result<u8> {
     let mut all_matched = true;
-    let series = corpus::series(dir).map_err(|e| UsageError(format!("{e:#}")))?;
+    let series =
+        corpus::series(dir).map_err(|e| UsageError(super::render_error(&anyhow::Error::new(e))))?;
     for (i, part) in std::iter::once(dir.to_path_buf()).chain(series).enumerate() {
         let result = run_one_corpus(&part)?;
         let mut out = std::io::stdout().lock();
@@ -591,7 +614,8 @@ fn run_corpus(dir: &Path) -> anyhow::Result<u8> {
 
 /// One corpus directory (the root, or one series).
 fn run_one_corpus(dir: &Path) -> anyhow::Result<CorpusResult> {
-    let (manifest, trust) = corpus::load(dir).map_err(|e| UsageError(format!("{e:#}")))?;
+    let (manifest, trust) =
+        corpus::load(dir).map_err(|e| UsageError(super::render_error(&anyhow::Error::new(e))))?;
     let verifier = Verifier::new(trust.clone(), None).map_err(|e| UsageError(e.to_string()))?;
     let (checksums, checksums_checked) = corpus::check_sums(dir)
         .with_context(|| format!("checking {}/SHA256SUMS", dir.display()))?;

@@ -41,8 +41,9 @@ pub enum WitnessCommand {
     Cosign {
         /// The witness directory (made by `rcpt witness init`).
         dir: PathBuf,
-        /// Size of the checkpoint the witness cosigned last for this log (0 for none).
-        #[arg(long)]
+        /// Size of the checkpoint the witness cosigned last for this log (0
+        /// for none): the --from of the consistency proof.
+        #[arg(long, alias = "from", value_name = "SIZE")]
         old_size: u64,
         /// Consistency proof from --old-size: one base64 hash per line (as
         /// `rcpt log consistency` prints), or its --json form. None from size 0.
@@ -102,6 +103,16 @@ pub fn run(cmd: WitnessCommand) -> anyhow::Result<u8> {
 }
 
 fn open(dir: &Path, key: Option<&Path>) -> anyhow::Result<Witness> {
+    // A witness directory that is not there is a bad invocation (exit 2).
+    if !dir.join("settings.json").exists() {
+        return Err(UsageError(format!(
+            "{} is not a witness directory (no settings.json); make one with `rcpt witness \
+             init {} --name NAME --key W.key --policy LOGS`",
+            dir.display(),
+            dir.display()
+        ))
+        .into());
+    }
     match key {
         Some(k) => Witness::open_with_key(dir, read_key(k)?),
         None => Witness::open(dir),

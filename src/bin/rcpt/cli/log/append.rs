@@ -6,6 +6,7 @@ use crate::cli::{EXIT_FAILED, EXIT_OK, UsageError};
 use anyhow::Context;
 use rayon::prelude::*;
 use rcpt::io::{InputError, Source};
+use rcpt::limits::MAX_REFUSAL_LINES;
 use rcpt::limits::{
     MAX_APPEND_BATCH_BYTES, MAX_APPEND_BATCH_ENTRIES, MAX_ENVELOPE_BYTES, MAX_STDIN_LINE_BYTES,
 };
@@ -347,10 +348,12 @@ pub(super) fn append(
     opts: &AppendOptions,
     files: &[String],
 ) -> anyhow::Result<u8> {
-    let log = Log::open_store(store.clone(), None).map_err(|e| match e {
-        LogError::NoLogKey { location } => LogError::NotWritable { location },
-        e => e,
-    })?;
+    let log = Log::open_store(store.clone(), None)
+        .map_err(|e| match e {
+            LogError::NoLogKey { location } => LogError::NotWritable { location },
+            e => e,
+        })
+        .map_err(|e| super::s3_hint(dir, e))?;
     let key_path = match &opts.key {
         Some(k) => k.clone(),
         None => log.key_file().map(Path::to_path_buf).ok_or_else(|| {
@@ -380,7 +383,8 @@ pub(super) fn append(
         stdin: None,
     };
     let mut progress = Progress::new((!has_stdin).then_some(files.len() as u64), "appending");
-    let (mut done, mut refused) = (0u64, 0u64);
+    let mut done = 0u64;
+    let mut refused = RefusalLines::default();
     // Buffered: one write per batch, not one per line (the batch is
     // flushed once it is durable and reported).
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -397,10 +401,7 @@ pub(super) fn append(
                     let a = appended.next().context("append returned too few results")?;
                     report_ok(&mut out, opts.json, &c.name, a, kept)?;
                 }
-                Err(r) => {
-                    refused += 1;
-                    report_refused(&mut out, opts.json, &c.name, r)?;
-                }
+                Err(r) => refused.report(&mut out, opts.json, &c.name, r)?,
             }
         }
         out.flush()?;
@@ -408,7 +409,71 @@ pub(super) fn append(
         progress.set(done);
     }
     progress.finish();
-    Ok(if refused > 0 { EXIT_FAILED } else { EXIT_OK })
+    refused.summarise();
+    Ok(if refused.count > 0 {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    })
+}
+
+/// The refusals of one run: the first [`MAX_REFUSAL_LINES`] said in full
+/// on stderr, the rest counted by reason and said in one line at the end
+/// (`--format json` still lists every one on stdout).
+#[derive(Default)]
+pub(super) struct RefusalLines {
+    count: u64,
+    /// Refusals past the cap, by reason code.
+    unsaid: std::collections::BTreeMap<&'static str, u64>,
+    first_unsaid: Option<String>,
+    last_unsaid: String,
+}
+
+impl RefusalLines {
+    fn report(
+        &mut self,
+        out: &mut impl Write,
+        json: bool,
+        name: &str,
+        r: &Refusal,
+    ) -> anyhow::Result<()> {
+        self.count += 1;
+        if self.count <= MAX_REFUSAL_LINES {
+            return report_refused(out, json, name, r);
+        }
+        if json {
+            let v = serde_json::json!({"file": name, "error": r.reason, "detail": r.detail});
+            writeln!(out, "{v}")?;
+        }
+        *self.unsaid.entry(r.reason.as_str()).or_default() += 1;
+        self.first_unsaid.get_or_insert_with(|| name.to_string());
+        name.clone_into(&mut self.last_unsaid);
+        Ok(())
+    }
+
+    /// The one line for the refusals not said.
+    fn summarise(&self) {
+        let Some(first) = &self.first_unsaid else {
+            return;
+        };
+        let n: u64 = self.unsaid.values().sum();
+        let reasons: Vec<String> = self
+            .unsaid
+            .iter()
+            .map(|(reason, k)| format!("{reason}: {}", crate::cli::units::grouped(*k)))
+            .collect();
+        let range = if n == 1 {
+            first.clone()
+        } else {
+            format!("{first} ... {}", self.last_unsaid)
+        };
+        eprintln!(
+            "rcpt: {} more refused, not listed ({range}; {}); {} refused in all",
+            crate::cli::units::grouped(n),
+            reasons.join(", "),
+            crate::cli::units::grouped(self.count)
+        );
+    }
 }
 
 pub(super) fn report_ok(

@@ -71,8 +71,11 @@ pub enum LogCommand {
         /// given at init; with neither, signatures are not checked).
         #[arg(long)]
         trust: Option<PathBuf>,
-        /// One JSON object per line on stdout.
-        #[arg(long)]
+        /// Output: `human` lines, or `json`: one JSON object a line.
+        #[arg(long, value_enum, default_value = "human")]
+        format: crate::cli::LineFormat,
+        /// Old spelling of `--format json`.
+        #[arg(long, hide = true)]
         json: bool,
         /// Wait for another writer to finish instead of failing at once.
         #[arg(long)]
@@ -103,7 +106,8 @@ pub enum LogCommand {
     #[command(after_help = "Examples:
   rcpt log prove log/ --receipt envelope.json -o bundle.json
   rcpt log prove log/ --index 3 --size 10 | rcpt verify --trust trust.json -
-  rcpt log prove log/ --all --out-dir bundles/")]
+  rcpt log prove log/ --all --out-dir bundles/
+  rcpt log prove log/ --all -o - | rcpt verify --trust trust.json -")]
     Prove {
         /// The log directory.
         dir: PathBuf,
@@ -113,21 +117,23 @@ pub enum LogCommand {
         /// An envelope file whose entry is looked up in the log.
         #[arg(long)]
         receipt: Option<PathBuf>,
-        /// Every entry of the tree: one bundle each, into --out-dir.
-        #[arg(long, requires = "out_dir")]
+        /// Every entry of the tree: one bundle each, into --out-dir, or
+        /// with `-o -` as JSON Lines (one bundle a line) on standard output.
+        #[arg(long, requires = "dest")]
         all: bool,
-        /// Entries A to B-1 (`A..B`): one bundle each, into --out-dir.
-        #[arg(long, value_name = "A..B", value_parser = parse_range, requires = "out_dir")]
+        /// Entries A to B-1 (`A..B`): one bundle each, as --all.
+        #[arg(long, value_name = "A..B", value_parser = parse_range, requires = "dest")]
         range: Option<std::ops::Range<u64>>,
         /// Tree size of the proof (default: the latest checkpoint).
         #[arg(long)]
         size: Option<u64>,
-        /// Output file, written atomically; '-' or nothing for standard output.
-        #[arg(short = 'o', long = "out", value_name = "FILE", conflicts_with_all = ["all", "range"])]
+        /// Output file, written atomically; '-' or nothing for standard
+        /// output (with --all or --range: '-' only, JSON Lines).
+        #[arg(short = 'o', long = "out", value_name = "FILE", group = "dest")]
         out: Option<Target>,
         /// With --all or --range: an empty or new directory that receives
         /// one file per entry, `<index>.bundle.json` (or `<index>.tlog-proof`).
-        #[arg(long = "out-dir", value_name = "DIR")]
+        #[arg(long = "out-dir", value_name = "DIR", group = "dest")]
         out_dir: Option<PathBuf>,
         /// `bundle` (rcpt JSON) or `tlog-proof` (C2SP tlog-proof@v1, the entry in `extra`).
         #[arg(long, value_enum, default_value = "bundle")]
@@ -137,7 +143,7 @@ pub enum LogCommand {
     },
     /// Print a consistency proof between two tree sizes.
     #[command(after_help = "Example:
-  rcpt log consistency log/ --from 3 --to 10 --json >> proofs.jsonl")]
+  rcpt log consistency log/ --from 3 --to 10 --format json >> proofs.jsonl")]
     Consistency {
         /// The log directory.
         dir: PathBuf,
@@ -147,8 +153,12 @@ pub enum LogCommand {
         /// The newer tree size (default: the latest checkpoint's).
         #[arg(long)]
         to: Option<u64>,
-        /// Print {"from", "to", "proof"} JSON, as `rcpt verify --consistency` reads.
-        #[arg(long)]
+        /// Output: `human` (also `text`): one base64 hash a line; `json`:
+        /// {"from", "to", "proof"}. `rcpt verify --consistency` reads both.
+        #[arg(long, value_enum, default_value = "human")]
+        format: crate::cli::LineFormat,
+        /// Old spelling of `--format json`.
+        #[arg(long, hide = true)]
         json: bool,
         #[command(flatten)]
         key: LogKeyArg,
@@ -185,24 +195,42 @@ pub struct LogKeyArg {
     #[arg(long = "log-key", value_name = "VKEY")]
     log_key: Option<String>,
     #[command(flatten)]
-    at: EndpointArg,
+    at: ReadEndpointArg,
 }
 
-/// Where an `s3://BUCKET/PREFIX` log's object store answers.
+/// Where an `s3://BUCKET/PREFIX` log's object store answers, for a command
+/// that only reads (no writer lease).
 #[derive(clap::Args)]
-pub struct EndpointArg {
-    /// For a log at s3://BUCKET/PREFIX: the S3 endpoint, http://HOST:PORT
-    /// (default: $AWS_ENDPOINT_URL_S3, then $AWS_ENDPOINT_URL). Credentials
-    /// and region come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
-    /// AWS_SESSION_TOKEN and AWS_REGION.
+#[command(next_help_heading = "Object storage (logs at s3://BUCKET/PREFIX)")]
+pub struct ReadEndpointArg {
+    /// The S3 endpoint, http://HOST:PORT (default: $AWS_ENDPOINT_URL_S3,
+    /// then $AWS_ENDPOINT_URL). Credentials and region come from
+    /// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and
+    /// AWS_REGION.
     #[arg(long, value_name = "URL")]
     endpoint: Option<String>,
-    /// For a log at s3://: seconds a writer's lease lives without renewal
-    /// (a standby takes over about this long after a writer dies).
-    #[arg(long, value_name = "SECS", default_value_t = 10,
-          value_parser = clap::value_parser!(u64).range(1..=600))]
-    lease_ttl: u64,
 }
+
+/// Where an `s3://BUCKET/PREFIX` log's object store answers, and the
+/// writer's lease.
+#[derive(clap::Args)]
+#[command(next_help_heading = "Object storage (logs at s3://BUCKET/PREFIX)")]
+pub struct EndpointArg {
+    /// The S3 endpoint, http://HOST:PORT (default: $AWS_ENDPOINT_URL_S3,
+    /// then $AWS_ENDPOINT_URL). Credentials and region come from
+    /// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and
+    /// AWS_REGION.
+    #[arg(long, value_name = "URL")]
+    endpoint: Option<String>,
+    /// How long a writer's lease lives without renewal, 1s to 600s (a
+    /// standby takes over about this long after a writer dies).
+    #[arg(long, value_name = "DURATION", default_value = "10s",
+          value_parser = crate::cli::units::lease_ttl)]
+    lease_ttl: std::time::Duration,
+}
+
+/// The lease of a command that writes nothing (never taken).
+const READ_LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl EndpointArg {
     /// The store of the log at `dir`: an `s3://` location's bucket, else the directory.
@@ -211,12 +239,19 @@ impl EndpointArg {
     }
 }
 
+impl ReadEndpointArg {
+    /// The store of the log at `dir`, to read.
+    pub(crate) fn store(&self, dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
+        store_at(dir, self.endpoint.as_deref(), READ_LEASE_TTL)
+    }
+}
+
 /// The store at `dir`: an `s3://BUCKET/PREFIX` location (answering at
-/// `endpoint`, leases of `lease_ttl` seconds), else the directory.
+/// `endpoint`, leases of `lease_ttl`), else the directory.
 pub(crate) fn store_at(
     dir: &Path,
     endpoint: Option<&str>,
-    lease_ttl: u64,
+    lease_ttl: std::time::Duration,
 ) -> anyhow::Result<Arc<dyn Store>> {
     match dir.to_str().filter(|d| d.starts_with("s3://")) {
         Some(location) => s3_store(location, endpoint, lease_ttl),
@@ -234,11 +269,10 @@ pub(crate) fn store_at(
 fn s3_store(
     location: &str,
     endpoint: Option<&str>,
-    lease_ttl: u64,
+    lease_ttl: std::time::Duration,
 ) -> anyhow::Result<Arc<dyn Store>> {
     use rcpt::storage::s3::{BlockingClient, LeaseConfig, Location, S3Store, Settings};
-    let lease = LeaseConfig::new(std::time::Duration::from_secs(lease_ttl))
-        .map_err(|e| UsageError(e.to_string()))?;
+    let lease = LeaseConfig::new(lease_ttl).map_err(|e| UsageError(e.to_string()))?;
     let location = Location::parse(location).map_err(|e| UsageError(e.to_string()))?;
     let settings = Settings::from_env(endpoint).map_err(|e| UsageError(e.to_string()))?;
     let client = BlockingClient::new(settings, &location).context("starting the S3 client")?;
@@ -246,7 +280,11 @@ fn s3_store(
 }
 
 #[cfg(not(feature = "s3"))]
-fn s3_store(location: &str, _: Option<&str>, _: u64) -> anyhow::Result<Arc<dyn Store>> {
+fn s3_store(
+    location: &str,
+    _: Option<&str>,
+    _: std::time::Duration,
+) -> anyhow::Result<Arc<dyn Store>> {
     Err(UsageError(format!(
         "{location}: this rcpt was built without object-storage support (cargo feature s3)"
     ))
@@ -260,8 +298,21 @@ impl LogKeyArg {
             Some(text) => Some(crate::cli::keyarg::log_key("--log-key", Some(text), None)?),
             None => None,
         };
-        Ok(Log::open_store(self.at.store(dir)?, key.as_ref())?)
+        Log::open_store(self.at.store(dir)?, key.as_ref()).map_err(|e| s3_hint(dir, e))
     }
+}
+
+/// A log error, with what to check when the log is on object storage: a
+/// bucket that does not exist reads as one holding no log.
+pub(crate) fn s3_hint(dir: &Path, e: rcpt::log::LogError) -> anyhow::Error {
+    let on_s3 = dir.to_str().is_some_and(|d| d.starts_with("s3://"));
+    if on_s3 && matches!(e, rcpt::log::LogError::NotALog { .. }) {
+        return anyhow::anyhow!(
+            "{e}; on object storage, also check that the bucket exists and that --endpoint \
+             (or AWS_ENDPOINT_URL_S3) names the right store"
+        );
+    }
+    e.into()
 }
 
 pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
@@ -277,6 +328,7 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             dir,
             key,
             trust,
+            format,
             json,
             wait,
             batch,
@@ -286,7 +338,7 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             let opts = AppendOptions {
                 key,
                 trust,
-                json,
+                json: json || format == crate::cli::LineFormat::Json,
                 wait,
                 max_batch: batch as usize,
             };
@@ -310,22 +362,32 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             key,
         } => {
             let log = key.open(&dir)?;
-            match (all, range, out_dir) {
-                (true, _, Some(d)) => prove_many(&log, None, size, &d, format),
-                (false, Some(r), Some(d)) => prove_many(&log, Some(r), size, &d, format),
-                (_, _, Some(_)) => {
+            match (all, range, out_dir, out) {
+                (true, _, Some(d), _) => prove_many(&log, None, size, &d, format),
+                (false, Some(r), Some(d), _) => prove_many(&log, Some(r), size, &d, format),
+                (true, _, None, Some(o)) => prove_stream(&log, None, size, &o, format),
+                (false, Some(r), None, Some(o)) => prove_stream(&log, Some(r), size, &o, format),
+                (_, _, Some(_), _) => {
                     Err(UsageError("--out-dir goes with --all or --range".into()).into())
                 }
-                _ => prove(&log, index, receipt.as_deref(), size, out.as_ref(), format),
+                (_, _, None, out) => {
+                    prove(&log, index, receipt.as_deref(), size, out.as_ref(), format)
+                }
             }
         }
         LogCommand::Consistency {
             dir,
             from,
             to,
+            format,
             json,
             key,
-        } => consistency(&key.open(&dir)?, from, to, json),
+        } => consistency(
+            &key.open(&dir)?,
+            from,
+            to,
+            json || format == crate::cli::LineFormat::Json,
+        ),
         LogCommand::Check { dir, key } => check(&key.open(&dir)?),
         #[cfg(feature = "net")]
         LogCommand::Serve(args) => serve::serve(args),

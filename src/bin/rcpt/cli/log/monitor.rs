@@ -30,7 +30,11 @@ pub struct MonitorArgs {
     source: String,
     /// For a log at s3://BUCKET/PREFIX: the S3 endpoint, http://HOST:PORT
     /// (default: $AWS_ENDPOINT_URL_S3, then $AWS_ENDPOINT_URL).
-    #[arg(long, value_name = "URL")]
+    #[arg(
+        long,
+        value_name = "URL",
+        help_heading = "Object storage (logs at s3://BUCKET/PREFIX)"
+    )]
     endpoint: Option<String>,
     /// The monitor's state directory (created if absent; one monitor at a time).
     #[arg(long, value_name = "DIR")]
@@ -51,7 +55,7 @@ pub struct MonitorArgs {
     #[arg(long)]
     follow: bool,
     /// Time between rounds with --follow (e.g. 500ms, 60s, 5m).
-    #[arg(long, value_name = "TIME", default_value = "60s", value_parser = parse_interval,
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::cli::units::interval,
           requires = "follow")]
     interval: Duration,
     /// For a log this state directory has not seen: start at its current size.
@@ -69,28 +73,6 @@ pub struct MonitorArgs {
 enum Format {
     Human,
     Json,
-}
-
-/// `500ms`, `60s`, `5m`, `1h`, or plain seconds.
-fn parse_interval(text: &str) -> Result<Duration, String> {
-    let (digits, unit) = text.split_at(
-        text.find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(text.len()),
-    );
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?}: expected a number and a unit (500ms, 60s, 5m, 1h)"))?;
-    let d = match unit {
-        "ms" => Duration::from_millis(n),
-        "" | "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n.saturating_mul(60)),
-        "h" => Duration::from_secs(n.saturating_mul(3600)),
-        _ => return Err(format!("{text:?}: unknown unit {unit:?} (ms, s, m, h)")),
-    };
-    if d.is_zero() {
-        return Err("the interval must be more than zero".into());
-    }
-    Ok(d)
 }
 
 /// Prints each event and runs the hook.
@@ -207,7 +189,7 @@ fn open_source(source: &str, endpoint: Option<&str>) -> anyhow::Result<Arc<dyn P
         .into());
     }
     if source.starts_with("s3://") {
-        let store = super::store_at(Path::new(source), endpoint, 10)?;
+        let store = super::store_at(Path::new(source), endpoint, super::READ_LEASE_TTL)?;
         return Ok(store);
     }
     let dir = Path::new(source);
@@ -231,9 +213,8 @@ fn keys_and_watch(args: &MonitorArgs) -> anyhow::Result<(Vec<NoteVerifier>, Watc
         );
     }
     let mut watch = match &args.watch {
-        Some(path) => {
-            Watch::read(path).map_err(|e| UsageError(format!("{:#}", anyhow::Error::new(e))))?
-        }
+        Some(path) => Watch::read(path)
+            .map_err(|e| UsageError(crate::cli::render_error(&anyhow::Error::new(e))))?,
         None => Watch::default(),
     };
     if let Some(path) = &args.trust {
@@ -327,15 +308,16 @@ fn status_of(report: &RoundReport) -> Rank {
 
 fn print_summary(r: &RoundReport, took: Duration) {
     let origin = r.origin.as_deref().unwrap_or("?");
+    use crate::cli::units::count;
     let mut line = format!(
-        "rcpt log monitor: {origin}: size {} -> {}, {} entries checked ({} concern nothing watched), \
-         {} events, {} alarms, {:.1} s",
+        "rcpt log monitor: {origin}: size {} -> {}, {} checked ({} concern nothing watched), \
+         {}, {}, {:.1} s",
         r.old_size,
         r.new_size,
-        r.scanned,
+        count(r.scanned, "entry", "entries"),
         r.quiet,
-        r.events,
-        r.alarms,
+        count(r.events, "event", "events"),
+        count(r.alarms, "alarm", "alarms"),
         took.as_secs_f64()
     );
     if r.stopped {

@@ -7,6 +7,7 @@ use rcpt::io::Target;
 use rcpt::limits::MAX_ENVELOPE_BYTES;
 use rcpt::log::Log;
 use rcpt::receipt::dsse::Envelope;
+use std::io::Write as _;
 use std::path::Path;
 
 use super::*;
@@ -145,13 +146,100 @@ pub(super) fn prove_many(
         p.finish();
     }
     println!(
-        "wrote {} bundles (entries {}..{} at tree size {size}) to {}",
-        range.end - range.start,
+        "wrote {} (entries {}..{} at tree size {size}) to {}",
+        crate::cli::units::count(range.end - range.start, "bundle", "bundles"),
         range.start,
         range.end,
         out_dir.display()
     );
     Ok(EXIT_OK)
+}
+
+/// Entries proved per step of [`prove_stream`]: the lines of one step are
+/// held, sorted into index order and written before the next step begins.
+const STREAM_CHUNK_ENTRIES: u64 = 4096;
+
+/// `--all -o -` / `--range A..B -o -`: every bundle of the range at `size`,
+/// one compact bundle a line (JSON Lines), in index order, on standard
+/// output (`rcpt verify -` reads them back).
+pub(super) fn prove_stream(
+    log: &Log,
+    range: Option<std::ops::Range<u64>>,
+    size: Option<u64>,
+    out: &Target,
+    format: ProveFormat,
+) -> anyhow::Result<u8> {
+    if !matches!(out, Target::Stdout) {
+        let msg = "with --all or --range, -o takes '-' (JSON Lines on standard output; \
+                   redirect it to a file) or use --out-dir DIR (one file per entry)";
+        return Err(UsageError(msg.into()).into());
+    }
+    if format == ProveFormat::TlogProof {
+        let msg = "--format tlog-proof is many lines per proof, so not JSON Lines: \
+                   give --out-dir DIR for one file per entry";
+        return Err(UsageError(msg.into()).into());
+    }
+    let size = size.unwrap_or(log.size());
+    let range = range.unwrap_or(0..size);
+    let checkpoint = log.checkpoint_at(size)?;
+    if range.end > size {
+        let msg = format!(
+            "--range {}..{} reaches past the tree size {size}",
+            range.start, range.end
+        );
+        return Err(UsageError(msg).into());
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut start = range.start;
+    while start < range.end {
+        let end = range.end.min(start.saturating_add(STREAM_CHUNK_ENTRIES));
+        let lines = std::sync::Mutex::new(Vec::new());
+        log.prove_range(
+            start..end,
+            size,
+            |index, entry, inclusion| -> anyhow::Result<()> {
+                let text = bundle_text(log, index, entry, inclusion, size, &checkpoint)?;
+                let line = compact_json(&text);
+                if let Ok(mut lines) = lines.lock() {
+                    lines.push((index, line));
+                }
+                Ok(())
+            },
+        )?;
+        let mut lines = lines.into_inner().unwrap_or_default();
+        lines.sort_unstable_by_key(|(index, _)| *index);
+        for (_, line) in lines {
+            out.write_all(line.as_bytes())?;
+            out.write_all(b"\n")?;
+        }
+        start = end;
+    }
+    out.flush()?;
+    Ok(EXIT_OK)
+}
+
+/// JSON text without the whitespace outside its strings: one line.
+fn compact_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The bundle JSON of entry `index` with its proof in the tree of `size`.

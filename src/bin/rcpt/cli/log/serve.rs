@@ -13,8 +13,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Longest `--batch-wait`.
-pub(super) const MAX_BATCH_WAIT: Duration = Duration::from_secs(60);
 /// Most submissions `log submit` has in flight at once.
 pub(super) const MAX_SUBMIT_CONCURRENCY: u64 = 1024;
 
@@ -68,8 +66,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 256,
           value_parser = clap::value_parser!(u64).range(1..=rcpt::limits::MAX_APPEND_BATCH_ENTRIES as u64))]
     batch_max: u64,
-    /// How long a batch stays open after its first entry (e.g. 250ms, 1s).
-    #[arg(long, default_value = "250ms", value_parser = parse_duration)]
+    /// How long a batch stays open after its first entry (e.g. 250ms, 1s; at most 60s).
+    #[arg(long, value_name = "DURATION", default_value = "250ms", value_parser = crate::cli::units::serve_wait)]
     batch_wait: Duration,
     /// Most submissions in the service at once; one more gets 503.
     #[arg(long, default_value_t = 4096,
@@ -82,22 +80,22 @@ pub struct ServeArgs {
     /// A tlog-policy file naming witnesses (with URLs) and a quorum: each
     /// checkpoint is published, and submitters answered, only once a quorum
     /// of them cosigned it.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "policy", alias = "witness-policy", value_name = "FILE")]
     witness_policy: Option<PathBuf>,
     /// Once a quorum cosigned, how long the other witnesses of the policy
     /// are still waited for; their cosignatures are published too.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::cli::units::serve_wait)]
     witness_grace: Duration,
     #[command(flatten)]
     at: super::EndpointArg,
 }
 
-/// The witnesses of `--witness-policy FILE`.
+/// The witnesses of `--policy FILE` (old spelling `--witness-policy`).
 pub(super) fn witnessing(
     path: &Path,
     grace: Duration,
 ) -> anyhow::Result<Arc<rcpt::net::witnessing::Witnessing>> {
-    let what = || format!("--witness-policy {}", path.display());
+    let what = || format!("--policy {}", path.display());
     let max = rcpt::limits::MAX_POLICY_BYTES;
     let bytes = rcpt::io::read_path(path, max).map_err(|e| match e {
         rcpt::io::InputError::TooLarge { .. } => {
@@ -105,30 +103,21 @@ pub(super) fn witnessing(
         }
         e => anyhow::Error::new(e).context(what()),
     })?;
-    let policy = rcpt::tlog::policy::Policy::parse(&bytes)
-        .map_err(|e| UsageError(format!("{}: {:#}", what(), anyhow::Error::new(e))))?;
-    let w = rcpt::net::witnessing::Witnessing::new(policy)
-        .map_err(|e| UsageError(format!("{}: {:#}", what(), anyhow::Error::new(e))))?;
+    let policy = rcpt::tlog::policy::Policy::parse(&bytes).map_err(|e| {
+        UsageError(format!(
+            "{}: {}",
+            what(),
+            crate::cli::render_error(&anyhow::Error::new(e))
+        ))
+    })?;
+    let w = rcpt::net::witnessing::Witnessing::new(policy).map_err(|e| {
+        UsageError(format!(
+            "{}: {}",
+            what(),
+            crate::cli::render_error(&anyhow::Error::new(e))
+        ))
+    })?;
     Ok(Arc::new(w.with_grace(grace)))
-}
-
-/// `250ms`, `2s` or `0s`, at most [`MAX_BATCH_WAIT`].
-pub(super) fn parse_duration(text: &str) -> Result<Duration, String> {
-    let (digits, unit) = match text.strip_suffix("ms") {
-        Some(d) => (d, 1),
-        None => match text.strip_suffix('s') {
-            Some(d) => (d, 1000),
-            None => return Err("expected a duration like 250ms or 1s".to_string()),
-        },
-    };
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| "expected a duration like 250ms or 1s".to_string())?;
-    let d = Duration::from_millis(n.saturating_mul(unit));
-    if d > MAX_BATCH_WAIT {
-        return Err(format!("at most {}s", MAX_BATCH_WAIT.as_secs()));
-    }
-    Ok(d)
 }
 
 /// Read a small file (key, trust), refusing one over the key-file limit.
@@ -179,7 +168,11 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
         Some(path) => {
             AcceptedIssuers::from_json(&read_small(path, "trust file")?).map_err(|e| {
                 let e = anyhow::Error::new(e);
-                UsageError(format!("trust file {}: {e:#}", path.display()))
+                UsageError(format!(
+                    "trust file {}: {}",
+                    path.display(),
+                    crate::cli::render_error(&e)
+                ))
             })?
         }
         None => Log::open_store(Arc::clone(&store), None)?

@@ -17,7 +17,7 @@ reached (every attempt of one submission a refused connection or a timeout), the
 what was not sent is reported as such, and the exit status is 3 (nothing refused) or 1.
 
 Examples:
-  rcpt log submit http://127.0.0.1:8080 receipts/*.json --log-key-file logkey.vkey --bundle-dir bundles/
+  rcpt log submit http://127.0.0.1:8080 receipts/*.json --log-key-file logkey.vkey --out-dir bundles/
   rcpt log submit http://127.0.0.1:8080 receipt.json --log-key-file logkey.vkey --timeout 30s --retries 2"
 )]
 pub struct SubmitArgs {
@@ -38,14 +38,19 @@ pub struct SubmitArgs {
     /// A file holding the log's key (its .vkey).
     #[arg(long, value_name = "FILE")]
     log_key_file: Option<PathBuf>,
-    /// Write each receipt's bundle here as <receipt hex>.bundle.json.
-    #[arg(long)]
+    /// Write each receipt's bundle into this directory, as <receipt
+    /// hex>.bundle.json.
+    #[arg(long = "out-dir", alias = "bundle-dir", value_name = "DIR")]
     bundle_dir: Option<PathBuf>,
     /// Most submissions in flight at once.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=MAX_SUBMIT_CONCURRENCY))]
     concurrency: u64,
-    /// One JSON object per line on stdout.
-    #[arg(long)]
+    /// Output: `human` lines (index and receipt id), or `json`: one JSON
+    /// object a line.
+    #[arg(long, value_enum, default_value = "human")]
+    format: crate::cli::LineFormat,
+    /// Old spelling of `--format json`.
+    #[arg(long, hide = true)]
     json: bool,
     /// A deadline for the whole run (250ms, 30s, 5m, 1h; a bare number is
     /// seconds): what is not logged by then is reported not sent.
@@ -74,7 +79,10 @@ struct Tally {
     told: bool,
 }
 
-pub fn submit(args: SubmitArgs) -> anyhow::Result<u8> {
+pub fn submit(mut args: SubmitArgs) -> anyhow::Result<u8> {
+    args.json |= args.format == crate::cli::LineFormat::Json;
+    // A missing input is a bad invocation, found before anything is sent.
+    super::check_append_files(&args.files)?;
     let key = parse_log_key(args.log_key.as_deref(), args.log_key_file.as_deref())?;
     let client =
         rcpt::net::client::Client::new(&args.url).map_err(|e| UsageError(e.to_string()))?;
