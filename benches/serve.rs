@@ -5,16 +5,26 @@
 //! own process (request logs written to a file), the clients one tokio
 //! runtime in this process: both share the machine's cores.
 //!
+//! The load client is hyper's (the crate's own pooled keep-alive client,
+//! `rcpt::net::client::Client`): each of N tasks sends one `POST /add` at a
+//! time and waits for its answer, so N is the number of connections.
+//!
 //! `cargo bench --bench serve`. Settings (environment):
-//! `RCPT_BENCH_CLIENTS` (default 2048), `RCPT_BENCH_SECONDS` (10),
-//! `RCPT_BENCH_WAITS` (`50ms,250ms`), `RCPT_BENCH_BATCH_MAX` (1024),
-//! `RCPT_BENCH_QUEUE_MAX` (65536), `RCPT_BENCH_DIR` (the file system of the
+//! `RCPT_BENCH_CLIENTS` (connections, a list: default `64,256,2048`),
+//! `RCPT_BENCH_SECONDS` (10), `RCPT_BENCH_WAITS` (`50ms`),
+//! `RCPT_BENCH_BATCH_MAX` (default: the server's own default),
+//! `RCPT_BENCH_QUEUE_MAX` (65536), `RCPT_BENCH_RCPT` (the server binary:
+//! default this build's), `RCPT_BENCH_DIR` (the file system of the
 //! log; default the system temp dir), `RCPT_BENCH_WARMUP_MS` (1000: requests
 //! started in the first second, while connections open and the first
 //! batches close, are not counted). It also prints the CPU time the server
 //! and the clients spent per submission, which does not depend on how busy
 //! the machine is: 2 cores / (server + client CPU per submission) is the
-//! rate two idle cores would reach.
+//! rate two idle cores would reach. Next to it, the CPU of one strict
+//! Ed25519 verification measured in this process (admission's signature
+//! check: one per submission) and its share of the server's CPU per
+//! submission; the rest is HTTP, JSON and DSSE parsing, the receipt's
+//! checks, the batch's durable append and the answer.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -130,12 +140,46 @@ fn peak_rss_kb(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU seconds of one strict Ed25519 verification of a receipt-sized
+/// message, on one core of this process (the admission check's cost).
+fn strict_verify_cpu() -> f64 {
+    use ed25519_dalek::Signer;
+    let key = SigningKey::from_bytes(&[31u8; 32]);
+    let signed: Vec<_> = (0..2000u32)
+        .map(|i| {
+            let m = rcpt::receipt::dsse::pae(RECEIPT_PAYLOAD_TYPE, &i.to_be_bytes().repeat(90));
+            let s = key.sign(&m);
+            (m, s)
+        })
+        .collect();
+    let vk = key.verifying_key();
+    let cpu0 = thread_cpu_seconds();
+    let mut n = 0usize;
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(2) {
+        n += signed
+            .iter()
+            .filter(|(m, s)| vk.verify_strict(m, s).is_ok())
+            .count();
+    }
+    (thread_cpu_seconds() - cpu0) / n.max(1) as f64
+}
+
+/// CPU time of the calling thread (`/proc/thread-self/stat`).
+fn thread_cpu_seconds() -> f64 {
+    cpu_seconds("thread-self")
+}
+
 fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds: u64) -> Run {
-    let dir = root.join(format!("log-{wait}"));
+    let dir = root.join(format!("log-{wait}-{clients}"));
     let log_key = SigningKey::from_bytes(&[32u8; 32]);
     let key_file = root.join("log.key");
     std::fs::write(&key_file, rcpt::keys::signing_key_to_pem(&log_key)).unwrap();
-    let bin = env!("CARGO_BIN_EXE_rcpt");
+    // RCPT_BENCH_RCPT: another binary for the server (an older build, to
+    // compare on the same inputs); default this build's.
+    let bin =
+        std::env::var("RCPT_BENCH_RCPT").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rcpt").into());
+    let bin = bin.as_str();
     assert!(
         Command::new(bin)
             .args(["log", "init"])
@@ -159,24 +203,28 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
         format!(r#"{{"issuers":[{{"name":"{ISSUER}","public_key":"{pubkey}"}}]}}"#),
     )
     .unwrap();
-    let mut server = Command::new(bin)
+    let service_log = root.join(format!("service-{wait}-{clients}.log"));
+    let mut server = Command::new(bin);
+    server
         .args(["log", "serve"])
         .arg(&dir)
         .args(["--listen", "127.0.0.1:0", "--trust"])
         .arg(&trust)
         .args(["--batch-wait", wait])
         .args([
-            "--batch-max",
-            &env_u64("RCPT_BENCH_BATCH_MAX", 1024).to_string(),
-        ])
-        .args([
             "--queue-max",
             &env_u64("RCPT_BENCH_QUEUE_MAX", 65_536).to_string(),
-        ])
+        ]);
+    if let Ok(max) = std::env::var("RCPT_BENCH_BATCH_MAX") {
+        server.args(["--batch-max", &max]);
+    }
+    let mut server = server
         .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(root.join(format!("service-{wait}.log"))).unwrap())
+        .stderr(std::fs::File::create(&service_log).unwrap())
         .spawn()
         .unwrap();
+    // For a profiler to attach to (`perf record -p PID`).
+    eprintln!("server pid {} ({bin})", server.id());
     let mut line = String::new();
     BufReader::new(server.stdout.take().unwrap())
         .read_line(&mut line)
@@ -248,9 +296,8 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
             .success()
     );
     let _ = server.wait();
-    let (batches, per_batch, append_p50, append_p99) =
-        batch_stats(&root.join(format!("service-{wait}.log")));
-    eprintln!("{wait}: {batches} batches, {per_batch:.0} entries each on average");
+    let (batches, per_batch, append_p50, append_p99) = batch_stats(&service_log);
+    eprintln!("{wait}, {clients}: {batches} batches, {per_batch:.0} entries each on average");
     lat.sort_unstable();
     let pct = |p: f64| {
         lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1)))
@@ -280,9 +327,9 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
-    let clients = env_u64("RCPT_BENCH_CLIENTS", 2048);
+    let clients = std::env::var("RCPT_BENCH_CLIENTS").unwrap_or_else(|_| "64,256,2048".into());
     let seconds = env_u64("RCPT_BENCH_SECONDS", 10);
-    let waits = std::env::var("RCPT_BENCH_WAITS").unwrap_or_else(|_| "50ms,250ms".to_string());
+    let waits = std::env::var("RCPT_BENCH_WAITS").unwrap_or_else(|_| "50ms".to_string());
     let root = match std::env::var("RCPT_BENCH_DIR") {
         Ok(d) => tempfile::tempdir_in(d).unwrap(),
         Err(_) => tempfile::tempdir().unwrap(),
@@ -295,15 +342,26 @@ fn main() {
         "signed {count} receipts in {:.1} s",
         t.elapsed().as_secs_f64()
     );
-    println!(
-        "| batch-wait | clients | submissions/s | p50 | p99 | max | refused | server peak RSS \
-         | server CPU/submission | client CPU/submission | batches | append p50/p99 |"
+    let verify_cpu = strict_verify_cpu();
+    eprintln!(
+        "one strict Ed25519 verification: {:.1} µs of CPU",
+        verify_cpu * 1e6
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for wait in waits.split(',') {
+    println!(
+        "| batch-wait | connections | submissions/s | p50 | p99 | max | refused | server peak RSS \
+         | server CPU/submission | of it, one strict verify | client CPU/submission | batches | append p50/p99 |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let runs = waits.split(',').flat_map(|w| {
+        clients
+            .split(',')
+            .map(move |c| (w, c.trim().parse::<u64>().unwrap()))
+    });
+    for (wait, clients) in runs {
         let r = run(root.path(), wait, Arc::clone(&receipts), clients, seconds);
+        let server_per = r.server_cpu / r.answered.max(1) as f64;
         println!(
-            "| {} | {clients} | {:.0} | {:.1} ms | {:.1} ms | {:.1} ms | {} | {} MB | {:.0} µs | {:.0} µs | {} | {:.1}/{:.1} ms |",
+            "| {} | {clients} | {:.0} | {:.1} ms | {:.1} ms | {:.1} ms | {} | {} MB | {:.0} µs | {:.0} µs ({:.0}%) | {:.0} µs | {} | {:.1}/{:.1} ms |",
             r.wait,
             r.sent as f64 / r.secs,
             r.p50.as_secs_f64() * 1e3,
@@ -311,7 +369,9 @@ fn main() {
             r.max.as_secs_f64() * 1e3,
             r.refused,
             r.rss_kb / 1024,
-            r.server_cpu * 1e6 / r.answered.max(1) as f64,
+            server_per * 1e6,
+            verify_cpu * 1e6,
+            verify_cpu / server_per.max(f64::MIN_POSITIVE) * 100.0,
             r.client_cpu * 1e6 / r.answered.max(1) as f64,
             r.batches,
             r.append_p50,
