@@ -90,6 +90,8 @@ struct Run {
     batches: usize,
     append_p50: f64,
     append_p99: f64,
+    /// The server's context switches over the run.
+    switches: u64,
 }
 
 /// The service log's batch lines: (count, entries per batch, append ms p50, p99).
@@ -128,6 +130,25 @@ fn cpu_seconds(pid: &str) -> f64 {
         .collect();
     // utime and stime are fields 14 and 15 of the line: 11 and 12 after ')'.
     (f.get(10).copied().unwrap_or(0.0) + f.get(11).copied().unwrap_or(0.0)) / 100.0
+}
+
+/// Context switches of a process so far (voluntary + involuntary, summed
+/// over its threads: `/proc/PID/task/*/status`).
+fn context_switches(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .map(|t| std::fs::read_to_string(t.path().join("status")).unwrap_or_default())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
 }
 
 /// Peak resident set of a process (`VmHWM`), KiB.
@@ -240,6 +261,7 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
     let next = Arc::new(AtomicUsize::new(0));
     let server_pid = server.id().to_string();
     let (server_cpu0, client_cpu0) = (cpu_seconds(&server_pid), cpu_seconds("self"));
+    let switches0 = context_switches(server.id());
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let start = Instant::now();
     let warmup = Duration::from_millis(env_u64("RCPT_BENCH_WARMUP_MS", 1000));
@@ -286,6 +308,7 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
     // opened, first batches closed) over the time after it.
     let secs = (start.elapsed() - warmup).as_secs_f64();
     let server_cpu = cpu_seconds(&server_pid) - server_cpu0;
+    let switches = context_switches(server.id()).saturating_sub(switches0);
     let client_cpu = cpu_seconds("self") - client_cpu0;
     let rss_kb = peak_rss_kb(server.id());
     assert!(
@@ -319,6 +342,7 @@ fn run(root: &Path, wait: &str, receipts: Arc<Vec<Bytes>>, clients: u64, seconds
         batches,
         append_p50,
         append_p99,
+        switches,
     }
 }
 
@@ -349,9 +373,9 @@ fn main() {
     );
     println!(
         "| batch-wait | connections | submissions/s | p50 | p99 | max | refused | server peak RSS \
-         | server CPU/submission | of it, one strict verify | client CPU/submission | batches | append p50/p99 |"
+         | server CPU/submission | of it, one strict verify | server context switches/submission | client CPU/submission | batches | append p50/p99 |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let runs = waits.split(',').flat_map(|w| {
         clients
             .split(',')
@@ -361,7 +385,7 @@ fn main() {
         let r = run(root.path(), wait, Arc::clone(&receipts), clients, seconds);
         let server_per = r.server_cpu / r.answered.max(1) as f64;
         println!(
-            "| {} | {clients} | {:.0} | {:.1} ms | {:.1} ms | {:.1} ms | {} | {} MB | {:.0} µs | {:.0} µs ({:.0}%) | {:.0} µs | {} | {:.1}/{:.1} ms |",
+            "| {} | {clients} | {:.0} | {:.1} ms | {:.1} ms | {:.1} ms | {} | {} MB | {:.0} µs | {:.0} µs ({:.0}%) | {:.2} | {:.0} µs | {} | {:.1}/{:.1} ms |",
             r.wait,
             r.sent as f64 / r.secs,
             r.p50.as_secs_f64() * 1e3,
@@ -372,6 +396,7 @@ fn main() {
             server_per * 1e6,
             verify_cpu * 1e6,
             verify_cpu / server_per.max(f64::MIN_POSITIVE) * 100.0,
+            r.switches as f64 / r.answered.max(1) as f64,
             r.client_cpu * 1e6 / r.answered.max(1) as f64,
             r.batches,
             r.append_p50,
