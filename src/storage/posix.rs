@@ -215,8 +215,12 @@ fn parallel<T: Sync>(
     items: &[T],
     f: impl Fn(&T) -> Result<(), StoreError> + Sync,
 ) -> Result<(), StoreError> {
+    if items.len() <= 1 {
+        // Nothing to overlap: no thread.
+        return items.iter().try_for_each(f);
+    }
     let next = AtomicU64::new(0);
-    let threads = WRITE_THREADS.min(items.len()).max(1);
+    let threads = WRITE_THREADS.min(items.len());
     let results: Vec<Result<(), StoreError>> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
