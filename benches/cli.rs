@@ -380,6 +380,12 @@ fn main() {
     names.sort();
     let one_core = ed25519_rate(&issuer);
     let limit = one_core * cores as f64;
+    // The same bundles as one JSON Lines stream (one bundle per line, in
+    // the order of the files), for `rcpt verify -` on standard input.
+    let stream = dir.join(format!("bundles-{n_verify}.jsonl"));
+    if !stream.exists() || kept != n_verify {
+        write_bundle_stream(&bundle_dir, &stream, n_verify);
+    }
     let mut cpu_rows = Vec::new();
     for format in ["human", "json"] {
         let trust_path = dir.join("trust.json");
@@ -393,10 +399,46 @@ fn main() {
         args.extend(names.iter().map(String::as_str));
         let all_cores = ed25519_rate_all(&issuer);
         let run = run_rcpt(&bundle_dir, &args, None);
-        cpu_rows.push((format, n_verify as f64, all_cores, run.secs, run.cpu_secs));
+        cpu_rows.push((
+            format!("--format {format}"),
+            n_verify as f64,
+            all_cores,
+            run.secs,
+            run.cpu_secs,
+        ));
         row(
             &format!(
                 "`rcpt verify --format {format}` {n_verify} files vs {cores} x strict Ed25519/s/core"
+            ),
+            n_verify as f64 / run.secs,
+            limit,
+            &run,
+        );
+    }
+    // The stream: files against stdin in the same minutes (files first,
+    // above; the stream right after, against the same limit).
+    for format in ["human", "json"] {
+        let trust_path = dir.join("trust.json");
+        let args = [
+            "verify",
+            "--trust",
+            trust_path.to_str().unwrap(),
+            "--format",
+            format,
+            "-",
+        ];
+        let all_cores = ed25519_rate_all(&issuer);
+        let run = run_rcpt(&bundle_dir, &args, Some(&stream));
+        cpu_rows.push((
+            format!("--format {format} -"),
+            n_verify as f64,
+            all_cores,
+            run.secs,
+            run.cpu_secs,
+        ));
+        row(
+            &format!(
+                "`rcpt verify --format {format} -` {n_verify} bundles as JSON Lines on stdin vs {cores} x strict Ed25519/s/core"
             ),
             n_verify as f64 / run.secs,
             limit,
@@ -416,7 +458,7 @@ fn main() {
     for (format, n, all_cores, secs, cpu) in cpu_rows {
         let per_cpu = cpu.map(|c| n / c);
         println!(
-            "| `--format {format}` | {:.0}/s vs {all_cores:.0}/s | {:.3} | {} vs {one_core:.0} | {} |",
+            "| `{format}` | {:.0}/s vs {all_cores:.0}/s | {:.3} | {} vs {one_core:.0} | {} |",
             n / secs,
             n / secs / all_cores,
             per_cpu.map_or_else(|| "n/a".into(), |r| format!("{r:.0}")),
@@ -606,6 +648,22 @@ fn gate_costs(dir: &Path, bundle_dir: &Path, names: &[String], n: usize) {
 fn base64_key(key: &SigningKey) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(key.verifying_key().as_bytes())
+}
+
+/// The bundle files `0.json ..` of `bundle_dir` as one JSON Lines file,
+/// each bundle re-serialised on one line.
+fn write_bundle_stream(bundle_dir: &Path, out: &Path, n: usize) {
+    let lines: Vec<String> = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let bytes = std::fs::read(bundle_dir.join(format!("{i}.json"))).unwrap();
+            let value: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            let mut line = value.to_string();
+            line.push('\n');
+            line
+        })
+        .collect();
+    std::fs::write(out, lines.concat()).unwrap();
 }
 
 /// One bundle per envelope, proven against the log's latest checkpoint.

@@ -33,6 +33,18 @@ for format in human json; do
     done
   done
 done
+# The same bundles as one JSON Lines stream on stdin (`cargo bench --bench
+# cli` writes bundles-N.jsonl next to the bundles-N directory).
+stream=$(ls bundles-*.jsonl 2>/dev/null | head -1 || true)
+if [ -n "$stream" ]; then
+  for format in human json; do
+    for _ in $(seq "$rounds"); do
+      for bin in "$old" "$new"; do
+        echo "verify-stream-$format $bin $(t "$bin" verify --trust trust.json --format "$format" - < "$stream")"
+      done
+    done
+  done
+fi
 if [ -d log-prove-1000000 ]; then
   for bin in "$old" "$new"; do
     shm=$(mktemp -d -p /dev/shm rcpt-compare.XXXXXX)

@@ -5,22 +5,33 @@
 //! own process (request logs written to a file), the clients one tokio
 //! runtime in this process: both share the machine's cores.
 //!
+//! The load client is hyper's (the crate's own pooled keep-alive client,
+//! `rcpt::net::client::Client`): each of N tasks sends one `POST /add` at a
+//! time and waits for its answer, so N is the number of connections.
+//!
 //! `cargo bench --bench serve`. Settings (environment):
-//! `RCPT_BENCH_CLIENTS` (default 2048), `RCPT_BENCH_SECONDS` (10),
-//! `RCPT_BENCH_WAITS` (`50ms,250ms`), `RCPT_BENCH_BATCH_MAX` (1024),
-//! `RCPT_BENCH_QUEUE_MAX` (65536), `RCPT_BENCH_DIR` (the file system of the
+//! `RCPT_BENCH_CLIENTS` (connections, a list: default `64,256,2048`),
+//! `RCPT_BENCH_SECONDS` (10), `RCPT_BENCH_WAITS` (`50ms`),
+//! `RCPT_BENCH_BATCH_MAX` (default: the server's own default),
+//! `RCPT_BENCH_QUEUE_MAX` (65536), `RCPT_BENCH_RCPT` (the server binary:
+//! default this build's), `RCPT_BENCH_DIR` (the file system of the
 //! log; default the system temp dir), `RCPT_BENCH_WARMUP_MS` (1000: requests
 //! started in the first second, while connections open and the first
 //! batches close, are not counted). It also prints the CPU time the server
 //! and the clients spent per submission, which does not depend on how busy
 //! the machine is: 2 cores / (server + client CPU per submission) is the
-//! rate two idle cores would reach.
+//! rate two idle cores would reach. Next to it, the CPU of one strict
+//! Ed25519 verification measured in this process (admission's signature
+//! check: one per submission) and its share of the server's CPU per
+//! submission; the rest is HTTP, JSON and DSSE parsing, the receipt's
+//! checks, the batch's durable append and the answer.
 //!
-//! `RCPT_BENCH_SCRAPE` (default `0,100`): for each batch-wait, one run per
-//! value, in milliseconds between two `GET /metrics` of a scraper running
-//! beside the clients (`0`: no scraper). Comparing the rows shows what
-//! scraping costs under load (submissions/s, server CPU per submission);
-//! the scrape column gives the scrapes made and their latency p50/max.
+//! `RCPT_BENCH_SCRAPE` (default `0,100`): for each batch-wait and
+//! connection count, one run per value, in milliseconds between two `GET
+//! /metrics` of a scraper running beside the clients (`0`: no scraper).
+//! Comparing the rows shows what scraping costs under load (submissions/s,
+//! server CPU per submission); the scrape column gives the scrapes made and
+//! their latency p50/max.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -86,6 +97,8 @@ struct Run {
     batches: usize,
     append_p50: f64,
     append_p99: f64,
+    /// The server's context switches over the run.
+    switches: u64,
     /// Milliseconds between scrapes (0: none), scrapes made, their latencies.
     scrape_ms: u64,
     scrapes: Vec<Duration>,
@@ -146,6 +159,25 @@ fn cpu_seconds(pid: &str) -> f64 {
     (f.get(10).copied().unwrap_or(0.0) + f.get(11).copied().unwrap_or(0.0)) / 100.0
 }
 
+/// Context switches of a process so far (voluntary + involuntary, summed
+/// over its threads: `/proc/PID/task/*/status`).
+fn context_switches(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .map(|t| std::fs::read_to_string(t.path().join("status")).unwrap_or_default())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
 /// Peak resident set of a process (`VmHWM`), KiB.
 fn peak_rss_kb(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -156,23 +188,52 @@ fn peak_rss_kb(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU seconds of one strict Ed25519 verification of a receipt-sized
+/// message, on one core of this process (the admission check's cost).
+fn strict_verify_cpu() -> f64 {
+    use ed25519_dalek::Signer;
+    let key = SigningKey::from_bytes(&[31u8; 32]);
+    let signed: Vec<_> = (0..2000u32)
+        .map(|i| {
+            let m = rcpt::receipt::dsse::pae(RECEIPT_PAYLOAD_TYPE, &i.to_be_bytes().repeat(90));
+            let s = key.sign(&m);
+            (m, s)
+        })
+        .collect();
+    let vk = key.verifying_key();
+    let cpu0 = thread_cpu_seconds();
+    let mut n = 0usize;
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(2) {
+        n += signed
+            .iter()
+            .filter(|(m, s)| vk.verify_strict(m, s).is_ok())
+            .count();
+    }
+    (thread_cpu_seconds() - cpu0) / n.max(1) as f64
+}
+
+/// CPU time of the calling thread (`/proc/thread-self/stat`).
+fn thread_cpu_seconds() -> f64 {
+    cpu_seconds("thread-self")
+}
+
 fn run(
     root: &Path,
-    (wait, scrape_ms): (&str, u64),
+    (wait, clients, scrape_ms): (&str, u64, u64),
     receipts: Arc<Vec<Bytes>>,
-    clients: u64,
     seconds: u64,
 ) -> Run {
-    static RUNS: AtomicUsize = AtomicUsize::new(0);
-    let tag = format!(
-        "{wait}-{scrape_ms}-{}",
-        RUNS.fetch_add(1, Ordering::Relaxed)
-    );
+    let tag = format!("{wait}-{clients}-{scrape_ms}");
     let dir = root.join(format!("log-{tag}"));
     let log_key = SigningKey::from_bytes(&[32u8; 32]);
     let key_file = root.join("log.key");
     std::fs::write(&key_file, rcpt::keys::signing_key_to_pem(&log_key)).unwrap();
-    let bin = env!("CARGO_BIN_EXE_rcpt");
+    // RCPT_BENCH_RCPT: another binary for the server (an older build, to
+    // compare on the same inputs); default this build's.
+    let bin =
+        std::env::var("RCPT_BENCH_RCPT").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rcpt").into());
+    let bin = bin.as_str();
     assert!(
         Command::new(bin)
             .args(["log", "init"])
@@ -196,24 +257,28 @@ fn run(
         format!(r#"{{"issuers":[{{"name":"{ISSUER}","public_key":"{pubkey}"}}]}}"#),
     )
     .unwrap();
-    let mut server = Command::new(bin)
+    let service_log = root.join(format!("service-{tag}.log"));
+    let mut server = Command::new(bin);
+    server
         .args(["log", "serve"])
         .arg(&dir)
         .args(["--listen", "127.0.0.1:0", "--trust"])
         .arg(&trust)
         .args(["--batch-wait", wait])
         .args([
-            "--batch-max",
-            &env_u64("RCPT_BENCH_BATCH_MAX", 1024).to_string(),
-        ])
-        .args([
             "--queue-max",
             &env_u64("RCPT_BENCH_QUEUE_MAX", 65_536).to_string(),
-        ])
+        ]);
+    if let Ok(max) = std::env::var("RCPT_BENCH_BATCH_MAX") {
+        server.args(["--batch-max", &max]);
+    }
+    let mut server = server
         .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(root.join(format!("service-{tag}.log"))).unwrap())
+        .stderr(std::fs::File::create(&service_log).unwrap())
         .spawn()
         .unwrap();
+    // For a profiler to attach to (`perf record -p PID`).
+    eprintln!("server pid {} ({bin})", server.id());
     let mut line = String::new();
     BufReader::new(server.stdout.take().unwrap())
         .read_line(&mut line)
@@ -229,6 +294,7 @@ fn run(
     let next = Arc::new(AtomicUsize::new(0));
     let server_pid = server.id().to_string();
     let (server_cpu0, client_cpu0) = (cpu_seconds(&server_pid), cpu_seconds("self"));
+    let switches0 = context_switches(server.id());
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let start = Instant::now();
     let warmup = Duration::from_millis(env_u64("RCPT_BENCH_WARMUP_MS", 1000));
@@ -284,6 +350,7 @@ fn run(
     // opened, first batches closed) over the time after it.
     let secs = (start.elapsed() - warmup).as_secs_f64();
     let server_cpu = cpu_seconds(&server_pid) - server_cpu0;
+    let switches = context_switches(server.id()).saturating_sub(switches0);
     let client_cpu = cpu_seconds("self") - client_cpu0;
     let rss_kb = peak_rss_kb(server.id());
     assert!(
@@ -294,9 +361,8 @@ fn run(
             .success()
     );
     let _ = server.wait();
-    let (batches, per_batch, append_p50, append_p99) =
-        batch_stats(&root.join(format!("service-{tag}.log")));
-    eprintln!("{wait}: {batches} batches, {per_batch:.0} entries each on average");
+    let (batches, per_batch, append_p50, append_p99) = batch_stats(&service_log);
+    eprintln!("{wait}, {clients}: {batches} batches, {per_batch:.0} entries each on average");
     lat.sort_unstable();
     let pct = |p: f64| {
         lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1)))
@@ -318,6 +384,7 @@ fn run(
         batches,
         append_p50,
         append_p99,
+        switches,
         scrape_ms,
         scrapes,
     }
@@ -328,9 +395,9 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
-    let clients = env_u64("RCPT_BENCH_CLIENTS", 2048);
+    let clients = std::env::var("RCPT_BENCH_CLIENTS").unwrap_or_else(|_| "64,256,2048".into());
     let seconds = env_u64("RCPT_BENCH_SECONDS", 10);
-    let waits = std::env::var("RCPT_BENCH_WAITS").unwrap_or_else(|_| "50ms,250ms".to_string());
+    let waits = std::env::var("RCPT_BENCH_WAITS").unwrap_or_else(|_| "50ms".to_string());
     let scrapes = std::env::var("RCPT_BENCH_SCRAPE").unwrap_or_else(|_| "0,100".to_string());
     let root = match std::env::var("RCPT_BENCH_DIR") {
         Ok(d) => tempfile::tempdir_in(d).unwrap(),
@@ -344,24 +411,36 @@ fn main() {
         "signed {count} receipts in {:.1} s",
         t.elapsed().as_secs_f64()
     );
-    println!(
-        "| batch-wait | scrape every | clients | submissions/s | p50 | p99 | max | refused | server peak RSS \
-         | server CPU/submission | client CPU/submission | batches | append p50/p99 | scrapes, p50/max |"
+    let verify_cpu = strict_verify_cpu();
+    eprintln!(
+        "one strict Ed25519 verification: {:.1} µs of CPU",
+        verify_cpu * 1e6
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-    let settings = waits.split(',').flat_map(|w| {
-        scrapes
-            .split(',')
-            .map(move |s| (w, s.trim().parse::<u64>().unwrap()))
-    });
-    for setting in settings {
+    println!(
+        "| batch-wait | connections | submissions/s | p50 | p99 | max | refused | server peak RSS \
+         | server CPU/submission | of it, one strict verify | server context switches/submission | client CPU/submission | batches | append p50/p99 | scrape every | scrapes, p50/max |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut runs = Vec::new();
+    for w in waits.split(',') {
+        for c in clients.split(',') {
+            for m in scrapes.split(',') {
+                runs.push((
+                    w,
+                    c.trim().parse::<u64>().unwrap(),
+                    m.trim().parse::<u64>().unwrap(),
+                ));
+            }
+        }
+    }
+    for (wait, clients, scrape_ms) in runs {
         let r = run(
             root.path(),
-            setting,
+            (wait, clients, scrape_ms),
             Arc::clone(&receipts),
-            clients,
             seconds,
         );
+        let server_per = r.server_cpu / r.answered.max(1) as f64;
         let scraped = match (r.scrapes.get(r.scrapes.len() / 2), r.scrapes.last()) {
             (Some(p50), Some(max)) => format!(
                 "{}, {:.2}/{:.2} ms",
@@ -376,7 +455,7 @@ fn main() {
             ms => format!("{ms} ms"),
         };
         println!(
-            "| {} | {every} | {clients} | {:.0} | {:.1} ms | {:.1} ms | {:.1} ms | {} | {} MB | {:.0} µs | {:.0} µs | {} | {:.1}/{:.1} ms | {scraped} |",
+            "| {} | {clients} | {:.0} | {:.1} ms | {:.1} ms | {:.1} ms | {} | {} MB | {:.0} µs | {:.0} µs ({:.0}%) | {:.2} | {:.0} µs | {} | {:.1}/{:.1} ms | {every} | {scraped} |",
             r.wait,
             r.sent as f64 / r.secs,
             r.p50.as_secs_f64() * 1e3,
@@ -384,7 +463,10 @@ fn main() {
             r.max.as_secs_f64() * 1e3,
             r.refused,
             r.rss_kb / 1024,
-            r.server_cpu * 1e6 / r.answered.max(1) as f64,
+            server_per * 1e6,
+            verify_cpu * 1e6,
+            verify_cpu / server_per.max(f64::MIN_POSITIVE) * 100.0,
+            r.switches as f64 / r.answered.max(1) as f64,
             r.client_cpu * 1e6 / r.answered.max(1) as f64,
             r.batches,
             r.append_p50,

@@ -16,17 +16,18 @@ pub enum Step {
     /// memory. A crash after it leaves nothing new.
     Tiles,
     /// Step 4, `write`: every tile durable under its name, create-only
-    /// (file fsynced and renamed, then each directory that gained a name
-    /// fsynced); at the same time the new dedup run durable, unnamed. A
-    /// crash after it leaves tiles past the checkpoint and a staged run:
+    /// (in groups: all files written, all fdatasynced, all renamed; then
+    /// each directory that gained a name fsynced once); at the same time
+    /// the new dedup run and the new signed checkpoint durable, unnamed. A
+    /// crash after it leaves tiles past the checkpoint and staged files:
     /// repair removes both.
     Write,
     /// Step 5, `Index::install`: the dedup run named. A crash after it
     /// leaves a run ending past the checkpoint beside the runs it
     /// absorbed: repair removes it.
     Index,
-    /// Step 6, `keep`: the new checkpoint signed and kept as
-    /// `.rcpt/checkpoints/<size>`. A crash after it leaves a kept
+    /// Step 6, `keep`: the new checkpoint (signed and synced in step 4)
+    /// named `.rcpt/checkpoints/<size>`. A crash after it leaves a kept
     /// checkpoint past the published one: `check` reports it, repair
     /// removes it.
     Keep,

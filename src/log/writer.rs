@@ -91,6 +91,13 @@ struct Built {
     tiles: Vec<(TileKey, Vec<u8>)>,
 }
 
+/// The new checkpoint of a batch, signed and staged durably (step 4),
+/// named by step 6.
+struct Kept {
+    checkpoint: String,
+    staged: crate::storage::Staged,
+}
+
 /// The single writer of a log: holds its lock, its dedup index, and the
 /// tree edge of the published checkpoint.
 #[derive(Debug)]
@@ -324,11 +331,11 @@ impl LogWriter {
         // The tiles hold the entries now.
         drop(entries);
         halt(Step::Tiles)?;
-        let prepared = self.write(&built, &batch.leaves)?;
+        let (prepared, staged) = self.write(&built, &batch.leaves)?;
         halt(Step::Write)?;
         let installed = self.index.install(prepared)?;
         halt(Step::Index)?;
-        let checkpoint = self.keep(&built.frontier)?;
+        let checkpoint = self.keep(&built.frontier, staged)?;
         halt(Step::Keep)?;
         self.publish(built.frontier, checkpoint)?;
         halt(Step::Publish)?;
@@ -482,12 +489,17 @@ impl LogWriter {
     }
 
     /// Step 4: every tile durable under its name (create-only) and, on
-    /// another thread at the same time, the new dedup run durable.
-    fn write(&self, built: &Built, leaves: &[Hash]) -> Result<Prepared, LogError> {
+    /// another thread at the same time, the new dedup run durable and the
+    /// new checkpoint signed and durable in a temporary file, both
+    /// unnamed (named by steps 5 and 6).
+    fn write(&self, built: &Built, leaves: &[Hash]) -> Result<(Prepared, Kept), LogError> {
         let old = self.log.size();
         let store = &**self.log.store();
         let (written, prepared) = std::thread::scope(|s| {
-            let run = s.spawn(|| self.index.prepare(old, leaves));
+            let run = s.spawn(|| {
+                let kept = self.stage_checkpoint(&built.frontier)?;
+                Ok((self.index.prepare(old, leaves)?, kept))
+            });
             let written = store.create_tiles(&built.tiles);
             let prepared = run
                 .join()
@@ -498,19 +510,27 @@ impl LogWriter {
         prepared
     }
 
-    /// Step 6: sign the new checkpoint and keep it.
-    fn keep(&self, frontier: &Frontier) -> Result<String, LogError> {
+    /// Part of step 4: the checkpoint of `frontier` signed and written,
+    /// synced, to the store's staging area (`.rcpt/tmp/`), not yet named.
+    fn stage_checkpoint(&self, frontier: &Frontier) -> Result<Kept, LogError> {
         let checkpoint = sign_checkpoint(
             self.log.origin(),
             frontier.size(),
             frontier.root(),
             &self.key,
         )?;
-        let kept = PrivateKey::Checkpoint(frontier.size());
-        self.log
-            .store()
-            .write_private(&kept, checkpoint.as_bytes())?;
-        Ok(checkpoint)
+        let mut out = self.log.store().stage_private()?;
+        out.write_at(checkpoint.as_bytes(), 0)?;
+        let staged = out.finish()?;
+        Ok(Kept { checkpoint, staged })
+    }
+
+    /// Step 6: keep the new checkpoint (staged and synced in step 4) as
+    /// `.rcpt/checkpoints/<size>`: renamed there, the directory synced.
+    fn keep(&self, frontier: &Frontier, kept: Kept) -> Result<String, LogError> {
+        let key = PrivateKey::Checkpoint(frontier.size());
+        self.log.store().install_private(kept.staged, &key)?;
+        Ok(kept.checkpoint)
     }
 
     /// Step 7: publish by compare-and-swap on the version this writer

@@ -23,14 +23,14 @@ use super::{
 };
 use crate::io::{InputError, OutputError};
 use crate::storage::{CheckpointStore, PrivateStore, TileStore};
-use rayon::prelude::*;
 use sha2::{Digest as _, Sha256};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Private state directory, relative to the log directory.
 pub const PRIVATE_DIR: &str = ".rcpt";
@@ -44,6 +44,20 @@ const WRITE_THREADS: usize = 16;
 #[derive(Clone, Debug)]
 pub struct PosixStore {
     root: PathBuf,
+    /// Directories whose own name is durable (see [`sync_dirs_known`]).
+    named: Arc<Mutex<HashSet<PathBuf>>>,
+}
+
+/// Tiles staged at once by [`PosixStore::create_tiles`]: each holds an
+/// open file from its write to its fsync, so a batch of 100,000 entries
+/// (about 800 files) is written in a few groups, never 800 descriptors.
+const STAGE_GROUP: usize = 256;
+
+/// A tile written to a temporary file, not yet synced or named.
+struct StagedTile {
+    file: File,
+    tmp: PathBuf,
+    dest: PathBuf,
 }
 
 /// Map an I/O error on `path` to a [`StoreError`] (full and read-only
@@ -156,17 +170,44 @@ pub fn sync_dirs<'a>(
     root: &Path,
     files: impl IntoIterator<Item = &'a Path>,
 ) -> Result<(), StoreError> {
+    sync_dirs_known(root, files, &Mutex::new(HashSet::new()))
+}
+
+/// [`sync_dirs`], skipping the ancestors already in `named`: directories
+/// whose own name this process made durable (it fsynced their parent
+/// while they existed). The parent of every file is always synced (it
+/// gained a name); an ancestor is synced only to make a directory in
+/// `named`'s complement durable, and is then added. Directories are never
+/// removed while the writer holds the lock (repair removes files only), so
+/// an entry stays true for the store's life.
+fn sync_dirs_known<'a>(
+    root: &Path,
+    files: impl IntoIterator<Item = &'a Path>,
+    named: &Mutex<HashSet<PathBuf>>,
+) -> Result<(), StoreError> {
+    let known = named.lock().map(|n| n.clone()).unwrap_or_default();
     let mut dirs = BTreeSet::new();
+    // The directories whose name in their parent this sync makes durable.
+    let mut naming = Vec::new();
     for file in files {
         let mut cur = file.parent();
         while let Some(dir) = cur {
             if !dir.starts_with(root) || !dirs.insert(dir.to_path_buf()) {
                 break;
             }
+            if dir == root || known.contains(dir) {
+                break;
+            }
+            naming.push(dir.to_path_buf());
             cur = dir.parent();
         }
     }
-    dirs.par_iter().try_for_each(|d| sync_dir(d))
+    let dirs: Vec<PathBuf> = dirs.into_iter().collect();
+    parallel(&dirs, |d| sync_dir(d))?;
+    if let Ok(mut n) = named.lock() {
+        n.extend(naming);
+    }
+    Ok(())
 }
 
 /// Run `f` on every item from [`WRITE_THREADS`] threads; the first error wins.
@@ -174,8 +215,12 @@ fn parallel<T: Sync>(
     items: &[T],
     f: impl Fn(&T) -> Result<(), StoreError> + Sync,
 ) -> Result<(), StoreError> {
+    if items.len() <= 1 {
+        // Nothing to overlap: no thread.
+        return items.iter().try_for_each(f);
+    }
     let next = AtomicU64::new(0);
-    let threads = WRITE_THREADS.min(items.len()).max(1);
+    let threads = WRITE_THREADS.min(items.len());
     let results: Vec<Result<(), StoreError>> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
@@ -249,6 +294,7 @@ impl PosixStore {
     pub fn new(root: &Path) -> PosixStore {
         PosixStore {
             root: root.to_path_buf(),
+            named: Arc::new(Mutex::new(HashSet::new())),
         }
     }
 
@@ -282,17 +328,79 @@ impl PosixStore {
         self.private_dir().join("lock")
     }
 
-    /// Write one tile create-only (see [`Store::create_tiles`]).
-    fn create_tile(&self, key: &TileKey, bytes: &[u8]) -> Result<(), StoreError> {
+    /// Stage one tile create-only (see [`Store::create_tiles`]): `None`
+    /// when the same bytes are already under its name (a retried write),
+    /// a conflict when other bytes are, else its bytes written to a new
+    /// temporary file (not synced, not named yet).
+    fn stage_tile(&self, key: &TileKey, bytes: &[u8]) -> Result<Option<StagedTile>, StoreError> {
         let dest = self.public_path(&PublicKey::Tile(*key));
         match read_capped(&dest, bytes.len()) {
-            Ok(None) => write_durable(&self.tmp(), &dest, bytes),
-            Ok(Some(old)) if old == bytes => Ok(()),
+            Ok(None) => {}
+            Ok(Some(old)) if old == bytes => return Ok(None),
             Ok(Some(_)) | Err(StoreError::TooLarge { .. }) => {
-                Err(StoreError::Conflict { key: *key })
+                return Err(StoreError::Conflict { key: *key });
             }
-            Err(e) => Err(e),
+            Err(e) => return Err(e),
         }
+        let (mut file, tmp) = create_temp(&self.tmp())?;
+        if let Err(e) = file.write_all(bytes) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(io_err(&tmp)(e));
+        }
+        Ok(Some(StagedTile { file, tmp, dest }))
+    }
+
+    /// One group of tiles: all written, then all synced, then all named
+    /// (see [`TileStore::create_tiles`]).
+    fn create_group(&self, objects: &[(TileKey, Vec<u8>)]) -> Result<(), StoreError> {
+        let staged: Vec<Mutex<Option<StagedTile>>> =
+            objects.iter().map(|_| Mutex::new(None)).collect();
+        let slots: Vec<_> = objects.iter().zip(&staged).collect();
+        let result = (|| {
+            // Write: every file of the group, no sync yet.
+            parallel(&slots, |((key, bytes), slot)| {
+                let tile = self.stage_tile(key, bytes)?;
+                if let Ok(mut s) = slot.lock() {
+                    *s = tile;
+                }
+                Ok(())
+            })?;
+            let tiles: Vec<StagedTile> = staged
+                .iter()
+                .filter_map(|s| s.lock().ok().and_then(|mut s| s.take()))
+                .collect();
+            // Sync: every file's bytes durable before any is named.
+            let synced = parallel(&tiles, |t| t.file.sync_data().map_err(io_err(&t.tmp)));
+            let named = synced.and_then(|()| self.name_tiles(&tiles));
+            if named.is_err() {
+                for t in &tiles {
+                    let _ = std::fs::remove_file(&t.tmp);
+                }
+            }
+            named
+        })();
+        if result.is_err() {
+            // Staged but never collected (another thread failed first).
+            for slot in &staged {
+                if let Some(t) = slot.lock().ok().and_then(|mut s| s.take()) {
+                    let _ = std::fs::remove_file(&t.tmp);
+                }
+            }
+        }
+        result
+    }
+
+    /// Rename each synced tile to its name (its directories made once each).
+    fn name_tiles(&self, tiles: &[StagedTile]) -> Result<(), StoreError> {
+        let parents: BTreeSet<&Path> = tiles.iter().filter_map(|t| t.dest.parent()).collect();
+        for parent in parents {
+            if !parent.is_dir() {
+                std::fs::create_dir_all(parent).map_err(io_err(parent))?;
+            }
+        }
+        parallel(tiles, |t| {
+            std::fs::rename(&t.tmp, &t.dest).map_err(io_err(&t.dest))
+        })
     }
 }
 
@@ -369,13 +477,26 @@ impl WriterLock for FileLock {
 }
 
 impl TileStore for PosixStore {
+    /// The durable batch write of `spec/log.md` step 4, in groups of
+    /// [`STAGE_GROUP`] files: every file of a group written to
+    /// `.rcpt/tmp/` from [`WRITE_THREADS`] threads, then every one
+    /// fdatasynced from as many threads (the device sees the whole group's
+    /// data at once, and the file system commits the syncs together), then
+    /// each renamed to its name; after the last group, each directory that
+    /// gained a name fsynced once (its ancestors only while their own name
+    /// is not yet known durable). Every file is durable before it is named,
+    /// and every name before the call returns.
     fn create_tiles(&self, objects: &[(TileKey, Vec<u8>)]) -> Result<(), StoreError> {
-        parallel(objects, |(key, bytes)| self.create_tile(key, bytes))?;
+        for group in objects.chunks(STAGE_GROUP) {
+            self.create_group(group)?;
+        }
+        // Retried writes (already named) still need their directory synced:
+        // an interrupted writer may have named them without the sync.
         let paths: Vec<PathBuf> = objects
             .iter()
             .map(|(k, _)| self.public_path(&PublicKey::Tile(*k)))
             .collect();
-        sync_dirs(&self.root, paths.iter().map(PathBuf::as_path))
+        sync_dirs_known(&self.root, paths.iter().map(PathBuf::as_path), &self.named)
     }
 
     fn list_tiles(&self, family: Family, from: u64, to: u64) -> Result<Vec<TileKey>, StoreError> {
@@ -566,6 +687,7 @@ impl PrivateStore for PosixStore {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
+    use crate::storage::Width;
 
     /// Each trait's group of the contract, each on a new directory, then
     /// all of them in turn on one.
@@ -601,6 +723,48 @@ mod tests {
         }
         assert!(
             read_capped(&tmp.path().join("absent"), 10)
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    /// More tiles than one staging group: every one named with its bytes,
+    /// a retried write accepted, and a conflict in a later group stops the
+    /// write with no temporary file left and nothing of that group named.
+    #[test]
+    fn tiles_are_written_in_groups_create_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PosixStore::new(&tmp.path().join("log"));
+        let n = 2 * STAGE_GROUP as u64 + 10;
+        let tiles: Vec<(TileKey, Vec<u8>)> = (0..n)
+            .map(|t| (TileKey::entries(t, Width::Full), t.to_be_bytes().repeat(3)))
+            .collect();
+        store.create_tiles(&tiles).unwrap();
+        for (key, bytes) in &tiles {
+            let got = store.read(&PublicKey::Tile(*key), 1 << 10).unwrap();
+            assert_eq!(got.as_deref(), Some(bytes.as_slice()));
+        }
+        store.create_tiles(&tiles).unwrap();
+        let tmp_dir = store.private_dir().join("tmp");
+        assert_eq!(std::fs::read_dir(&tmp_dir).unwrap().count(), 0);
+        // Directories whose own name was made durable (never the root).
+        let named = store.named.lock().unwrap().clone();
+        assert!(named.contains(&store.root().join("tile/entries")));
+        assert!(named.contains(&store.root().join("tile")));
+        assert!(!named.contains(store.root()));
+        // New tiles past the first ones; one in the last group conflicts.
+        let mut more: Vec<(TileKey, Vec<u8>)> = (n..n + 2 * STAGE_GROUP as u64)
+            .map(|t| (TileKey::entries(t, Width::Full), vec![1, 2, 3]))
+            .collect();
+        let last = more.len() - 1;
+        more[last] = (TileKey::entries(0, Width::Full), vec![9]);
+        let err = store.create_tiles(&more).unwrap_err();
+        assert!(matches!(err, StoreError::Conflict { .. }), "{err:?}");
+        assert_eq!(std::fs::read_dir(&tmp_dir).unwrap().count(), 0);
+        let second_group = TileKey::entries(n + STAGE_GROUP as u64, Width::Full);
+        assert!(
+            store
+                .read(&PublicKey::Tile(second_group), 16)
                 .unwrap()
                 .is_none()
         );

@@ -8,6 +8,11 @@ use super::*;
 use crate::net::witnessing::{Prover, Stopped, Witnessing};
 use std::sync::mpsc;
 
+/// How long the writer sleeps when an open batch's queue is empty (see
+/// [`Batcher::next_batch`]): a batch closes at most this late after it is
+/// full.
+const BATCH_POLL: Duration = Duration::from_millis(1);
+
 /// One admitted submission waiting for its batch.
 pub(super) struct Job {
     pub(super) entry: Vec<u8>,
@@ -133,15 +138,28 @@ impl Batcher {
 
     /// Wait for a first job, then take more until `batch_max` or
     /// `batch_wait` after the first; `None` once the queue is closed and empty.
+    ///
+    /// While the batch is open the writer takes what is queued without
+    /// waiting, then sleeps [`BATCH_POLL`] (or what is left of the wait)
+    /// when the queue is empty, instead of waiting on the queue for each
+    /// job: a thread parked on the queue is woken by every submission (two
+    /// context switches each, a fifth of the server's CPU in a profile at
+    /// 256 connections), a sleeping one once per slice.
     pub(super) fn next_batch(&self, rx: &mpsc::Receiver<Job>) -> Option<Vec<Job>> {
         let first = rx.recv().ok()?;
         let deadline = first.arrived + self.config.batch_wait;
         let mut jobs = vec![first];
         while jobs.len() < self.config.batch_max {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
+            match rx.try_recv() {
                 Ok(job) => jobs.push(job),
-                Err(_) => break,
+                Err(mpsc::TryRecvError::Disconnected) => break,
+                Err(mpsc::TryRecvError::Empty) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    std::thread::sleep(left.min(BATCH_POLL));
+                }
             }
         }
         Some(jobs)

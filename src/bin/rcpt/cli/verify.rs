@@ -18,8 +18,13 @@ use rcpt::verify::{ConsistencyInput, Gate, Outcome, Summary, Verifier};
 use std::io::{BufReader, Write};
 use std::path::Path;
 
-/// Bundles verified in parallel per chunk; memory is bounded by one chunk.
+/// Bundles verified in parallel per chunk; memory is bounded by the
+/// chunk being verified, the one being read and `READ_AHEAD` queued.
 const CHUNK: usize = 512;
+/// Chunks read ahead of the one being verified.
+const READ_AHEAD: usize = 2;
+/// Read buffer of a JSON Lines stream: a pipe's whole buffer per read.
+const STREAM_BUFFER: usize = 64 * 1024;
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum FormatArg {
@@ -396,12 +401,20 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
     let mut renderer = Renderer::new(std::io::BufWriter::new(stdout), format);
     let mut summary = Summary::default();
     renderer.begin()?;
-    let mut inputs = Inputs::new(&bundles, paths);
-    loop {
-        let chunk: Vec<Input> = inputs.by_ref().take(CHUNK).collect();
-        if chunk.is_empty() {
-            break;
+    // Chunks are read on their own thread, one or two ahead of the chunk
+    // being verified: a JSON Lines stream is read while the cores verify
+    // (a bundle file is read by the core that verifies it).
+    let (ahead, chunks) = std::sync::mpsc::sync_channel::<Vec<Input>>(READ_AHEAD);
+    let mut inputs = Inputs::new(bundles, paths);
+    std::thread::spawn(move || {
+        loop {
+            let chunk: Vec<Input> = inputs.by_ref().take(CHUNK).collect();
+            if chunk.is_empty() || ahead.send(chunk).is_err() {
+                return;
+            }
         }
+    });
+    for chunk in chunks {
         // Verified and rendered on every core; only the copy to the output
         // is in order on this thread. A report lives until it is rendered.
         let parts: Vec<(Outcome, std::io::Result<Rendered>)> = chunk
@@ -447,8 +460,8 @@ impl Input {
 
 /// The bundles of the command line in order; `-` expands to the bundles of
 /// standard input.
-struct Inputs<'a> {
-    args: std::slice::Iter<'a, Source>,
+struct Inputs {
+    args: std::vec::IntoIter<Source>,
     /// The checked paths of `args`' paths, in order.
     paths: std::vec::IntoIter<RegularPath>,
     stdin: Option<StdinBundles>,
@@ -456,10 +469,10 @@ struct Inputs<'a> {
     lines: Option<(String, LineReader<BufReader<std::fs::File>>)>,
 }
 
-impl<'a> Inputs<'a> {
-    fn new(args: &'a [Source], paths: Vec<RegularPath>) -> Self {
+impl Inputs {
+    fn new(args: Vec<Source>, paths: Vec<RegularPath>) -> Self {
         Inputs {
-            args: args.iter(),
+            args: args.into_iter(),
             paths: paths.into_iter(),
             stdin: None,
             lines: None,
@@ -467,7 +480,7 @@ impl<'a> Inputs<'a> {
     }
 }
 
-impl Iterator for Inputs<'_> {
+impl Iterator for Inputs {
     type Item = Input;
     fn next(&mut self) -> Option<Input> {
         loop {
@@ -495,8 +508,11 @@ impl Iterator for Inputs<'_> {
                     let name = path.display().to_string();
                     match rcpt::io::open_regular(checked.path()) {
                         Ok((file, _)) => {
-                            let reader =
-                                LineReader::new(BufReader::new(file), &name, MAX_BUNDLE_BYTES);
+                            let reader = LineReader::new(
+                                BufReader::with_capacity(STREAM_BUFFER, file),
+                                &name,
+                                MAX_BUNDLE_BYTES,
+                            );
                             self.lines = Some((name, reader));
                         }
                         Err(e) => {
@@ -535,7 +551,8 @@ impl StdinBundles {
 
     /// Read the first line and decide the mode.
     fn first(&mut self) -> Option<Input> {
-        let mut lines = LineReader::new(BufReader::new(std::io::stdin()), "-", MAX_BUNDLE_BYTES);
+        let stdin = BufReader::with_capacity(STREAM_BUFFER, std::io::stdin());
+        let mut lines = LineReader::new(stdin, "-", MAX_BUNDLE_BYTES);
         let Some(line) = lines.next() else {
             *self = StdinBundles::Done;
             return Some(Input {
