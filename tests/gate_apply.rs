@@ -444,6 +444,12 @@ fn a_pre_image_over_the_limit_is_refused_or_irreversible_when_allowed() {
         &["--require-verdict", "admit", "--applied", "true"],
     );
     assert_eq!(code(&v), 0, "{}", shown(&v));
+    assert!(
+        String::from_utf8_lossy(&v.stdout)
+            .contains("note: applied irreversibly (reversibility false, no inverse stored)"),
+        "{}",
+        shown(&v)
+    );
     let shown_fields = g
         .rcpt()
         .args(["receipt", "inspect"])

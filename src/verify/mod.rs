@@ -140,6 +140,8 @@ pub struct PayloadSummary {
     pub applied: bool,
     /// A `deny` verdict's reasons (empty for `admit` and `escalate`).
     pub reasons: Vec<String>,
+    /// `reversibility` (`None`: null, not known).
+    pub reversibility: Option<bool>,
 }
 
 impl PayloadSummary {
@@ -153,6 +155,7 @@ impl PayloadSummary {
             policy_id: receipt.policy_id.to_string(),
             verdict: crate::receipt::require::VerdictArm::of(&receipt.verdict).as_str(),
             applied: receipt.applied,
+            reversibility: receipt.reversibility,
             reasons: match &receipt.verdict {
                 crate::receipt::Verdict::Deny { reasons } => reasons.clone(),
                 _ => Vec::new(),

@@ -162,6 +162,18 @@ fn human(out: &mut impl Write, file: &str, report: &Report) -> io::Result<()> {
         Some(id) => writeln!(out, "{word} {file}  {id}")?,
         None => writeln!(out, "{word} {file}")?,
     }
+    // A change applied with no inverse stored cannot be undone: say so
+    // where a person reads the result.
+    if let Some(p) = report.summary.as_ref().filter(|p| p.applied) {
+        match p.reversibility {
+            Some(true) => {}
+            Some(false) => writeln!(
+                out,
+                "    note: applied irreversibly (reversibility false, no inverse stored)"
+            )?,
+            None => writeln!(out, "    note: applied; reversibility not known (null)")?,
+        }
+    }
     for check in &report.checks {
         // Skipped checks follow from a problem already listed: keep the output short.
         if let Some((reason, detail)) =
@@ -245,7 +257,11 @@ fn json_result(out: &mut Vec<u8>, file: &str, report: &Report) -> io::Result<()>
                 }
                 json_str(out, r)?;
             }
-            out.extend_from_slice(b"],\"substrate\":");
+            out.extend_from_slice(match p.reversibility {
+                Some(true) => b"],\"reversibility\":true,\"substrate\":".as_slice(),
+                Some(false) => b"],\"reversibility\":false,\"substrate\":".as_slice(),
+                None => b"],\"reversibility\":null,\"substrate\":".as_slice(),
+            });
             json_str(out, p.substrate)?;
             out.extend_from_slice(b",\"verdict\":");
             json_str(out, p.verdict)?;
@@ -335,7 +351,7 @@ fn junit_case(out: &mut Vec<u8>, file: &str, report: &Report) -> io::Result<()> 
         .collect();
     if let Some(p) = &report.summary {
         body.push(format!(
-            "payload: issuer {} issued_at {} substrate {} verdict {}{} applied {} change_id {} policy_id {}",
+            "payload: issuer {} issued_at {} substrate {} verdict {}{} applied {} reversibility {} change_id {} policy_id {}",
             p.issuer,
             p.issued_at,
             p.substrate,
@@ -346,6 +362,8 @@ fn junit_case(out: &mut Vec<u8>, file: &str, report: &Report) -> io::Result<()> 
                 format!(" (reasons: {})", p.reasons.join(", "))
             },
             p.applied,
+            p.reversibility
+                .map_or_else(|| "null".to_string(), |r| r.to_string()),
             p.change_id,
             p.policy_id
         ));
@@ -381,7 +399,8 @@ mod tests {
         let payload = report.summary.as_ref().map(|p| {
             json!({"issuer": p.issuer, "issued_at": p.issued_at, "substrate": p.substrate,
                    "change_id": p.change_id, "policy_id": p.policy_id, "verdict": p.verdict,
-                   "applied": p.applied, "reasons": p.reasons})
+                   "applied": p.applied, "reasons": p.reasons,
+                   "reversibility": p.reversibility})
         });
         let v = json!({
             "file": file,
@@ -395,7 +414,7 @@ mod tests {
     }
 
     fn reports() -> Vec<Report> {
-        let summary = |applied, issued_at| PayloadSummary {
+        let summary = |applied, issued_at: i64| PayloadSummary {
             issuer: "ci \"gate\" \u{1}\u{e9}\u{1F600}".into(),
             issued_at,
             substrate: "git",
@@ -404,6 +423,12 @@ mod tests {
             verdict: "deny",
             applied,
             reasons: vec!["a \"b\"".into(), "c".into()],
+            // Each of the three values across the reports.
+            reversibility: match issued_at.rem_euclid(3) {
+                0 => Some(true),
+                1 => Some(false),
+                _ => None,
+            },
         };
         vec![
             Report {

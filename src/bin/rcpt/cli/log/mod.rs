@@ -209,6 +209,11 @@ pub struct ReadEndpointArg {
     /// AWS_REGION.
     #[arg(long, value_name = "URL")]
     endpoint: Option<String>,
+    /// Accepted and ignored (a reader takes no lease): scripts written when
+    /// every log command listed it keep working. Hidden.
+    #[arg(long, value_name = "DURATION", hide = true,
+          value_parser = crate::cli::units::lease_ttl)]
+    lease_ttl: Option<std::time::Duration>,
 }
 
 /// Where an `s3://BUCKET/PREFIX` log's object store answers, and the
@@ -242,6 +247,9 @@ impl EndpointArg {
 impl ReadEndpointArg {
     /// The store of the log at `dir`, to read.
     pub(crate) fn store(&self, dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
+        // A given --lease-ttl is parsed (a bad value is still refused) and
+        // has nothing to govern here.
+        let _ignored = self.lease_ttl;
         store_at(dir, self.endpoint.as_deref(), READ_LEASE_TTL)
     }
 }
