@@ -18,7 +18,7 @@ mod support;
 use support::s3 as s3_support;
 use support::serve as serve_support;
 
-use serve_support::{ORIGIN, envelope, log_key, raw, write_trust};
+use serve_support::{envelope, raw};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::Stdio;
@@ -29,31 +29,11 @@ fn a_lost_lease_shows_in_the_metrics() {
     if !ops::parser_available() {
         return;
     }
-    let Some((settings, bucket)) = s3_support::server() else {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some((c, settings, location)) = s3_support::new_log("ops-lease", tmp.path()) else {
         return;
     };
-    let location = s3_support::fresh_location(&bucket, "ops-lease");
     let client = rcpt::storage::s3::BlockingClient::new(settings.clone(), &location).unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let key = tmp.path().join("log.key");
-    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&log_key())).unwrap();
-    let c = s3_support::S3Log {
-        log: format!("s3://{}/{}", location.bucket, location.prefix),
-        endpoint: settings.endpoint.url(),
-        trust: write_trust(tmp.path()),
-        key,
-    };
-    let init = c
-        .rcpt("init")
-        .args(["--origin", ORIGIN, "--key"])
-        .arg(&c.key)
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
     let mut child = c
         .rcpt("serve")
         .args([

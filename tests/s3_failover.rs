@@ -39,7 +39,7 @@ use bytes::Bytes;
 use hyper::Method;
 use rcpt::net::client::Client;
 use rcpt::storage::s3::{BlockingClient, LeaseConfig, Location, S3Store};
-use serve_support::{ORIGIN, entry_of, envelope, log_key, log_verifier, write_trust};
+use serve_support::{ORIGIN, entry_of, envelope, log_verifier};
 
 /// Concurrent submitters.
 const CLIENTS: u64 = 12;
@@ -160,30 +160,10 @@ fn signal(child: &Child, sig: &str) {
 }
 
 fn failover(fault: Fault) {
-    let Some((settings, bucket)) = s3_support::server() else {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some((c, settings, location)) = s3_support::new_log("failover", tmp.path()) else {
         return;
     };
-    let location = s3_support::fresh_location(&bucket, "failover");
-    let tmp = tempfile::tempdir().unwrap();
-    let key = tmp.path().join("log.key");
-    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&log_key())).unwrap();
-    let c = Ctx {
-        log: format!("s3://{}/{}", location.bucket, location.prefix),
-        endpoint: settings.endpoint.url(),
-        trust: write_trust(tmp.path()),
-        key,
-    };
-    let init = c
-        .rcpt("init")
-        .args(["--origin", ORIGIN, "--key"])
-        .arg(&c.key)
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
     let s3 = Arc::new(BlockingClient::new(settings, &location).unwrap());
 
     let primary_log = tmp.path().join("primary.log");

@@ -41,7 +41,7 @@ use hyper::Method;
 use rcpt::net::client::Client;
 use rcpt::storage::s3::{BlockingClient, LeaseConfig, Location, S3Store};
 use s3_support::{S3Log as Ctx, Seen};
-use serve_support::{ORIGIN, entry_of, envelope, log_key, log_verifier, write_trust};
+use serve_support::{ORIGIN, entry_of, envelope, log_verifier};
 
 /// Concurrent submitters to the service.
 const CLIENTS: u64 = 8;
@@ -125,30 +125,10 @@ async fn submit(client: &Client, n: u64, answers: &Mutex<Answers>) -> u64 {
 
 #[test]
 fn serve_through_a_failing_store_recovers_loses_nothing_and_never_forks() {
-    let Some((settings, bucket)) = s3_support::server() else {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some((direct, settings, location)) = s3_support::new_log("faults", tmp.path()) else {
         return;
     };
-    let location = s3_support::fresh_location(&bucket, "faults");
-    let tmp = tempfile::tempdir().unwrap();
-    let key = tmp.path().join("log.key");
-    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&log_key())).unwrap();
-    let direct = Ctx {
-        log: format!("s3://{}/{}", location.bucket, location.prefix),
-        endpoint: settings.endpoint.url(),
-        trust: write_trust(tmp.path()),
-        key,
-    };
-    let init = direct
-        .rcpt("init")
-        .args(["--origin", ORIGIN, "--key"])
-        .arg(&direct.key)
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
 
     let proxy = FaultProxy::start(&settings.endpoint.url(), Plan::rough(0x5eed_0002));
     let through = Ctx {

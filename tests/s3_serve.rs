@@ -21,7 +21,7 @@ use std::net::SocketAddr;
 use std::process::{Child, Stdio};
 use std::time::Instant;
 
-use serve_support::{ORIGIN, envelope, log_key, raw, write_trust};
+use serve_support::{ORIGIN, envelope, raw};
 
 use support::s3::S3Log as Ctx;
 
@@ -78,30 +78,10 @@ fn submit(addr: SocketAddr, n: u64) -> u64 {
 
 #[test]
 fn a_standby_serve_takes_over_when_the_serving_one_is_killed() {
-    let Some((settings, bucket)) = s3_support::server() else {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some((c, _, _)) = s3_support::new_log("serve", tmp.path()) else {
         return;
     };
-    let location = s3_support::fresh_location(&bucket, "serve");
-    let tmp = tempfile::tempdir().unwrap();
-    let key = tmp.path().join("log.key");
-    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&log_key())).unwrap();
-    let c = Ctx {
-        log: format!("s3://{}/{}", location.bucket, location.prefix),
-        endpoint: settings.endpoint.url(),
-        trust: write_trust(tmp.path()),
-        key,
-    };
-    let init = c
-        .rcpt("init")
-        .args(["--origin", ORIGIN, "--key"])
-        .arg(&c.key)
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
 
     let (mut primary, primary_addr) = serve(&c, false);
     let primary_addr = primary_addr.recv().unwrap();

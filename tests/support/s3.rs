@@ -366,3 +366,38 @@ pub fn assert_no_fork(
     }
     chain.len()
 }
+
+/// A new log on the test server, under a fresh prefix named after
+/// `name`: the log key (`serve::log_key`) and a trust file
+/// (`serve::write_trust`) written in `tmp`, and `rcpt log init` run
+/// through the binary with origin `serve::ORIGIN`. Also the settings and
+/// the location, for reading it directly. `None` when there is no server
+/// (skipped visibly).
+pub fn new_log(name: &str, tmp: &std::path::Path) -> Option<(S3Log, Settings, Location)> {
+    let (settings, bucket) = server()?;
+    let location = fresh_location(&bucket, name);
+    let key = tmp.join("log.key");
+    std::fs::write(
+        &key,
+        rcpt::keys::signing_key_to_pem(&super::serve::log_key()),
+    )
+    .unwrap();
+    let log = S3Log {
+        log: format!("s3://{}/{}", location.bucket, location.prefix),
+        endpoint: settings.endpoint.url(),
+        trust: super::serve::write_trust(tmp),
+        key,
+    };
+    let init = log
+        .rcpt("init")
+        .args(["--origin", super::serve::ORIGIN, "--key"])
+        .arg(&log.key)
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    Some((log, settings, location))
+}

@@ -50,12 +50,14 @@ pub fn duration_in(text: &str, min: Duration, max: Duration) -> Result<Duration,
 }
 
 /// Longest `log serve --batch-wait` and `--witness-grace`.
+#[cfg(feature = "net")]
 pub const MAX_SERVE_WAIT: Duration = Duration::from_secs(60);
 /// Shortest and longest s3 writer lease (`--lease-ttl`).
 pub const LEASE_TTL_RANGE: (Duration, Duration) =
     (Duration::from_secs(1), Duration::from_secs(600));
 
 /// `log serve --batch-wait` and `--witness-grace`: 0 to 60 s.
+#[cfg(feature = "net")]
 pub fn serve_wait(text: &str) -> Result<Duration, String> {
     duration_in(text, Duration::ZERO, MAX_SERVE_WAIT)
 }
@@ -141,6 +143,7 @@ mod tests {
         assert_eq!(rate(f64::NAN), "-/s");
     }
 
+    #[cfg(feature = "net")]
     #[test]
     fn bounded_durations_say_their_range() {
         assert_eq!(lease_ttl("2s").unwrap(), Duration::from_secs(2));

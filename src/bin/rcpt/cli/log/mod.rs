@@ -19,7 +19,6 @@ mod serve;
 mod submit;
 
 use crate::cli::{EXIT_OK, UsageError};
-use anyhow::Context;
 use clap::Subcommand;
 use rcpt::io::Target;
 use rcpt::limits::MAX_APPEND_BATCH_ENTRIES;
@@ -283,7 +282,10 @@ fn s3_store(
     let lease = LeaseConfig::new(lease_ttl).map_err(|e| UsageError(e.to_string()))?;
     let location = Location::parse(location).map_err(|e| UsageError(e.to_string()))?;
     let settings = Settings::from_env(endpoint).map_err(|e| UsageError(e.to_string()))?;
-    let client = BlockingClient::new(settings, &location).context("starting the S3 client")?;
+    let client = anyhow::Context::context(
+        BlockingClient::new(settings, &location),
+        "starting the S3 client",
+    )?;
     Ok(Arc::new(S3Store::new(Arc::new(client), location, lease)))
 }
 
