@@ -427,7 +427,7 @@ fn json_carries_the_payload_summary_and_junit_names_the_requirement() {
         r["payload"],
         json!({"issuer": ISSUER, "issued_at": T, "substrate": "git", "change_id": d("change"),
                "policy_id": d("policy v1"), "verdict": "deny", "applied": false,
-               "reasons": ["no"]})
+               "reasons": ["no"], "reversibility": null})
     );
     let out = rcpt()
         .arg("verify")
