@@ -131,6 +131,10 @@ pub const MAX_WATCH_FILE_BYTES: usize = 1024 * 1024;
 /// Largest authorized list a watch file names (one receipt id a line:
 /// about 220,000 ids).
 pub const MAX_AUTHORIZED_FILE_BYTES: usize = 16 * 1024 * 1024;
+/// `verify --mirror`: tree roots at distinct sizes the mirror keeps in
+/// memory (32 bytes and a size each); beyond it, a root is computed from
+/// the tiles again for each bundle.
+pub const MAX_MIRROR_ROOTS: usize = 4096;
 /// Largest per-origin monitor state file (a checkpoint note and a count).
 pub const MAX_MONITOR_STATE_BYTES: usize = 2 * MAX_NOTE_BYTES + 4096;
 /// Most refusal lines `log append` prints on stderr; the rest are counted

@@ -161,11 +161,34 @@ pub struct SinkError {
     pub source: Box<dyn std::error::Error + Send + Sync>,
 }
 
-/// Where events go. [`Sink::emit`] returns only once the event is
-/// delivered (printed, hook run): the state covering it is saved after.
+/// During a scan, the state is saved after an entry bundle once this long
+/// has passed since the last save (and after every bundle when the sink
+/// runs a hook, [`Sink::hooked`]); always at the end of a round, at a stop
+/// and before an error returns. A monitor killed repeats at most the events
+/// since the last save: about this long of scanning, or one bundle.
+pub const STATE_SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Where events go. An event is delivered once [`Sink::emit`] has
+/// returned for it and then [`Sink::flush`] has returned `Ok`: the monitor
+/// flushes before every save of its state (so a saved state never covers an
+/// event not delivered) and at the end of every round.
 pub trait Sink {
-    /// Deliver one event; an error stops the round before its entry.
+    /// Deliver one event, or buffer it until [`Sink::flush`]; an error stops
+    /// the round before its entry.
     fn emit(&mut self, event: &Event) -> Result<(), SinkError>;
+
+    /// True when delivering an event has an effect beyond the output (a
+    /// hook): the state is then saved after every entry bundle, so a
+    /// monitor killed repeats at most one bundle's effects.
+    fn hooked(&self) -> bool {
+        false
+    }
+
+    /// Deliver every buffered event. After an error the sink is not
+    /// trusted again: every later flush fails too.
+    fn flush(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
 
     /// `done` of the round's `total` new entries are checked (called after
     /// each entry bundle; a progress display, nothing more).

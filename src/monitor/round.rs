@@ -3,7 +3,7 @@
 
 use super::entry::classify;
 use super::state::{Saved, StateDir, StateError};
-use super::{Event, EventKind, MonitorError, Sink, Watch};
+use super::{Event, EventKind, MonitorError, STATE_SAVE_INTERVAL, Sink, Watch};
 use crate::keys::NoteVerifier;
 use crate::limits::MAX_NOTE_BYTES;
 use crate::storage::PublicRead;
@@ -17,6 +17,7 @@ use base64::engine::general_purpose::STANDARD;
 use rayon::prelude::*;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 /// A monitor: a source, the keys, what to watch, and its state directory.
 #[derive(Debug)]
@@ -103,6 +104,9 @@ impl Monitor {
             }
             report.error = Some(e);
         }
+        if let Err(e) = sink.flush() {
+            report.error.get_or_insert(MonitorError::Sink(e));
+        }
         report
     }
 
@@ -181,6 +185,7 @@ impl Monitor {
         let next = match saved {
             None if self.start_at_end => {
                 report.old_size = new.size;
+                sink.flush()?;
                 return Ok(self.state.save(&Saved::new(origin, &new_text, new.size))?);
             }
             None => 0,
@@ -200,6 +205,7 @@ impl Monitor {
                 saved.next_index
             }
         };
+        sink.flush()?;
         self.state.save(&Saved::new(origin, &new_text, next))?;
         self.scan(sink, stop, report, origin, (&new, &new_text), next)
     }
@@ -330,7 +336,18 @@ impl Monitor {
     }
 
     /// Check and report every entry from `next` to the new size, bundle by
-    /// bundle, saving the state after each.
+    /// bundle, saving the state after a bundle (spec/monitor.md "Delivery":
+    /// every [`STATE_SAVE_INTERVAL`], after every bundle when the sink runs
+    /// a hook, and at the end).
+    ///
+    /// A pipeline: while the next bundles' entries are classified on the
+    /// worker threads (their signature checks), this thread delivers the
+    /// events of one bundle, saves the state, and reads and proves the
+    /// bundle after them (at most [`PIPELINE_DEPTH`] in flight). The order is the serial one: a bundle's events are
+    /// delivered only after those of every earlier bundle and only once its
+    /// entries are proved to be in the signed tree; an error in a later
+    /// bundle is returned only after every earlier bundle is delivered and
+    /// the state saved past it.
     fn scan(
         &self,
         sink: &mut dyn Sink,
@@ -342,61 +359,128 @@ impl Monitor {
     ) -> Result<(), MonitorError> {
         let n = new.size;
         let reader = TileReader::over(Arc::clone(&self.source), n, Some(Arc::clone(&self.cache)));
-        let tiles = |source| MonitorError::Tiles { size: n, source };
-        let mut frontier = Frontier::from_reader(next, &reader).map_err(tiles)?;
-        let save = |index: u64| self.state.save(&Saved::new(origin, text, index));
-        let mut i = next;
-        while i < n {
-            if stop.load(Ordering::Relaxed) {
-                report.stopped = true;
-                return Ok(());
+        let mut frontier = Frontier::from_reader(next, &reader)
+            .map_err(|source| MonitorError::Tiles { size: n, source })?;
+        // The index saved last, and when.
+        let saved = std::cell::Cell::new((next, Instant::now()));
+        let save = |sink: &mut dyn Sink, index: u64| -> Result<(), MonitorError> {
+            sink.flush()?;
+            if index != saved.get().0 {
+                self.state.save(&Saved::new(origin, text, index))?;
+                saved.set((index, Instant::now()));
             }
-            let t = i / TILE_WIDTH;
-            let entries = reader
-                .entry_bundle(t)
-                .map_err(|source| MonitorError::Bundle {
-                    bundle: t,
-                    size: n,
-                    source,
-                })?;
-            let first = t * TILE_WIDTH;
-            let end = first + entries.len() as u64;
-            let todo = entries
-                .get((i - first) as usize..)
-                .filter(|todo| !todo.is_empty())
-                .ok_or_else(|| mismatch(i, end, n, "the bundle is short".into()))?;
-            for e in todo {
-                frontier
-                    .push(merkle::leaf_hash(e), |_, _| {})
-                    .map_err(|e| mismatch(i, end, n, e.to_string()))?;
-            }
-            self.prefix_of(&frontier, &reader, new, i)?;
-            let events: Vec<Option<Event>> = todo
-                .par_iter()
-                .enumerate()
-                .map(|(k, e)| classify(origin, i + k as u64, e, &self.watch))
-                .collect();
-            for (index, event) in (i..).zip(events) {
-                if stop.load(Ordering::Relaxed) {
-                    save(index)?;
-                    report.stopped = true;
-                    return Ok(());
+            Ok(())
+        };
+        let watch = &self.watch;
+        std::thread::scope(|s| {
+            // Bundles proved and being classified, oldest first; the next
+            // to prove; the error that ended proving.
+            let mut jobs = std::collections::VecDeque::new();
+            let mut ahead = (next < n).then_some(next);
+            let mut later = None;
+            loop {
+                while jobs.len() < PIPELINE_DEPTH {
+                    let Some(i) = ahead.take() else { break };
+                    match self.proved(&reader, &mut frontier, new, i) {
+                        Ok(b) => {
+                            ahead = (b.end < n).then_some(b.end);
+                            jobs.push_back(s.spawn(move || b.classify(origin, watch)));
+                        }
+                        Err(e) => later = Some(e),
+                    }
                 }
-                if let Some(event) = event {
-                    if let Err(e) = self.emit(sink, report, &event) {
-                        save(index)?;
+                let Some(job) = jobs.pop_front() else { break };
+                let done = joined(job);
+                let end = done.end;
+                match self.deliver(sink, stop, report, done) {
+                    Delivered::All => {
+                        if sink.hooked() || saved.get().1.elapsed() >= STATE_SAVE_INTERVAL {
+                            save(sink, end)?;
+                        }
+                        sink.progress(end - next, n - next);
+                    }
+                    Delivered::Stopped(index) => {
+                        save(sink, index)?;
+                        report.stopped = true;
+                        return Ok(());
+                    }
+                    Delivered::Failed(index, e) => {
+                        // The events before this one are delivered only if
+                        // the sink's buffer is; otherwise the state stays
+                        // where it was and they come again.
+                        if sink.flush().is_ok() {
+                            save(sink, index)?;
+                        }
                         return Err(e);
                     }
-                } else {
-                    report.quiet += 1;
                 }
-                report.scanned += 1;
             }
-            i = end;
-            save(i)?;
-            sink.progress(i - next, n - next);
+            save(sink, next + report.scanned)?;
+            later.map_or(Ok(()), Err)
+        })
+    }
+
+    /// Read bundle `i / TILE_WIDTH`, add its entries from `i` on to
+    /// `frontier`, and prove the result a prefix of the signed tree `new`.
+    fn proved(
+        &self,
+        reader: &TileReader,
+        frontier: &mut Frontier,
+        new: &Checkpoint,
+        i: u64,
+    ) -> Result<Proved, MonitorError> {
+        let n = new.size;
+        let t = i / TILE_WIDTH;
+        let mut entries = reader
+            .entry_bundle(t)
+            .map_err(|source| MonitorError::Bundle {
+                bundle: t,
+                size: n,
+                source,
+            })?;
+        let first = t * TILE_WIDTH;
+        let end = first + entries.len() as u64;
+        let skip = (i - first) as usize;
+        if skip >= entries.len() {
+            return Err(mismatch(i, end, n, "the bundle is short".into()));
         }
-        Ok(())
+        entries.drain(..skip);
+        for e in &entries {
+            frontier
+                .push(merkle::leaf_hash(e), |_, _| {})
+                .map_err(|e| mismatch(i, end, n, e.to_string()))?;
+        }
+        self.prefix_of(frontier, reader, new, i)?;
+        Ok(Proved {
+            start: i,
+            end,
+            entries,
+        })
+    }
+
+    /// Deliver the events of a classified bundle in order, reading `stop`
+    /// between two entries.
+    fn deliver(
+        &self,
+        sink: &mut dyn Sink,
+        stop: &AtomicBool,
+        report: &mut RoundReport,
+        done: Classified,
+    ) -> Delivered {
+        for (index, event) in (done.start..).zip(done.events) {
+            if stop.load(Ordering::Relaxed) {
+                return Delivered::Stopped(index);
+            }
+            if let Some(event) = event {
+                if let Err(e) = self.emit(sink, report, &event) {
+                    return Delivered::Failed(index, e);
+                }
+            } else {
+                report.quiet += 1;
+            }
+            report.scanned += 1;
+        }
+        Delivered::All
     }
 
     /// The tree `frontier` holds (entries up to its size, read from the
@@ -422,6 +506,58 @@ impl Monitor {
         merkle::verify_consistency(end, n, &proof, &root, &new.root_hash)
             .map_err(|e| mismatch(start, end, n, e.to_string()))
     }
+}
+
+/// Entries `start..end` of the log, proved to be in the signed tree.
+struct Proved {
+    start: u64,
+    end: u64,
+    entries: Vec<Vec<u8>>,
+}
+
+impl Proved {
+    /// Each entry's event, on the worker threads.
+    fn classify(self, origin: &str, watch: &Watch) -> Classified {
+        let events = self
+            .entries
+            .par_iter()
+            .enumerate()
+            .map(|(k, e)| classify(origin, self.start + k as u64, e, watch))
+            .collect();
+        Classified {
+            start: self.start,
+            end: self.end,
+            events,
+        }
+    }
+}
+
+/// Entry bundles proved and classifying at once during a scan: the worker
+/// threads always have the next bundle while this thread delivers one.
+const PIPELINE_DEPTH: usize = 3;
+
+/// How far [`Monitor::deliver`] got with a bundle.
+enum Delivered {
+    /// Every event.
+    All,
+    /// A stop was asked for before the entry at this index.
+    Stopped(u64),
+    /// The sink refused the event of the entry at this index.
+    Failed(u64, MonitorError),
+}
+
+/// A scoped thread's result; its panic goes on in this thread.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// The events of entries `start..end`, not yet delivered.
+struct Classified {
+    start: u64,
+    end: u64,
+    events: Vec<Option<Event>>,
 }
 
 fn mismatch(start: u64, end: u64, size: u64, detail: String) -> MonitorError {

@@ -7,21 +7,23 @@
 //! for each bundle of that origin, the root DIR's tiles give at the
 //! bundle's tree size must be the bundle's checkpoint root (else a fork:
 //! failed `consistency.fork`), and DIR must hold the bundle's entry at its
-//! index. A bundle of a larger tree than DIR's is not evaluated
+//! index (its leaf hash in DIR's tiles, which the root authenticates, is
+//! the hash of the bundle's entry). A bundle of a larger tree than DIR's is not evaluated
 //! (`consistency.mirror_behind`). Reads files only, through the one tile
 //! reader ([`TileReader`]); no socket.
 
 use super::{CheckResult, CheckVerdict, Failure, NotEvaluated, Reason};
-use crate::limits::MAX_NOTE_BYTES;
+use crate::limits::{MAX_MIRROR_ROOTS, MAX_NOTE_BYTES};
 use crate::receipt::dsse::Envelope;
 use crate::storage::PublicRead;
 use crate::storage::posix::PosixStore;
 use crate::storage::tiles::{TileCache, TileReader};
-use crate::tlog::merkle::{self, Hash};
+use crate::tlog::merkle::{self, Hash, HashReader as _, NodeId};
 use crate::tlog::note::{self, Checkpoint, Note, NoteCheck};
 use crate::trust::Trust;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// A mirror's checked view of its log.
 #[derive(Debug)]
@@ -30,6 +32,9 @@ pub struct Mirror {
     origin: String,
     size: u64,
     reader: TileReader,
+    /// Roots the tiles gave, by tree size (bundles share few sizes; at most
+    /// [`MAX_MIRROR_ROOTS`] kept, the rest computed each time).
+    roots: Mutex<HashMap<u64, Hash>>,
 }
 
 /// Why a mirror could not be used (a bad invocation).
@@ -100,6 +105,7 @@ impl Mirror {
             origin: cp.origin,
             size: cp.size,
             reader,
+            roots: Mutex::new(HashMap::from([(cp.size, root)])),
         })
     }
 
@@ -143,7 +149,8 @@ impl Mirror {
                 ),
             });
         }
-        let at = merkle::tree_root(size, &self.reader)
+        let at = self
+            .root_at(size)
             .map_err(|e| unreadable(format!("the mirror's tiles at size {size}: {e}")))?;
         if at != *root {
             return fork(format!(
@@ -153,11 +160,12 @@ impl Mirror {
             ));
         }
         if let Some(env) = envelope {
+            let leaf = NodeId { level: 0, index };
             let held = self
                 .reader
-                .entry(index)
-                .map_err(|e| unreadable(format!("the mirror's entry {index}: {e}")))?;
-            if held != env.to_entry() {
+                .read_hashes(&[leaf])
+                .map_err(|e| unreadable(format!("the mirror's leaf hash {index}: {e}")))?;
+            if held.first() != Some(&merkle::leaf_hash(&env.to_entry())) {
                 return fork(format!(
                     "the mirror {} holds another entry at index {index}",
                     self.dir.display()
@@ -165,5 +173,23 @@ impl Mirror {
             }
         }
         Ok(CheckVerdict::Pass)
+    }
+
+    /// The root of the mirror's tree at `size` (at most its own size).
+    fn root_at(
+        &self,
+        size: u64,
+    ) -> Result<Hash, merkle::ProveError<crate::tlog::tiles::TileError>> {
+        let known = self.roots.lock().ok().and_then(|r| r.get(&size).copied());
+        if let Some(root) = known {
+            return Ok(root);
+        }
+        let root = merkle::tree_root(size, &self.reader)?;
+        if let Ok(mut roots) = self.roots.lock()
+            && roots.len() < MAX_MIRROR_ROOTS
+        {
+            roots.insert(size, root);
+        }
+        Ok(root)
     }
 }

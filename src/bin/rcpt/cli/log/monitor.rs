@@ -82,7 +82,16 @@ struct Output {
     event_file: PathBuf,
     /// A progress bar on a terminal's stderr during a long scan.
     bar: Option<indicatif::ProgressBar>,
+    /// Event lines not yet written to stdout (written at each flush: at
+    /// the latest before the state is saved, so one write per entry
+    /// bundle rather than one per event).
+    out: Vec<u8>,
+    /// A write to stdout failed: nothing more is delivered.
+    out_failed: bool,
 }
+
+/// Event lines held before they are written out anyway.
+const OUTPUT_BUFFER_BYTES: usize = 256 * 1024;
 
 /// Entries a round must have left before it shows a progress bar.
 const PROGRESS_FROM: u64 = 10_000;
@@ -97,15 +106,44 @@ impl Sink for Output {
             Format::Json => event.to_json(),
             Format::Human => event.to_human(),
         };
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{line}")
-            .and_then(|()| out.flush())
-            .map_err(|e| fail(Box::new(e)))?;
-        drop(out);
-        match &self.hook {
-            Some(cmd) => self.run_hook(cmd, event).map_err(fail),
+        self.out.extend_from_slice(line.as_bytes());
+        self.out.push(b'\n');
+        match self.hook.clone() {
+            Some(cmd) => {
+                // The line first, then the hook: what a hook is run for
+                // is on stdout already.
+                self.flush()?;
+                self.run_hook(&cmd, event).map_err(fail)
+            }
+            None if self.out.len() >= OUTPUT_BUFFER_BYTES => self.flush(),
             None => Ok(()),
         }
+    }
+
+    fn hooked(&self) -> bool {
+        self.hook.is_some()
+    }
+
+    fn flush(&mut self) -> Result<(), SinkError> {
+        let fail = |e: std::io::Error| SinkError {
+            event: "buffered events",
+            source: Box::new(e),
+        };
+        if self.out_failed {
+            return Err(fail(std::io::Error::other(
+                "an earlier write to stdout failed",
+            )));
+        }
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        let mut out = std::io::stdout().lock();
+        let written = out.write_all(&self.out).and_then(|()| out.flush());
+        self.out.clear();
+        written.map_err(|e| {
+            self.out_failed = true;
+            fail(e)
+        })
     }
 
     fn progress(&mut self, done: u64, total: u64) {
@@ -257,6 +295,8 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<u8> {
         hook: args.hook.clone(),
         event_file: state.path().join("tmp").join("event.json"),
         bar: None,
+        out: Vec::new(),
+        out_failed: false,
     };
     let monitor = Monitor::new(source, logs, policy, watch, state, args.start_at_end);
     let stop = stop_flag();
