@@ -11,7 +11,7 @@
 # go to new directories under BENCH_DIR/compare and /dev/shm, and nothing
 # is deleted between runs (see "The bench" for why deletions matter).
 set -euo pipefail
-old=$1 new=$2 dir=$3 rounds=${4:-3}
+old=$(realpath "$1") new=$(realpath "$2") dir=$3 rounds=${4:-3}
 cd "$dir"
 bundles=$(ls -d bundles*/ | head -1)
 out="$dir/compare"

@@ -193,34 +193,22 @@ impl CleanTree {
             path: f.path.clone(),
             source,
         })?;
-        set_mode(&target, mode).map_err(write)
+        crate::io::set_mode(&target, mode).map_err(write)
     }
 
     /// Create the parent directories of `rel` inside the clean tree, one
     /// component at a time, refusing any that is a link or a file.
     fn make_parents(&self, rel: &str) -> Result<(), CleanError> {
-        let mut dir = self.path.clone();
-        let parents: Vec<&str> = rel.split('/').collect();
-        for part in parents.iter().take(parents.len().saturating_sub(1)) {
-            dir.push(part);
-            match std::fs::symlink_metadata(&dir) {
-                Ok(m) if m.is_dir() => {}
-                Ok(_) => return Err(CleanError::Parent(rel.to_string())),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    std::fs::create_dir(&dir).map_err(|source| CleanError::Write {
-                        path: rel.to_string(),
-                        source,
-                    })?;
-                }
-                Err(source) => {
-                    return Err(CleanError::Write {
-                        path: rel.to_string(),
-                        source,
-                    });
+        crate::io::create_parents(&self.path, rel).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::NotADirectory {
+                CleanError::Parent(rel.to_string())
+            } else {
+                CleanError::Write {
+                    path: rel.to_string(),
+                    source,
                 }
             }
-        }
-        Ok(())
+        })
     }
 }
 
@@ -246,36 +234,6 @@ impl Drop for CleanTree {
 /// A new directory `rcpt-gate-<random>` under the temporary directory, mode 0700.
 fn private_dir() -> Result<PathBuf, CleanError> {
     let base = std::env::temp_dir();
-    let mut last = None;
-    for _ in 0..16 {
-        let mut raw = [0u8; 8];
-        if let Err(e) = getrandom::fill(&mut raw) {
-            last = Some(std::io::Error::other(e.to_string()));
-            continue;
-        }
-        let dir = base.join(format!("rcpt-gate-{}", crate::digest::to_hex(&raw)));
-        let mut builder = std::fs::DirBuilder::new();
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        match builder.create(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(source) => return Err(CleanError::TempDir { path: base, source }),
-        }
-    }
-    Err(CleanError::TempDir {
-        path: base,
-        source: last.unwrap_or_else(|| std::io::Error::other("no fresh name")),
-    })
-}
-
-#[cfg(unix)]
-fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-}
-
-#[cfg(not(unix))]
-fn set_mode(_path: &Path, _mode: u32) -> std::io::Result<()> {
-    Ok(())
+    crate::io::create_temp_dir(&base, "rcpt-gate")
+        .map_err(|source| CleanError::TempDir { path: base, source })
 }

@@ -379,7 +379,7 @@ fn write_side(store: &Store, top: &Path, t: &Transition) -> Result<(), JournalEr
         path: t.path.clone(),
         source: std::io::Error::other(crate::io::error_chain(&e)),
     })?;
-    set_mode(&full, mode).map_err(err)
+    crate::io::set_mode(&full, mode).map_err(err)
 }
 
 /// Temporary files an interrupted atomic write left beside `path`.
@@ -413,37 +413,14 @@ fn remove_empty_parents(top: &Path, file: &Path) {
 
 /// Create the parents of `rel` under `top`, refusing a link or a file.
 fn make_parents(top: &Path, rel: &str) -> Result<(), JournalError> {
-    let mut dir = top.to_path_buf();
-    let parts: Vec<&str> = rel.split('/').collect();
-    for part in parts.iter().take(parts.len().saturating_sub(1)) {
-        dir.push(part);
-        match std::fs::symlink_metadata(&dir) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => return Err(JournalError::Parent(rel.to_string())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir(&dir).map_err(|source| JournalError::Write {
-                    path: rel.to_string(),
-                    source,
-                })?;
-            }
-            Err(source) => {
-                return Err(JournalError::Write {
-                    path: rel.to_string(),
-                    source,
-                });
+    crate::io::create_parents(top, rel).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::NotADirectory {
+            JournalError::Parent(rel.to_string())
+        } else {
+            JournalError::Write {
+                path: rel.to_string(),
+                source,
             }
         }
-    }
-    Ok(())
-}
-
-#[cfg(unix)]
-fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-}
-
-#[cfg(not(unix))]
-fn set_mode(_path: &Path, _mode: u32) -> std::io::Result<()> {
-    Ok(())
+    })
 }
