@@ -2,24 +2,24 @@
 //! failures wherever its inputs allow.
 
 use super::consistency::ConsistencyInput;
+use super::log_checks::{
+    checkpoint_match, extends, inclusion, note_check, since_body, witnesses_check,
+};
+use super::payload_checks::{payload_chain, payload_checks, receipt_id_check};
 use super::{
     Check, CheckResult, CheckVerdict, Failure, NotEvaluated, PayloadSummary, Reason, Report,
 };
 use crate::bundle::{BundleError, RawBundle};
 use crate::constants;
-use crate::digest::Digest;
-use crate::digest::to_hex;
 use crate::fresh::{self, ItemState};
 use crate::io::{self, InputError};
-use crate::limits::{MAX_BUNDLE_BYTES, MAX_PAYLOAD_BYTES};
-use crate::receipt::canonical::{self, dagcbor};
+use crate::limits::MAX_BUNDLE_BYTES;
+use crate::receipt::Receipt;
+use crate::receipt::canonical::{self};
 use crate::receipt::dsse::{self, Envelope, SignatureCheck};
 use crate::receipt::require::{self, Met, Requirements};
-use crate::receipt::{Invariant, Receipt, SchemaError};
-use crate::tlog::cosig::CosigStatus;
-use crate::tlog::merkle::{self, Hash};
-use crate::tlog::note::{self, Checkpoint, Note, NoteCheck};
-use crate::tlog::policy::{Evaluation, LogStatus, Member, Policy, Quorum, Verdict};
+use crate::tlog::note::{self, Checkpoint, Note};
+use crate::tlog::policy::Policy;
 use crate::trust::Trust;
 use crate::witness::error_chain;
 use std::collections::HashMap;
@@ -157,7 +157,7 @@ impl GateConfig {
 }
 
 /// What became of the payload, for the checks that read what it says.
-enum PayloadState {
+pub(super) enum PayloadState {
     /// A v1 receipt (invariants may still be broken).
     Decoded(Box<Receipt>),
     /// A receipt version this rcpt does not read.
@@ -783,126 +783,6 @@ impl Verifier {
     }
 }
 
-/// Does `proof` show the checkpoint `body` (size `to`) extends `old_body`
-/// (size `from`)?
-fn extends(
-    from: u64,
-    to: u64,
-    proof: &[Hash],
-    old_body: &Checkpoint,
-    body: &Checkpoint,
-) -> CheckResult {
-    match merkle::verify_consistency(from, to, proof, &old_body.root_hash, &body.root_hash) {
-        Ok(()) => Ok(CheckVerdict::Pass),
-        Err(e) => fail(
-            Reason::ConsistencyInvalid,
-            format!("the bundle's checkpoint does not extend the --since checkpoint: {e}"),
-        ),
-    }
-}
-
-/// `checkpoint.witnesses`: the note weighed against the policy
-/// (spec/witness.md "Verifying with a policy"), most serious first.
-///
-/// - a listed witness's line does not verify: failed `checkpoint.cosignature`
-///   (even when the quorum is met without it);
-/// - the quorum is not met: failed `checkpoint.quorum`;
-/// - a listed log's line does not verify: not run (`checkpoint.signature`
-///   fails on it, since the policy's logs are trusted log keys);
-/// - no log the policy lists for the origin signed: not evaluated,
-///   `log.untrusted`;
-/// - a body that is not a checkpoint: not run (`checkpoint.match` fails on it).
-///
-/// Lines of keys the policy does not list (other witnesses, grease) are
-/// ignored; the note's 100-line cap was applied when it was parsed.
-fn witnesses_check(policy: &Policy, note: &Note) -> CheckResult {
-    let Ok(eval) = policy.evaluate(note) else {
-        return Err(skipped(name::CHECKPOINT_MATCH));
-    };
-    let origin = &eval.checkpoint.origin;
-    match eval.verdict() {
-        Verdict::Verified => Ok(CheckVerdict::Pass),
-        Verdict::LogFailed => Err(skipped(name::CHECKPOINT_SIGNATURE)),
-        Verdict::CosignatureFailed(failed) => fail(
-            Reason::CheckpointCosignature,
-            cosignature_failures(policy, &eval, &failed),
-        ),
-        Verdict::QuorumNotMet => fail(Reason::CheckpointQuorum, quorum_detail(policy, &eval)),
-        Verdict::LogNotEvaluated => Err(NotEvaluated {
-            reason: Reason::LogUntrusted,
-            detail: match eval.log {
-                LogStatus::UnknownOrigin => format!(
-                    "the --policy file lists no log for origin \"{origin}\": add its `log` line \
-                     if you trust that log"
-                ),
-                _ => format!(
-                    "no log the --policy file lists for origin \"{origin}\" signed this checkpoint"
-                ),
-            },
-        }),
-    }
-}
-
-/// What each failed listed witness's line showed.
-fn cosignature_failures(policy: &Policy, eval: &Evaluation, failed: &[usize]) -> String {
-    let each: Vec<String> = failed
-        .iter()
-        .filter_map(
-            |&i| match (policy.witnesses.get(i), eval.witnesses.get(i)) {
-                (Some(w), Some(CosigStatus::Failed(e))) => {
-                    Some(format!("witness {} ({}): {e}", w.name, w.verifier.name))
-                }
-                _ => None,
-            },
-        )
-        .collect();
-    format!(
-        "{}; a listed witness's cosignature that does not verify is refused (was the \
-         checkpoint altered, or the line copied from another checkpoint?)",
-        each.join("; ")
-    )
-}
-
-/// Which listed witnesses cosigned, against the quorum.
-fn quorum_detail(policy: &Policy, eval: &Evaluation) -> String {
-    let cosigned: Vec<String> = policy
-        .witnesses
-        .iter()
-        .zip(&eval.witnesses)
-        .filter(|(_, s)| matches!(s, CosigStatus::Verified { .. }))
-        .map(|(w, _)| w.name.to_string())
-        .collect();
-    let quorum = match &policy.quorum {
-        Quorum::None => Some("none".to_string()),
-        Quorum::Member(Member::Witness(i)) => policy.witnesses.get(*i).map(|w| w.name.to_string()),
-        Quorum::Member(Member::Group(g)) => policy.groups.get(*g).map(|g| g.name.to_string()),
-    }
-    .unwrap_or_default();
-    format!(
-        "{} of the {} listed witnesses cosigned ({}); the policy's quorum \"{quorum}\" is not \
-         met (cosignatures by witnesses the policy does not list do not count)",
-        cosigned.len(),
-        policy.witnesses.len(),
-        if cosigned.is_empty() {
-            "none".to_string()
-        } else {
-            cosigned.join(", ")
-        }
-    )
-}
-
-/// The body of the `--since` checkpoint note, or why it is malformed.
-fn since_body(text: &str) -> Result<Checkpoint, Failure> {
-    let malformed = |detail: String| Failure {
-        reason: Reason::CheckpointMalformed,
-        detail,
-    };
-    let note = Note::parse(text.as_bytes())
-        .map_err(|e| malformed(format!("the --since checkpoint note: {e}")))?;
-    Checkpoint::parse(&note.text)
-        .map_err(|e| malformed(format!("the --since checkpoint body: {e}")))
-}
-
 /// The checkpoint cache key: SHA-256 over the length-prefixed pair,
 /// `u64be(len(origin)) || origin || text`, so no two (origin, text) pairs
 /// share a key whatever bytes either holds.
@@ -915,179 +795,8 @@ fn cache_key(origin: &str, text: &str) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// The checks that need a receipt payload, in report order.
-fn payload_chain() -> Vec<&'static str> {
-    let mut names = vec![
-        name::SIGNATURE,
-        name::PAYLOAD_CANONICAL,
-        name::PAYLOAD_SCHEMA,
-    ];
-    names.extend(Invariant::ALL.iter().map(|i| i.check_name()));
-    names.push(name::RECEIPT_ID);
-    names
-}
-
-/// Canonical decode, schema, and each invariant, each its own check.
-fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) -> PayloadState {
-    if payload.len() > MAX_PAYLOAD_BYTES {
-        checks.push(Check {
-            name: name::PAYLOAD_CANONICAL,
-            result: fail(
-                Reason::PayloadTooLarge,
-                format!(
-                    "payload is {} bytes, over the limit of {MAX_PAYLOAD_BYTES}",
-                    payload.len()
-                ),
-            ),
-        });
-        skip(checks, name::PAYLOAD_SCHEMA, name::PAYLOAD_CANONICAL);
-        skip_invariants(checks, name::PAYLOAD_CANONICAL);
-        return PayloadState::Unread(name::PAYLOAD_CANONICAL);
-    }
-    let value = match dagcbor::decode_ref(payload) {
-        Ok(v) => v,
-        Err(e) => {
-            checks.push(Check {
-                name: name::PAYLOAD_CANONICAL,
-                result: fail(e.reason_code(), format!("payload: {e}")),
-            });
-            skip(checks, name::PAYLOAD_SCHEMA, name::PAYLOAD_CANONICAL);
-            skip_invariants(checks, name::PAYLOAD_CANONICAL);
-            return PayloadState::Unread(name::PAYLOAD_CANONICAL);
-        }
-    };
-    checks.push(pass(name::PAYLOAD_CANONICAL));
-    let receipt = match Receipt::from_ref(&value) {
-        Ok(r) => r,
-        Err(e) => {
-            let (result, state) = match &e {
-                SchemaError::UnsupportedVersion(_) => (
-                    Err(NotEvaluated {
-                        reason: e.reason_code(),
-                        detail: e.to_string(),
-                    }),
-                    PayloadState::Unsupported,
-                ),
-                _ => (
-                    fail(e.reason_code(), e.to_string()),
-                    PayloadState::Unread(name::PAYLOAD_SCHEMA),
-                ),
-            };
-            checks.push(Check {
-                name: name::PAYLOAD_SCHEMA,
-                result,
-            });
-            skip_invariants(checks, name::PAYLOAD_SCHEMA);
-            return state;
-        }
-    };
-    checks.push(pass(name::PAYLOAD_SCHEMA));
-    for invariant in Invariant::ALL {
-        let result = match receipt.check(invariant) {
-            Ok(()) => Ok(CheckVerdict::Pass),
-            Err(v) => fail(invariant.reason_code(), v.detail),
-        };
-        checks.push(Check {
-            name: invariant.check_name(),
-            result,
-        });
-    }
-    PayloadState::Decoded(Box::new(receipt))
-}
-
-/// Mark every invariant check as not run because `cause` did not pass.
-fn skip_invariants(checks: &mut Vec<Check>, cause: &str) {
-    for invariant in Invariant::ALL {
-        skip(checks, invariant.check_name(), cause);
-    }
-}
-
-/// The claimed id must parse and equal BLAKE3 of the payload bytes.
-fn receipt_id_check(claimed: &str, id: &Digest) -> CheckResult {
-    match claimed.parse::<Digest>() {
-        Ok(c) if c == *id => Ok(CheckVerdict::Pass),
-        Ok(_) => fail(
-            Reason::ReceiptIdMismatch,
-            format!("bundle claims receipt id {claimed}, but the payload's id is {id}"),
-        ),
-        Err(e) => fail(
-            Reason::ReceiptIdMalformed,
-            format!("receipt_id \"{claimed}\": {e}"),
-        ),
-    }
-}
-
-/// The checkpoint is for this bundle's origin and tree size.
-fn checkpoint_match(raw: &RawBundle, body: &Checkpoint) -> CheckResult {
-    if body.origin != raw.log.origin {
-        return fail(
-            Reason::CheckpointOriginMismatch,
-            format!(
-                "checkpoint origin \"{}\" differs from the bundle's origin \"{}\"",
-                body.origin, raw.log.origin
-            ),
-        );
-    }
-    if body.size != raw.log.tree_size {
-        return fail(
-            Reason::CheckpointSizeMismatch,
-            format!(
-                "checkpoint tree size {} differs from the bundle's tree_size {}",
-                body.size, raw.log.tree_size
-            ),
-        );
-    }
-    Ok(CheckVerdict::Pass)
-}
-
-/// RFC 9162 2.1.3.2: the entry's leaf hash at `index` reaches the checkpoint root.
-fn inclusion(raw: &RawBundle, env: Option<&Envelope>, body: &Checkpoint) -> CheckResult {
-    let Some(env) = env else {
-        return Err(skipped(name::ENVELOPE));
-    };
-    let proof = match raw.inclusion_hashes() {
-        Ok(p) => p,
-        Err(e) => return fail(Reason::InclusionMalformed, e.to_string()),
-    };
-    let leaf = merkle::leaf_hash(&env.to_entry());
-    match merkle::verify_inclusion(
-        &leaf,
-        raw.log.index,
-        raw.log.tree_size,
-        &proof,
-        &body.root_hash,
-    ) {
-        Ok(()) => Ok(CheckVerdict::Pass),
-        Err(e) => fail(
-            Reason::InclusionInvalid,
-            format!(
-                "entry {} of tree size {} does not reach the checkpoint root: {e}",
-                raw.log.index, raw.log.tree_size
-            ),
-        ),
-    }
-}
-
-/// Map the note trust rule onto a check result.
-fn note_check(check: NoteCheck, origin: &str) -> CheckResult {
-    match check {
-        NoteCheck::Verified { .. } => Ok(CheckVerdict::Pass),
-        NoteCheck::Failed { name, key_hash } => fail(
-            Reason::CheckpointSignatureInvalid,
-            format!(
-                "checkpoint signature by trusted key {name}+{} does not verify: the checkpoint was altered",
-                to_hex(&key_hash)
-            ),
-        ),
-        NoteCheck::NotEvaluated => Err(NotEvaluated {
-            reason: Reason::LogUntrusted,
-            detail: format!("no trusted key for origin \"{origin}\" signed this checkpoint"),
-        }),
-    }
-}
-
 /// `Some(result to return)` unless `result` passed.
-fn not_passing(result: &CheckResult, what: &str) -> Option<CheckResult> {
+pub(super) fn not_passing(result: &CheckResult, what: &str) -> Option<CheckResult> {
     match result {
         Ok(CheckVerdict::Pass) => None,
         Ok(CheckVerdict::Fail(f)) => Some(Ok(CheckVerdict::Fail(Failure {
@@ -1102,7 +811,7 @@ fn not_passing(result: &CheckResult, what: &str) -> Option<CheckResult> {
 }
 
 /// The keyids of an envelope's signatures, for messages.
-fn keyid_list(env: &Envelope) -> String {
+pub(super) fn keyid_list(env: &Envelope) -> String {
     let ids: Vec<&str> = env
         .signatures
         .iter()
@@ -1122,7 +831,7 @@ fn keyid_list(env: &Envelope) -> String {
 }
 
 /// A passed check.
-fn pass(name: &'static str) -> Check {
+pub(super) fn pass(name: &'static str) -> Check {
     Check {
         name,
         result: Ok(CheckVerdict::Pass),
@@ -1130,12 +839,12 @@ fn pass(name: &'static str) -> Check {
 }
 
 /// A failed check result.
-fn fail(reason: Reason, detail: String) -> CheckResult {
+pub(super) fn fail(reason: Reason, detail: String) -> CheckResult {
     Ok(CheckVerdict::Fail(Failure { reason, detail }))
 }
 
 /// A check that could not run.
-fn not_evaluated(name: &'static str, reason: Reason, detail: String) -> Check {
+pub(super) fn not_evaluated(name: &'static str, reason: Reason, detail: String) -> Check {
     Check {
         name,
         result: Err(NotEvaluated { reason, detail }),
@@ -1143,7 +852,7 @@ fn not_evaluated(name: &'static str, reason: Reason, detail: String) -> Check {
 }
 
 /// Not run because `cause` did not pass.
-fn skipped(cause: &str) -> NotEvaluated {
+pub(super) fn skipped(cause: &str) -> NotEvaluated {
     NotEvaluated {
         reason: Reason::CheckSkipped,
         detail: format!("not run: needs `{cause}`, which did not pass"),
@@ -1151,7 +860,7 @@ fn skipped(cause: &str) -> NotEvaluated {
 }
 
 /// Push `name` as skipped because of `cause`.
-fn skip(checks: &mut Vec<Check>, name: &'static str, cause: &str) {
+pub(super) fn skip(checks: &mut Vec<Check>, name: &'static str, cause: &str) {
     checks.push(Check {
         name,
         result: Err(skipped(cause)),
@@ -1159,7 +868,7 @@ fn skip(checks: &mut Vec<Check>, name: &'static str, cause: &str) {
 }
 
 /// Push each of `names` as skipped because of `cause`.
-fn skip_all(checks: &mut Vec<Check>, names: &[&'static str], cause: &str) {
+pub(super) fn skip_all(checks: &mut Vec<Check>, names: &[&'static str], cause: &str) {
     for name in names {
         skip(checks, name, cause);
     }

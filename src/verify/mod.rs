@@ -14,7 +14,9 @@
 mod checks;
 mod consistency;
 pub mod corpus;
+mod log_checks;
 pub mod mirror;
+mod payload_checks;
 pub mod report;
 
 pub use crate::reason::Reason;
