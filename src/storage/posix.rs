@@ -124,7 +124,11 @@ pub fn write_replace(tmp_dir: &Path, dest: &Path, bytes: &[u8]) -> Result<(), St
 /// unpredictable name by the crate's one creator ([`crate::io::create_temp_in`]).
 fn create_temp(tmp_dir: &Path) -> Result<(File, PathBuf), StoreError> {
     match crate::io::create_temp_in(tmp_dir, FILE_MODE) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !tmp_dir.is_dir() => {
+        // No directory yet: make it (idempotent: several writers of one
+        // batch may all find it missing, and whichever makes it first, each
+        // then creates its file). Testing `is_dir()` here instead would
+        // fail the writers that test after another made it.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             std::fs::create_dir_all(tmp_dir).map_err(io_err(tmp_dir))?;
             crate::io::create_temp_in(tmp_dir, FILE_MODE).map_err(io_err(tmp_dir))
         }
@@ -768,6 +772,33 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    /// Writers of one batch that all find `.rcpt/tmp` missing all succeed
+    /// (the race `rcpt log mirror` into S3 lost once in CI: ENOENT for
+    /// the writer that checked after a sibling made the directory).
+    #[test]
+    fn concurrent_writers_all_make_the_missing_tmp_dir() {
+        for round in 0..40 {
+            let top = tempfile::tempdir().unwrap();
+            let t = top.path().join(".rcpt/tmp");
+            let barrier = std::sync::Barrier::new(8);
+            std::thread::scope(|s| {
+                for k in 0..8 {
+                    let (t, barrier, top) = (&t, &barrier, top.path());
+                    s.spawn(move || {
+                        barrier.wait();
+                        let dest = top.join(format!("out/{k}"));
+                        write_durable(t, &dest, b"x")
+                            .unwrap_or_else(|e| panic!("round {round}, writer {k}: {e}"));
+                    });
+                }
+            });
+            assert_eq!(
+                std::fs::read_dir(top.path().join("out")).unwrap().count(),
+                8
+            );
+        }
     }
 
     #[test]
