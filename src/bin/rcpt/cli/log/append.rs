@@ -64,8 +64,11 @@ pub(super) fn read_file(path: &str) -> Result<Vec<u8>, Refusal> {
 /// that names the bundle media type is parsed as a bundle.
 pub(super) fn envelope_of_bundle(name: &str, bytes: Vec<u8>) -> Vec<u8> {
     static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    let marker = rcpt::constants::BUNDLE_MEDIA_TYPE.as_bytes();
-    if !bytes.windows(marker.len()).any(|w| w == marker) {
+    static MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| {
+            memchr::memmem::Finder::new(rcpt::constants::BUNDLE_MEDIA_TYPE.as_bytes())
+        });
+    if MARKER.find(&bytes).is_none() {
         return bytes;
     }
     let Ok(bundle) = rcpt::bundle::Bundle::from_json(&bytes) else {
