@@ -8,10 +8,12 @@
 //! synchronous callers; [`lease`] keeps one sequencer at a time. Nothing
 //! here knows the tlog-tiles layout.
 
+mod answer;
 pub mod blocking;
 pub mod client;
 pub mod config;
 pub mod lease;
+mod list;
 pub mod sigv4;
 pub mod store;
 
