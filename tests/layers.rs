@@ -101,7 +101,7 @@ fn layer_of_module(first: &str) -> Option<&'static Layer> {
 }
 
 /// The top-level module a library file belongs to (`src/tlog/note.rs` →
-/// `tlog`, `src/io.rs` → `io`); `None` for lib.rs and the binary.
+/// `tlog`, `src/io/read.rs` → `io`, `src/digest.rs` → `digest`); `None` for lib.rs and the binary.
 fn module_of(file: &Path) -> Option<String> {
     let rel = file.strip_prefix(src()).ok()?;
     let first = rel.components().next()?.as_os_str().to_str()?;

@@ -44,8 +44,10 @@ const BYPASSES: &[&str] = &[
     "os::unix::fs::symlink",
 ];
 
-/// The one module that may open files itself.
-const ALLOWED: &[&str] = &["src/io.rs"];
+/// The files of the one module that may open files itself: the capped
+/// reader and the atomic no-follow writer (src/io/mod.rs and lines.rs open
+/// nothing, so they are held to the rule like every other file).
+const ALLOWED: &[&str] = &["src/io/read.rs", "src/io/write.rs"];
 
 #[test]
 fn no_file_in_src_is_opened_or_created_except_through_rcpt_io() {
