@@ -345,12 +345,14 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             files,
             at,
         } => {
+            let json = json || format == crate::cli::LineFormat::Json;
+            let max_batch = batch as usize;
             let opts = AppendOptions {
                 key,
                 trust,
-                json: json || format == crate::cli::LineFormat::Json,
+                json,
                 wait,
-                max_batch: batch as usize,
+                max_batch,
             };
             append(&dir, &at.store(&dir)?, &opts, &files)
         }
@@ -371,19 +373,13 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             format,
             key,
         } => {
-            let log = key.open(&dir)?;
-            match (all, range, out_dir, out) {
-                (true, _, Some(d), _) => prove_many(&log, None, size, &d, format),
-                (false, Some(r), Some(d), _) => prove_many(&log, Some(r), size, &d, format),
-                (true, _, None, Some(o)) => prove_stream(&log, None, size, &o, format),
-                (false, Some(r), None, Some(o)) => prove_stream(&log, Some(r), size, &o, format),
-                (_, _, Some(_), _) => {
-                    Err(UsageError("--out-dir goes with --all or --range".into()).into())
-                }
-                (_, _, None, out) => {
-                    prove(&log, index, receipt.as_deref(), size, out.as_ref(), format)
-                }
-            }
+            let which = ProveWhich {
+                index,
+                receipt,
+                all,
+                range,
+            };
+            prove_which(&key.open(&dir)?, which, size, out, out_dir, format)
         }
         LogCommand::Consistency {
             dir,
@@ -392,12 +388,10 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             format,
             json,
             key,
-        } => consistency(
-            &key.open(&dir)?,
-            from,
-            to,
-            json || format == crate::cli::LineFormat::Json,
-        ),
+        } => {
+            let json = json || format == crate::cli::LineFormat::Json;
+            consistency(&key.open(&dir)?, from, to, json)
+        }
         LogCommand::Check { dir, key } => check(&key.open(&dir)?),
         #[cfg(feature = "net")]
         LogCommand::Serve(args) => serve::serve(args),

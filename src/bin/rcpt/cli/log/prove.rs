@@ -8,7 +8,7 @@ use rcpt::limits::MAX_ENVELOPE_BYTES;
 use rcpt::log::Log;
 use rcpt::receipt::dsse::Envelope;
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::*;
 
@@ -27,6 +27,41 @@ pub(super) fn index_of_receipt(log: &Log, path: &Path) -> anyhow::Result<u64> {
             log.size()
         )
     })
+}
+
+/// Which entries `rcpt log prove` proves: one by index or by envelope, or
+/// every entry (`--all`) or a range.
+pub(super) struct ProveWhich {
+    pub(super) index: Option<u64>,
+    pub(super) receipt: Option<PathBuf>,
+    pub(super) all: bool,
+    pub(super) range: Option<std::ops::Range<u64>>,
+}
+
+/// `rcpt log prove`: one bundle, or many into `--out-dir` or as JSON Lines
+/// on `-o -`.
+pub(super) fn prove_which(
+    log: &Log,
+    which: ProveWhich,
+    size: Option<u64>,
+    out: Option<Target>,
+    out_dir: Option<PathBuf>,
+    format: ProveFormat,
+) -> anyhow::Result<u8> {
+    let ProveWhich {
+        index,
+        receipt,
+        all,
+        range,
+    } = which;
+    match (all, range, out_dir, out) {
+        (true, _, Some(d), _) => prove_many(log, None, size, &d, format),
+        (false, Some(r), Some(d), _) => prove_many(log, Some(r), size, &d, format),
+        (true, _, None, Some(o)) => prove_stream(log, None, size, &o, format),
+        (false, Some(r), None, Some(o)) => prove_stream(log, Some(r), size, &o, format),
+        (_, _, Some(_), _) => Err(UsageError("--out-dir goes with --all or --range".into()).into()),
+        (_, _, None, out) => prove(log, index, receipt.as_deref(), size, out.as_ref(), format),
+    }
 }
 
 pub(super) fn prove(
