@@ -253,21 +253,7 @@ pub async fn mirror_into(
         if new.root_hash != old_root {
             return Err(MirrorError::Fork { size: m });
         }
-        // The same tree, now with more signatures (a witnessed log stores
-        // its checkpoint cosigned once the quorum is met): keep the
-        // cosigned note. Only a strict superset of the lines held, so a
-        // mirror cannot be made to drop a cosignature it holds.
-        if let Some((_, version, local)) = old
-            && adds_signatures(&local, &text)
-        {
-            let (public, text) = (Arc::clone(public), text.clone());
-            blocking(move || {
-                public.write_private(&PrivateKey::Checkpoint(n), &text)?;
-                public.replace_checkpoint(Some(&version), &text)?;
-                Ok(())
-            })
-            .await?;
-        }
+        keep_cosigned(public, old, &text, n).await?;
         return Ok(MirrorReport {
             old_size: m,
             new_size: n,
@@ -279,6 +265,66 @@ pub async fn mirror_into(
         staged: PosixStore::new(stage),
         public: Arc::clone(public),
     });
+    let fetched = fetch_missing(client, public, &union, m, n).await?;
+    let (u, nr) = (Arc::clone(&union), new.root_hash);
+    let checked = tokio::task::spawn_blocking(move || check_new(u, m, n, &old_root, &nr))
+        .await
+        .map_err(|e| MirrorError::Mismatch(format!("the check stopped: {e}")))?;
+    if let Err(e) = checked {
+        // What was fetched is not part of this log's one history: drop it,
+        // so a later run fetches afresh.
+        let _ = std::fs::remove_dir_all(stage);
+        return Err(e);
+    }
+    let version = old.map(|(_, v, _)| v);
+    {
+        let (union, key, text) = (Arc::clone(&union), key.clone(), text.clone());
+        blocking(move || install(&union, (m, n), &key, &text, version.as_ref())).await?;
+    }
+    let _ = std::fs::remove_dir_all(stage);
+    Ok(MirrorReport {
+        old_size: m,
+        new_size: n,
+        fetched,
+        root: new.root_hash,
+    })
+}
+
+/// At the same tree size, keep the fetched checkpoint when it is the held
+/// one with more signatures.
+async fn keep_cosigned(
+    public: &Arc<dyn Store>,
+    old: Option<(Checkpoint, Version, Vec<u8>)>,
+    text: &[u8],
+    n: u64,
+) -> Result<(), MirrorError> {
+    // The same tree, now with more signatures (a witnessed log stores
+    // its checkpoint cosigned once the quorum is met): keep the
+    // cosigned note. Only a strict superset of the lines held, so a
+    // mirror cannot be made to drop a cosignature it holds.
+    if let Some((_, version, local)) = old
+        && adds_signatures(&local, text)
+    {
+        let (public, text) = (Arc::clone(public), text.to_vec());
+        blocking(move || {
+            public.write_private(&PrivateKey::Checkpoint(n), &text)?;
+            public.replace_checkpoint(Some(&version), &text)?;
+            Ok(())
+        })
+        .await?;
+    }
+    Ok(())
+}
+
+/// Fetch into the stage every tile of the tree from `m` to `n` entries
+/// that the mirror does not hold; how many files were fetched.
+async fn fetch_missing(
+    client: &Client,
+    public: &Arc<dyn Store>,
+    union: &Union,
+    m: u64,
+    n: u64,
+) -> Result<u64, MirrorError> {
     // The tile list is walked, never built: work and memory follow the
     // files the log serves, a batch at a time, not the size it claims (a
     // signed checkpoint of 2^40 entries costs one batch of keys, then
@@ -303,28 +349,7 @@ pub async fn mirror_into(
         .await?;
         fetched += fetch_all(client, &union.staged, &missing, n).await?;
     }
-    let (u, nr) = (Arc::clone(&union), new.root_hash);
-    let checked = tokio::task::spawn_blocking(move || check_new(u, m, n, &old_root, &nr))
-        .await
-        .map_err(|e| MirrorError::Mismatch(format!("the check stopped: {e}")))?;
-    if let Err(e) = checked {
-        // What was fetched is not part of this log's one history: drop it,
-        // so a later run fetches afresh.
-        let _ = std::fs::remove_dir_all(stage);
-        return Err(e);
-    }
-    let version = old.map(|(_, v, _)| v);
-    {
-        let (union, key, text) = (Arc::clone(&union), key.clone(), text.clone());
-        blocking(move || install(&union, (m, n), &key, &text, version.as_ref())).await?;
-    }
-    let _ = std::fs::remove_dir_all(stage);
-    Ok(MirrorReport {
-        old_size: m,
-        new_size: n,
-        fetched,
-        root: new.root_hash,
-    })
+    Ok(fetched)
 }
 
 /// Run `f`, which calls the store, on a blocking thread.
