@@ -546,25 +546,7 @@ impl Client {
                 payload_sha256,
             },
         );
-        let mut uri = format!(
-            "{}{}",
-            self.settings.endpoint.url(),
-            sigv4::uri_encode(&path, false)
-        );
-        if !query.is_empty() {
-            let q: Vec<String> = query
-                .iter()
-                .map(|(k, v)| {
-                    format!(
-                        "{}={}",
-                        sigv4::uri_encode(k, true),
-                        sigv4::uri_encode(v, true)
-                    )
-                })
-                .collect();
-            uri.push('?');
-            uri.push_str(&q.join("&"));
-        }
+        let uri = self.uri_of(&path, query);
         let mut builder = Request::builder().method(method.clone()).uri(&uri);
         for (name, value) in headers
             .iter()
@@ -590,40 +572,7 @@ impl Client {
                 .await
                 .map_err(|e| Failure::Transport(error_chain(&e)))?;
             let (parts, body) = response.into_parts();
-            let declared = parts
-                .headers
-                .get(header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<u64>().ok());
-            let body = if head_only {
-                Bytes::new()
-            } else if parts.status.is_success() {
-                // A success body is capped by the caller's limit: over it is an error.
-                if declared.is_some_and(|n| n > max as u64) {
-                    return Err(Failure::TooLarge);
-                }
-                Limited::new(body, max)
-                    .collect()
-                    .await
-                    .map_err(|e| {
-                        if e.is::<http_body_util::LengthLimitError>() {
-                            Failure::TooLarge
-                        } else {
-                            Failure::Transport(error_chain(e.as_ref()))
-                        }
-                    })?
-                    .to_bytes()
-            } else if declared.is_some_and(|n| n > MAX_ERROR_BODY_BYTES as u64) {
-                // An error body is only read for S3's code and message; an
-                // oversized one is dropped unread and the status stands.
-                Bytes::new()
-            } else {
-                match Limited::new(body, MAX_ERROR_BODY_BYTES).collect().await {
-                    Ok(b) => b.to_bytes(),
-                    Err(e) if e.is::<http_body_util::LengthLimitError>() => Bytes::new(),
-                    Err(e) => return Err(Failure::Transport(error_chain(e.as_ref()))),
-                }
-            };
+            let body = read_body(&parts, body, head_only, max).await?;
             Ok(Answer {
                 status: parts.status,
                 headers: parts.headers,
@@ -634,6 +583,31 @@ impl Client {
             Ok(r) => r,
             Err(_) => Err(Failure::Timeout),
         }
+    }
+
+    /// The request URI of `path` with `query`, each part percent-encoded
+    /// as SigV4 signed it.
+    fn uri_of(&self, path: &str, query: &[(String, String)]) -> String {
+        let mut uri = format!(
+            "{}{}",
+            self.settings.endpoint.url(),
+            sigv4::uri_encode(path, false)
+        );
+        if !query.is_empty() {
+            let q: Vec<String> = query
+                .iter()
+                .map(|(k, v)| {
+                    format!(
+                        "{}={}",
+                        sigv4::uri_encode(k, true),
+                        sigv4::uri_encode(v, true)
+                    )
+                })
+                .collect();
+            uri.push('?');
+            uri.push_str(&q.join("&"));
+        }
+        uri
     }
 
     fn vanished(&self, key: &str) -> S3Error {
@@ -675,5 +649,48 @@ fn status_error(method: &'static str, key: &str, a: &Answer) -> S3Error {
         message: xml_element(&text, "Message")
             .map(|c| unescape_xml(c).unwrap_or_default())
             .unwrap_or_default(),
+    }
+}
+/// The body of an answer: none for HEAD; a success body up to the
+/// caller's `max` (over it is [`Failure::TooLarge`], whatever the length
+/// the server declares); an error body up to [`MAX_ERROR_BODY_BYTES`],
+/// read only for S3's code and message (an oversized one is dropped
+/// unread and the status stands).
+async fn read_body(
+    parts: &hyper::http::response::Parts,
+    body: hyper::body::Incoming,
+    head_only: bool,
+    max: usize,
+) -> Result<Bytes, Failure> {
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if head_only {
+        Ok(Bytes::new())
+    } else if parts.status.is_success() {
+        if declared.is_some_and(|n| n > max as u64) {
+            return Err(Failure::TooLarge);
+        }
+        Ok(Limited::new(body, max)
+            .collect()
+            .await
+            .map_err(|e| {
+                if e.is::<http_body_util::LengthLimitError>() {
+                    Failure::TooLarge
+                } else {
+                    Failure::Transport(error_chain(e.as_ref()))
+                }
+            })?
+            .to_bytes())
+    } else if declared.is_some_and(|n| n > MAX_ERROR_BODY_BYTES as u64) {
+        Ok(Bytes::new())
+    } else {
+        match Limited::new(body, MAX_ERROR_BODY_BYTES).collect().await {
+            Ok(b) => Ok(b.to_bytes()),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => Ok(Bytes::new()),
+            Err(e) => Err(Failure::Transport(error_chain(e.as_ref()))),
+        }
     }
 }
