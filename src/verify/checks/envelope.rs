@@ -1,0 +1,136 @@
+//! The envelope's checks: payload type, the signature rule over the
+//! trusted issuer keys and the issuer binding, the payload, its
+//! invariants and its id.
+
+use super::*;
+
+impl Verifier {
+    /// Payload type, signature, payload, invariants, id. Returns the
+    /// computed id and what became of the payload.
+    pub(super) fn envelope_checks(
+        &self,
+        env: &Envelope,
+        claimed: &str,
+        checks: &mut Vec<Check>,
+    ) -> (Option<String>, PayloadState) {
+        if env.payload_type != constants::RECEIPT_PAYLOAD_TYPE {
+            checks.push(not_evaluated(
+                name::PAYLOAD_TYPE,
+                Reason::EnvelopePayloadTypeUnsupported,
+                format!(
+                    "payload type \"{}\" is not {}: not evaluated",
+                    env.payload_type,
+                    constants::RECEIPT_PAYLOAD_TYPE
+                ),
+            ));
+            skip_all(checks, &payload_chain(), name::PAYLOAD_TYPE);
+            return (None, PayloadState::Unread(name::PAYLOAD_TYPE));
+        }
+        checks.push(pass(name::PAYLOAD_TYPE));
+        // The payload is decoded first so that the signature check can bind
+        // the key that verified to the payload's issuer; the report keeps
+        // its fixed order (signature before the payload checks).
+        let mut payload_part = Vec::new();
+        let payload = payload_checks(&env.payload, &mut payload_part);
+        let receipt = match &payload {
+            PayloadState::Decoded(r) => Some(r.as_ref()),
+            _ => None,
+        };
+        checks.push(Check {
+            name: name::SIGNATURE,
+            result: self.signature(env, receipt),
+        });
+        checks.append(&mut payload_part);
+        let id = canonical::identity(&env.payload);
+        checks.push(Check {
+            name: name::RECEIPT_ID,
+            result: receipt_id_check(claimed, &id),
+        });
+        (Some(id.to_string()), payload)
+    }
+
+    /// The signature rule over the trusted issuer keys (spec/verify.md),
+    /// then the issuer binding (spec/gate.md): a key that verified must be
+    /// trusted under the name the payload gives as its `issuer`. Without a
+    /// decoded payload the binding cannot be looked at; the payload checks
+    /// then decide the outcome.
+    fn signature(&self, env: &Envelope, receipt: Option<&Receipt>) -> CheckResult {
+        match self.issuer_keys.check(env) {
+            SignatureCheck::Verified { keyids } => match receipt {
+                Some(r) => self.issuer_binding(&keyids, &r.issuer),
+                None => Ok(CheckVerdict::Pass),
+            },
+            SignatureCheck::Failed { index, keyid } => fail(
+                Reason::SignatureInvalid,
+                format!(
+                    "signature {index} names trusted key {keyid} but does not verify under it: \
+                     the envelope was altered or signed by another key"
+                ),
+            ),
+            SignatureCheck::NotEvaluated => Err(NotEvaluated {
+                reason: Reason::SignatureUntrusted,
+                detail: format!(
+                    "no signature is by a trusted issuer key (keyids: {}): add the issuer's \
+                     public key with --issuer-key or to the trust file{}",
+                    keyid_list(env),
+                    self.log_key_as_issuer_hint(env)
+                ),
+            }),
+        }
+    }
+
+    /// When an envelope's keyid is that of a trusted log key, say so: the
+    /// issuer and log keys were likely given the other way round.
+    fn log_key_as_issuer_hint(&self, env: &Envelope) -> String {
+        for sig in env.signatures.iter().filter(|s| !s.keyid.is_empty()) {
+            if let Some(log) = self
+                .trust
+                .logs
+                .iter()
+                .find(|l| crate::keys::keyid(&l.key) == sig.keyid)
+            {
+                return format!(
+                    "; keyid {} is the key of {:?}, trusted as a log key, not as an issuer key: \
+                     are the issuer and log keys swapped?",
+                    sig.keyid, log.name
+                );
+            }
+        }
+        String::new()
+    }
+
+    /// The names the key with this keyid is trusted under.
+    fn names_of_keyid<'a>(&'a self, id: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.issuer_names
+            .iter()
+            .filter(move |(k, _)| k == id)
+            .filter_map(|(_, n)| n.as_deref())
+    }
+
+    /// Pass when a key that verified is trusted under the name `issuer`.
+    fn issuer_binding(&self, keyids: &[String], issuer: &str) -> CheckResult {
+        if keyids
+            .iter()
+            .any(|id| self.names_of_keyid(id).any(|n| n == issuer))
+        {
+            return Ok(CheckVerdict::Pass);
+        }
+        let mut names: Vec<&str> = keyids
+            .iter()
+            .flat_map(|id| self.names_of_keyid(id))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let signer = if names.is_empty() {
+            "a trusted key given without a name, which binds no issuer name (give the \
+             issuer's .vkey file, --issuer-key NAME=KEY, or a trust file entry with its name)"
+                .to_string()
+        } else {
+            format!("the trusted key of \"{}\"", names.join("\", \""))
+        };
+        fail(
+            Reason::SignatureIssuerMismatch,
+            format!("the payload's issuer is \"{issuer}\", but it verified only under {signer}"),
+        )
+    }
+}
