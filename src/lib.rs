@@ -33,6 +33,8 @@
 //! [`verify`] outcome.
 
 #![forbid(unsafe_code)]
+// No function of the library over 80 lines (clippy.toml sets the threshold).
+#![deny(clippy::too_many_lines)]
 
 pub mod bundle;
 pub mod constants;
