@@ -245,6 +245,37 @@ fn only_the_issuing_side_runs_processes() {
     );
 }
 
+/// The most lines a file of `src/` may hold before its test module
+/// (issue 19: a file that grows past it is split by what it does).
+const MAX_FILE_LINES: usize = 700;
+
+#[test]
+fn no_file_in_src_is_over_700_lines_besides_its_test_module() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut long = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let n = text
+            .lines()
+            .take_while(|l| !l.trim_start().starts_with("#[cfg(test)]"))
+            .count();
+        if n > MAX_FILE_LINES {
+            long.push(format!("{}: {n} lines", f.display()));
+        }
+    }
+    assert!(
+        files.len() > 100,
+        "found only {} files under src/",
+        files.len()
+    );
+    assert!(
+        long.is_empty(),
+        "files over {MAX_FILE_LINES} lines before their test module:\n{}",
+        long.join("\n")
+    );
+}
+
 #[test]
 fn the_checker_sees_what_it_claims() {
     // The path reader itself: a group, a nested path and a comment.
