@@ -541,3 +541,29 @@ pub fn consistency_json(log: &Path, from: u64, to: u64) -> Vec<u8> {
         .stdout
         .clone()
 }
+
+// ---- External test vectors (tests/vectors/…) -----------------------------
+
+/// Hex digits (an even number of them) to bytes.
+pub fn hex_bytes(s: &str) -> Vec<u8> {
+    assert!(s.len().is_multiple_of(2), "odd hex length");
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// The JSON file `file` of the vector directory `dir`, parsed.
+pub fn vector_json(dir: &str, file: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(format!("{dir}/{file}")).unwrap()).unwrap()
+}
+
+/// The names of the files in `dir`, sorted.
+pub fn file_names(dir: &str) -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    files
+}
