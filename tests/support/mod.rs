@@ -567,3 +567,34 @@ pub fn file_names(dir: &str) -> Vec<String> {
     files.sort();
     files
 }
+
+// ---- The log library driven directly (log_roundtrip, s3_store) -----------
+
+/// The log key of the library-level log tests.
+pub fn lib_log_key() -> rcpt::keys::SigningKey {
+    rcpt::keys::SigningKey::from_bytes(&[7u8; 32])
+}
+
+/// Entry `i`: distinct, of varying length (1..=300 bytes).
+pub fn entry(i: u64) -> Vec<u8> {
+    let len = 1 + (i * 37 % 300) as usize;
+    let mut e = format!("entry-{i}:").into_bytes();
+    e.resize(len.max(e.len()), (i % 251) as u8);
+    e
+}
+
+/// Entries `range` ([`entry`]).
+pub fn entries(range: std::ops::Range<u64>) -> Vec<Vec<u8>> {
+    range.map(entry).collect()
+}
+
+/// Every step of an append, in order: where a crash test stops one.
+pub const APPEND_STEPS: [rcpt::log::Step; 7] = [
+    rcpt::log::Step::Integrate,
+    rcpt::log::Step::Tiles,
+    rcpt::log::Step::Write,
+    rcpt::log::Step::Index,
+    rcpt::log::Step::Keep,
+    rcpt::log::Step::Publish,
+    rcpt::log::Step::Retire,
+];
