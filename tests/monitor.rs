@@ -632,20 +632,7 @@ fn verify_against_a_mirror_names_forks_and_a_mirror_behind() {
     .unwrap();
     let prove = |log: &Path, index: u64, size: u64, name: &str| {
         let out = t.join(name);
-        let st = std::process::Command::new(serve_support::bin())
-            .args(["log", "prove"])
-            .arg(log)
-            .args([
-                "--index",
-                &index.to_string(),
-                "--size",
-                &size.to_string(),
-                "-o",
-            ])
-            .arg(&out)
-            .status()
-            .unwrap();
-        assert!(st.success());
+        support::prove_at(log, index, size, &out);
         out
     };
     let verify = |bundle: &Path| {

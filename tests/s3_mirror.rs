@@ -129,11 +129,7 @@ fn mirror_into_s3_copies_checks_and_follows_appends() {
     // Another log, with another key, is not mirrored over this one.
     let other_tmp = tempfile::tempdir().unwrap();
     let other_key = other_tmp.path().join("other.key");
-    std::fs::write(
-        &other_key,
-        rcpt::keys::signing_key_to_pem(&rcpt::keys::SigningKey::from_bytes(&[77u8; 32])),
-    )
-    .unwrap();
+    support::write_key(&other_key, 77);
     let other_dir = other_tmp.path().join("other");
     let st = Command::new(bin())
         .args(["log", "init"])

@@ -688,16 +688,13 @@ fn mirror_copies_checks_follows_appends_and_refuses_a_rewritten_history() {
         std::fs::create_dir_all(bare.join(&f).parent().unwrap()).unwrap();
         std::fs::copy(copy.join(&f), bare.join(&f)).unwrap();
     }
-    let out = Command::new(bin())
-        .args(["log", "check"])
-        .arg(&bare)
-        .args(["--log-key", &log_verifier().to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    support::succeeded(
+        Command::new(bin())
+            .args(["log", "check"])
+            .arg(&bare)
+            .args(["--log-key", &log_verifier().to_string()])
+            .output()
+            .unwrap(),
     );
     // Again, nothing new.
     let out = mirror(&url, &copy);
@@ -739,16 +736,13 @@ fn mirror_copies_checks_follows_appends_and_refuses_a_rewritten_history() {
         String::from_utf8_lossy(&out.stdout)
     );
     log_check(&copy);
-    let out = Command::new(bin())
-        .args(["log", "consistency"])
-        .arg(&copy)
-        .args(["--from", "300"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    support::succeeded(
+        Command::new(bin())
+            .args(["log", "consistency"])
+            .arg(&copy)
+            .args(["--from", "300"])
+            .output()
+            .unwrap(),
     );
     assert!(served.stop().success());
     // A log with the same key and origin but another history, longer.

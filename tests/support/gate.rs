@@ -166,32 +166,24 @@ impl Gate {
 
     /// `rcpt gate id ARGS`, asserting success.
     pub fn id(&self, args: &[&str]) -> String {
-        let out = self
-            .rcpt()
-            .args(["gate", "id"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = super::succeeded(
+            self.rcpt()
+                .args(["gate", "id"])
+                .args(args)
+                .output()
+                .unwrap(),
         );
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     }
 
     /// `rcpt gate id --json ARGS`: the change record.
     pub fn record(&self, args: &[&str]) -> serde_json::Value {
-        let out = self
-            .rcpt()
-            .args(["gate", "id", "--json"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = super::succeeded(
+            self.rcpt()
+                .args(["gate", "id", "--json"])
+                .args(args)
+                .output()
+                .unwrap(),
         );
         serde_json::from_slice(&out.stdout).unwrap()
     }

@@ -123,6 +123,40 @@ pub fn listening(child: &mut std::process::Child, stderr: Option<&Path>) -> std:
         .unwrap()
 }
 
+/// Spawn the server `cmd` (stdin closed, stdout piped, stderr to the file
+/// `stderr`) and wait for the address it prints ([`listening`]).
+pub fn spawn_listening(
+    cmd: &mut std::process::Command,
+    stderr: &Path,
+) -> (std::process::Child, std::net::SocketAddr) {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let addr = listening(&mut child, Some(stderr));
+    (child, addr)
+}
+
+/// `out`, a finished command's output, after asserting that it succeeded
+/// (its stderr shown if not).
+pub fn succeeded(out: std::process::Output) -> std::process::Output {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Write `bytes` to `child`'s piped stdin, then close it.
+pub fn write_stdin(child: &mut std::process::Child, bytes: &[u8]) {
+    use std::io::Write as _;
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+}
+
 /// The test payload most tests need: a valid v1 deny ("r"), not applied,
 /// replay unknown, by `issuer`, `issued_at` = `n` (so each `n` is another
 /// receipt); change and policy ids are `fill` repeated 32 times as hex.
@@ -473,19 +507,7 @@ impl Demo {
             "bundle-{}-{index}-{size}.json",
             self.origin.replace('/', "_")
         ));
-        rcpt()
-            .args(["log", "prove"])
-            .arg(&self.log)
-            .args([
-                "--index",
-                &index.to_string(),
-                "--size",
-                &size.to_string(),
-                "-o",
-            ])
-            .arg(&out)
-            .assert()
-            .success();
+        prove_at(&self.log, index, size, &out);
         out
     }
 
@@ -521,6 +543,23 @@ impl Demo {
         std::fs::write(&path, trust.to_string()).unwrap();
         path
     }
+}
+
+/// `rcpt log prove LOG --index I --size N -o OUT` succeeds.
+pub fn prove_at(log: &Path, index: u64, size: u64, out: &Path) {
+    rcpt()
+        .args(["log", "prove"])
+        .arg(log)
+        .args([
+            "--index",
+            &index.to_string(),
+            "--size",
+            &size.to_string(),
+            "-o",
+        ])
+        .arg(out)
+        .assert()
+        .success();
 }
 
 /// `rcpt log consistency LOG --from M --to N --json`, as bytes.
@@ -598,3 +637,27 @@ pub const APPEND_STEPS: [rcpt::log::Step; 7] = [
     rcpt::log::Step::Publish,
     rcpt::log::Step::Retire,
 ];
+
+/// Every file (not directory) under `dir`, at any depth, in walk order.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// The signing key of seed `seed` (32 bytes of it), written to `path` as PEM.
+pub fn write_key(path: &Path, seed: u8) -> rcpt::keys::SigningKey {
+    let k = rcpt::keys::SigningKey::from_bytes(&[seed; 32]);
+    std::fs::write(path, rcpt::keys::signing_key_to_pem(&k)).unwrap();
+    k
+}

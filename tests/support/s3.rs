@@ -208,28 +208,21 @@ pub fn killed_appends(count: u64, through: Option<&str>, ttl: u64) -> Option<Tri
     let location = fresh_location(&bucket, "crash");
     let tmp = tempfile::tempdir().unwrap();
     let key = tmp.path().join("log.key");
-    std::fs::write(
-        &key,
-        rcpt::keys::signing_key_to_pem(&rcpt::keys::SigningKey::from_bytes(&[5u8; 32])),
-    )
-    .unwrap();
+    super::write_key(&key, 5);
     let log = format!("s3://{}/{}", location.bucket, location.prefix);
     let direct = settings.endpoint.url();
     let endpoint = through.unwrap_or(&direct).to_string();
-    let init = crash_cmd(
-        &log,
-        &direct,
-        ttl,
-        "init",
-        &["--origin", "example.com/s3-crash", "--key"],
-    )
-    .arg(&key)
-    .output()
-    .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
+    super::succeeded(
+        crash_cmd(
+            &log,
+            &direct,
+            ttl,
+            "init",
+            &["--origin", "example.com/s3-crash", "--key"],
+        )
+        .arg(&key)
+        .output()
+        .unwrap(),
     );
 
     let mut acked: Vec<(u64, u64)> = Vec::new();
@@ -288,13 +281,10 @@ pub fn killed_appends(count: u64, through: Option<&str>, ttl: u64) -> Option<Tri
             "envelope {n} was lost: {reply}"
         );
     }
-    let check = crash_cmd(&log, &direct, ttl, "check", &[])
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
+    super::succeeded(
+        crash_cmd(&log, &direct, ttl, "check", &[])
+            .output()
+            .unwrap(),
     );
     Some(Trials {
         trials: count,
@@ -388,16 +378,12 @@ pub fn new_log(name: &str, tmp: &std::path::Path) -> Option<(S3Log, Settings, Lo
         trust: super::serve::write_trust(tmp),
         key,
     };
-    let init = log
-        .rcpt("init")
-        .args(["--origin", super::serve::ORIGIN, "--key"])
-        .arg(&log.key)
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
+    super::succeeded(
+        log.rcpt("init")
+            .args(["--origin", super::serve::ORIGIN, "--key"])
+            .arg(&log.key)
+            .output()
+            .unwrap(),
     );
     Some((log, settings, location))
 }

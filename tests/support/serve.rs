@@ -87,18 +87,15 @@ impl Served {
     /// and wait for the bound address on stdout.
     pub fn start(dir: &Path, trust: &Path, extra: &[&str]) -> Served {
         let stderr = dir.with_extension(format!("stderr-{}", rand_suffix()));
-        let mut child = Command::new(bin())
-            .args(["log", "serve"])
-            .arg(dir)
-            .args(["--listen", "127.0.0.1:0", "--trust"])
-            .arg(trust)
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        let addr = super::listening(&mut child, Some(&stderr));
+        let (child, addr) = super::spawn_listening(
+            Command::new(bin())
+                .args(["log", "serve"])
+                .arg(dir)
+                .args(["--listen", "127.0.0.1:0", "--trust"])
+                .arg(trust)
+                .args(extra),
+            &stderr,
+        );
         Served {
             child,
             addr,
@@ -237,18 +234,10 @@ pub fn runtime() -> tokio::runtime::Runtime {
 
 /// Recursively list the regular files under `dir/tile`, as paths relative to `dir`.
 pub fn tile_files(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.join("tile")];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p.strip_prefix(dir).unwrap().to_string_lossy().into_owned());
-            }
-        }
-    }
+    let mut out: Vec<String> = super::files_under(&dir.join("tile"))
+        .iter()
+        .map(|p| p.strip_prefix(dir).unwrap().to_string_lossy().into_owned())
+        .collect();
     out.sort();
     out
 }
