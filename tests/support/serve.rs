@@ -232,6 +232,43 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// `POST /add` of `envelope(n)` through `client` (an answer of at most 64 KiB).
+pub async fn post_envelope(
+    client: &rcpt::net::client::Client,
+    n: u64,
+) -> Result<rcpt::net::client::Answer, rcpt::net::client::ClientError> {
+    client
+        .send(
+            hyper::Method::POST,
+            "add",
+            bytes::Bytes::from(envelope(n)),
+            None,
+            1 << 16,
+        )
+        .await
+}
+
+/// Submit `envelope(n)` for every `n` of `range` to `url`, at most
+/// `concurrency` at a time, asserting that each is answered 200.
+pub fn submit_all(url: &str, range: std::ops::Range<u64>, concurrency: usize) {
+    let rt = runtime();
+    let client = rcpt::net::client::Client::new(url).unwrap();
+    rt.block_on(async {
+        let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(concurrency));
+        let mut tasks = tokio::task::JoinSet::new();
+        for n in range {
+            let (client, sem) = (client.clone(), std::sync::Arc::clone(&sem));
+            tasks.spawn(async move {
+                let _p = sem.acquire().await.unwrap();
+                post_envelope(&client, n).await.unwrap().status.as_u16()
+            });
+        }
+        while let Some(status) = tasks.join_next().await {
+            assert_eq!(status.unwrap(), 200);
+        }
+    });
+}
+
 /// Recursively list the regular files under `dir/tile`, as paths relative to `dir`.
 pub fn tile_files(dir: &Path) -> Vec<String> {
     let mut out: Vec<String> = super::files_under(&dir.join("tile"))
@@ -283,15 +320,7 @@ pub async fn crash_load(
                         Some(&(n, index)) if i % 5 == 4 => (n, Some(index)),
                         _ => (base + c * per_client + i, None),
                     };
-                let sent = client
-                    .send(
-                        hyper::Method::POST,
-                        "add",
-                        bytes::Bytes::from(envelope(n)),
-                        None,
-                        1 << 16,
-                    )
-                    .await;
+                let sent = post_envelope(&client, n).await;
                 let Ok(a) = sent else { break };
                 if a.status.as_u16() != 200 {
                     break;
