@@ -60,13 +60,19 @@ pub fn write_trust(tmp: &Path) -> PathBuf {
 
 /// `rcpt log init` of a fresh log `tmp/NAME` (key file beside it).
 pub fn init_log(tmp: &Path, name: &str) -> PathBuf {
-    let key = tmp.join("log.key");
-    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&log_key())).unwrap();
-    let dir = tmp.join(name);
+    init_log_as(tmp, &tmp.join(name), &log_key(), ORIGIN)
+}
+
+/// `rcpt log init` of a fresh log `dir` of `origin`, signed by `log_key`
+/// (its key file written as `key_dir/log.key`); `dir`.
+pub fn init_log_as(key_dir: &Path, dir: &Path, log_key: &SigningKey, origin: &str) -> PathBuf {
+    let key = key_dir.join("log.key");
+    std::fs::write(&key, rcpt::keys::signing_key_to_pem(log_key)).unwrap();
+    let dir = dir.to_path_buf();
     let st = Command::new(bin())
         .args(["log", "init"])
         .arg(&dir)
-        .args(["--origin", ORIGIN, "--key"])
+        .args(["--origin", origin, "--key"])
         .arg(&key)
         .stdout(Stdio::null())
         .status()
@@ -279,8 +285,8 @@ pub fn tile_files(dir: &Path) -> Vec<String> {
     out
 }
 
-/// `rcpt log check DIR` passes.
-pub fn log_check(dir: &Path) {
+/// `rcpt log check DIR` passes; its output.
+pub fn log_check(dir: &Path) -> std::process::Output {
     let out = Command::new(bin())
         .args(["log", "check"])
         .arg(dir)
@@ -293,6 +299,7 @@ pub fn log_check(dir: &Path) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    out
 }
 
 /// Submit fresh receipts `base + c * per_client + i` from `clients` tasks, and every fifth time
