@@ -302,6 +302,56 @@ pub fn log_check(dir: &Path) -> std::process::Output {
     out
 }
 
+/// A crash trial's acknowledgements `acks` (receipt number -> index) are
+/// each at their index of `log`, and a receipt `all` holds from an earlier
+/// trial kept its index; then `all` takes them in.
+pub fn check_trial_acks(
+    log: &rcpt::log::Log,
+    trial: u64,
+    acks: std::collections::HashMap<u64, u64>,
+    all: &mut std::collections::HashMap<u64, u64>,
+) {
+    for (&n, &index) in &acks {
+        assert_eq!(
+            log.entry(index).unwrap(),
+            entry_of(&envelope(n)),
+            "trial {trial}: receipt {n}"
+        );
+        if let Some(&first) = all.get(&n) {
+            assert_eq!(first, index, "trial {trial}: receipt {n} moved");
+        }
+    }
+    all.extend(acks);
+}
+
+/// Every receipt of `all` (receipt number -> index) is at its index of `log`.
+pub fn assert_all_at(log: &rcpt::log::Log, all: &std::collections::HashMap<u64, u64>) {
+    for (&n, &index) in all {
+        assert_eq!(log.entry(index).unwrap(), entry_of(&envelope(n)));
+    }
+}
+
+/// The crash trials' summary line, and that some trial was killed after
+/// answering (`mid_load` of the `count` trials).
+pub fn report_trials(
+    count: u64,
+    mid_load: u64,
+    all: &std::collections::HashMap<u64, u64>,
+    log: &rcpt::log::Log,
+    started: std::time::Instant,
+) {
+    eprintln!(
+        "{count} trials: {mid_load} killed with answers given, {} receipts acknowledged, log size {}, {:.1} s",
+        all.len(),
+        log.size(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        mid_load > 0,
+        "no trial acknowledged anything before its kill"
+    );
+}
+
 /// Submit fresh receipts `base + c * per_client + i` from `clients` tasks, and every fifth time
 /// one acknowledged in an earlier trial, until the server goes away.
 pub async fn crash_load(
