@@ -173,16 +173,13 @@ fn openssl_reads_our_keys_and_we_read_its_keys() {
     let dir = tempfile::tempdir().unwrap();
     let (keyid, _) = generate(dir.path(), "x");
     // openssl derives the same public key from our private key file.
-    let derived = openssl()
-        .unwrap()
-        .args(["pkey", "-pubout", "-in"])
-        .arg(dir.path().join("k.key"))
-        .output()
-        .unwrap();
-    assert!(
-        derived.status.success(),
-        "{}",
-        String::from_utf8_lossy(&derived.stderr)
+    let derived = support::succeeded(
+        openssl()
+            .unwrap()
+            .args(["pkey", "-pubout", "-in"])
+            .arg(dir.path().join("k.key"))
+            .output()
+            .unwrap(),
     );
     assert_eq!(
         derived.stdout,

@@ -331,11 +331,7 @@ fn trust_file(tmp: &Path, name: &str) -> PathBuf {
 fn accepted_issuers_refuse_forged_and_foreign_envelopes() {
     let tmp = tempfile::tempdir().unwrap();
     let key = tmp.path().join("log.key");
-    std::fs::write(
-        &key,
-        rcpt::keys::signing_key_to_pem(&SigningKey::from_bytes(&[5u8; 32])),
-    )
-    .unwrap();
+    support::write_key(&key, 5);
     let dir = tmp.path().join("log");
     let init_out = stdout(
         rcpt()

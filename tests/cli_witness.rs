@@ -21,7 +21,7 @@ use rcpt::tlog::note::{self, Checkpoint, Note};
 use rcpt::tlog::proof::TlogProof;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use support::{rcpt, rcpt_bin};
+use support::{rcpt, rcpt_bin, write_key};
 
 const ORIGIN: &str = "example.com/witnessed";
 const NAME: &str = "witness.example/w1";
@@ -32,12 +32,6 @@ fn s(p: &Path) -> &str {
 
 fn out(cmd: &mut Command) -> String {
     String::from_utf8(cmd.assert().success().get_output().stdout.clone()).unwrap()
-}
-
-fn write_key(path: &Path, seed: u8) -> SigningKey {
-    let k = SigningKey::from_bytes(&[seed; 32]);
-    std::fs::write(path, rcpt::keys::signing_key_to_pem(&k)).unwrap();
-    k
 }
 
 /// A valid receipt envelope, distinct for each `n`.

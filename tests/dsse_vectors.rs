@@ -9,22 +9,17 @@
     clippy::panic
 )]
 
+mod support;
+
 use rcpt::keys::{self, SigningKey, VerifyingKey};
 use rcpt::receipt::dsse::{Envelope, EnvelopeError, SignatureCheck, check_signatures, pae};
 use serde_json::Value;
+use support::hex_bytes as hex;
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/dsse");
 
-fn hex(s: &str) -> Vec<u8> {
-    assert!(s.len().is_multiple_of(2), "odd hex length");
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
-
 fn load(file: &str) -> Value {
-    serde_json::from_slice(&std::fs::read(format!("{DIR}/{file}")).unwrap()).unwrap()
+    support::vector_json(DIR, file)
 }
 
 fn text<'a>(v: &'a Value, key: &str) -> &'a str {
@@ -185,11 +180,7 @@ fn run_spec_example() -> usize {
 
 #[test]
 fn every_dsse_vector_runs() {
-    let mut files: Vec<String> = std::fs::read_dir(DIR)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    files.sort();
+    let files = support::file_names(DIR);
     let mut ran = 0;
     for file in &files {
         ran += match file.as_str() {

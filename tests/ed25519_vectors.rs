@@ -9,21 +9,16 @@
     clippy::panic
 )]
 
+mod support;
+
 use rcpt::keys::verifying_key_from_bytes;
 use serde_json::Value;
+use support::hex_bytes as hex;
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/ed25519");
 
-fn hex(s: &str) -> Vec<u8> {
-    assert!(s.len().is_multiple_of(2), "odd hex length");
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
-
 fn load(file: &str) -> Value {
-    serde_json::from_slice(&std::fs::read(format!("{DIR}/{file}")).unwrap()).unwrap()
+    support::vector_json(DIR, file)
 }
 
 /// rcpt's whole acceptance path: the key must parse (32 bytes, canonical,
@@ -107,11 +102,7 @@ fn run_speccheck() -> usize {
 
 #[test]
 fn every_ed25519_vector_runs() {
-    let mut files: Vec<String> = std::fs::read_dir(DIR)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    files.sort();
+    let files = support::file_names(DIR);
     let mut ran = 0;
     for file in &files {
         ran += match file.as_str() {

@@ -11,7 +11,6 @@
 
 mod support;
 
-use std::io::Write;
 use std::process::Stdio;
 use support::{deny_payload, keypair, rcpt, rcpt_bin, signed_envelope};
 
@@ -51,12 +50,7 @@ fn big_log() -> (tempfile::TempDir, std::path::PathBuf) {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(lines.as_bytes())
-        .unwrap();
+    support::write_stdin(&mut child, lines.as_bytes());
     assert!(child.wait().unwrap().success());
     (tmp, log)
 }
@@ -65,16 +59,13 @@ fn big_log() -> (tempfile::TempDir, std::path::PathBuf) {
 fn prove_all_to_stdout_is_json_lines_that_verify_dash_reads_back() {
     let (tmp, log) = big_log();
     let dir = tmp.path();
-    let out = rcpt()
-        .args(["log", "prove"])
-        .arg(&log)
-        .args(["--all", "-o", "-"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = support::succeeded(
+        rcpt()
+            .args(["log", "prove"])
+            .arg(&log)
+            .args(["--all", "-o", "-"])
+            .output()
+            .unwrap(),
     );
     assert!(
         out.stderr.is_empty(),

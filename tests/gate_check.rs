@@ -420,18 +420,10 @@ fn sigint_kills_the_check_and_removes_the_clean_worktree() {
 
 /// Every file under `dir`, with its bytes, sorted.
 fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.display().to_string(), std::fs::read(&p).unwrap()));
-            }
-        }
-    }
+    let mut out: Vec<(String, Vec<u8>)> = support::files_under(dir)
+        .iter()
+        .map(|p| (p.display().to_string(), std::fs::read(p).unwrap()))
+        .collect();
     out.sort();
     out
 }

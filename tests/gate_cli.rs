@@ -14,6 +14,7 @@ mod support;
 
 use serde_json::{Value, json};
 use std::path::Path;
+use support::gate::git_trimmed as git;
 use support::{World, d, payload, rcpt};
 
 const ISSUER: &str = "gate.example/ci";
@@ -274,29 +275,6 @@ fn trust_file_requirements_and_flag_override() {
         .arg(&deny)
         .assert()
         .code(2);
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.com",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(["-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// The gate's round trip: `receipt read-set` makes the read set, the log

@@ -2,32 +2,13 @@
 //! repository made by the `git` command in each test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
+mod support;
+
 use rcpt::digest::{Algorithm, Digest};
 use rcpt::fresh::{ItemState, ReadSetError, ResourceError, check_read_set, read_set};
 use rcpt::receipt::Substrate;
-use std::path::Path;
 use std::process::Command;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args([
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
+use support::gate::git_trimmed as git;
 
 /// A repository with one commit on main, a tag, and a file.
 fn repo() -> tempfile::TempDir {

@@ -39,22 +39,8 @@ fn entry_of(envelope_json: &str) -> Vec<u8> {
 use support::Rng;
 
 fn init_log(tmp: &Path) -> PathBuf {
-    let key = tmp.join("log.key");
-    std::fs::write(
-        &key,
-        rcpt::keys::signing_key_to_pem(&SigningKey::from_bytes(&[6u8; 32])),
-    )
-    .unwrap();
     let dir = tmp.join("log");
-    let st = Command::new(bin())
-        .args(["log", "init"])
-        .arg(&dir)
-        .args(["--origin", "example.com/crash", "--key"])
-        .arg(&key)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
+    init_log_at(&dir, tmp);
     dir
 }
 
@@ -108,16 +94,7 @@ fn spawn_append(
 /// Check the log with the binary, then that every acknowledged receipt is
 /// at its index. `inputs[k]` is the envelope of stdin line `k + 1`.
 fn assert_intact(dir: &Path, inputs: &[String], acks: &[serde_json::Value]) {
-    let out = Command::new(bin())
-        .args(["log", "check"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "check failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::serve::log_check(dir);
     let log = Log::open(dir).unwrap();
     for ack in acks {
         let line: usize = ack["file"].as_str().unwrap()[2..].parse().unwrap();
@@ -266,21 +243,12 @@ impl Drop for SmallFs {
 
 /// `rcpt log init` of a log in `dir` with its key in `key_dir`.
 fn init_log_at(dir: &Path, key_dir: &Path) {
-    let key = key_dir.join("log.key");
-    std::fs::write(
-        &key,
-        rcpt::keys::signing_key_to_pem(&SigningKey::from_bytes(&[6u8; 32])),
-    )
-    .unwrap();
-    let st = Command::new(bin())
-        .args(["log", "init"])
-        .arg(dir)
-        .args(["--origin", "example.com/crash", "--key"])
-        .arg(&key)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
+    support::serve::init_log_as(
+        key_dir,
+        dir,
+        &SigningKey::from_bytes(&[6u8; 32]),
+        "example.com/crash",
+    );
 }
 
 /// `rcpt log append --json --batch B DIR -` on `lines`, to completion:

@@ -9,27 +9,14 @@
     clippy::indexing_slicing
 )]
 
+mod support;
+
 use rcpt::keys::SigningKey;
 use rcpt::log::{Appended, Log, LogError, LogWriter, check};
 use rcpt::tlog::merkle::{self, leaf_hash, verify_consistency, verify_inclusion};
 use rcpt::tlog::note::{Checkpoint, Note};
 use std::path::Path;
-
-fn key() -> SigningKey {
-    SigningKey::from_bytes(&[7u8; 32])
-}
-
-/// Entry `i`: distinct, of varying length (1..=300 bytes).
-fn entry(i: u64) -> Vec<u8> {
-    let len = 1 + (i * 37 % 300) as usize;
-    let mut e = format!("entry-{i}:").into_bytes();
-    e.resize(len.max(e.len()), (i % 251) as u8);
-    e
-}
-
-fn entries(range: std::ops::Range<u64>) -> Vec<Vec<u8>> {
-    range.map(entry).collect()
-}
+use support::{APPEND_STEPS, entries, entry, lib_log_key as key};
 
 fn new_log(dir: &Path) -> LogWriter {
     Log::init(dir, "example.com/test-log", &key()).unwrap();
@@ -351,16 +338,7 @@ fn batch_limits_are_enforced_before_work() {
 #[test]
 fn an_append_stopped_after_any_step_is_repaired() {
     use rcpt::log::Step;
-    let steps = [
-        Step::Integrate,
-        Step::Tiles,
-        Step::Write,
-        Step::Index,
-        Step::Keep,
-        Step::Publish,
-        Step::Retire,
-    ];
-    for step in steps {
+    for step in APPEND_STEPS {
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path();
         let mut w = new_log(p);

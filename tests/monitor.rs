@@ -25,19 +25,7 @@ fn every_entry_event_once_in_order_and_the_exit_statuses() {
     let w = s.watch.to_str().unwrap();
     let run = monitor_dir(&s.log, &state, &["--watch", w]);
     assert_eq!(run.code, 1, "{run:?}");
-    assert_eq!(
-        run.names(),
-        [
-            "receipt.matched",
-            "receipt.unauthorized",
-            "receipt.impersonation",
-            "receipt.key_misuse",
-            "receipt.change",
-            "entry.malformed",
-            "receipt.matched"
-        ],
-        "{run:?}"
-    );
+    assert_eq!(run.names(), SCENE_EVENTS, "{run:?}");
     assert_eq!(run.indexes(), [0, 1, 2, 3, 4, 5, 7]);
     let first = &run.events[0];
     assert_eq!(first["origin"], ORIGIN);
@@ -644,20 +632,7 @@ fn verify_against_a_mirror_names_forks_and_a_mirror_behind() {
     .unwrap();
     let prove = |log: &Path, index: u64, size: u64, name: &str| {
         let out = t.join(name);
-        let st = std::process::Command::new(serve_support::bin())
-            .args(["log", "prove"])
-            .arg(log)
-            .args([
-                "--index",
-                &index.to_string(),
-                "--size",
-                &size.to_string(),
-                "-o",
-            ])
-            .arg(&out)
-            .status()
-            .unwrap();
-        assert!(st.success());
+        support::prove_at(log, index, size, &out);
         out
     };
     let verify = |bundle: &Path| {

@@ -19,9 +19,6 @@ use support::s3 as s3_support;
 use support::serve as serve_support;
 
 use serve_support::{envelope, raw};
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 #[test]
@@ -34,35 +31,14 @@ fn a_lost_lease_shows_in_the_metrics() {
         return;
     };
     let client = rcpt::storage::s3::BlockingClient::new(settings.clone(), &location).unwrap();
-    let mut child = c
-        .rcpt("serve")
-        .args([
-            "--lease-ttl",
-            "2",
-            "--listen",
-            "127.0.0.1:0",
-            "--batch-wait",
-            "0ms",
-            "--trust",
-        ])
-        .arg(&c.trust)
-        .arg("--key")
-        .arg(&c.key)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr: SocketAddr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (mut child, addr) = c.serve(&[
+        "--lease-ttl",
+        "2",
+        "--listen",
+        "127.0.0.1:0",
+        "--batch-wait",
+        "0ms",
+    ]);
     let r = raw(addr, "POST", "/add", &[], envelope(1).as_bytes());
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
 

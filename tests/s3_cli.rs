@@ -43,11 +43,7 @@ fn a_log_on_s3_from_the_command_line() {
     let log = format!("s3://{}/{}", location.bucket, location.prefix);
     let tmp = tempfile::tempdir().unwrap();
     let key = tmp.path().join("log.key");
-    std::fs::write(
-        &key,
-        rcpt::keys::signing_key_to_pem(&SigningKey::from_bytes(&[5u8; 32])),
-    )
-    .unwrap();
+    support::write_key(&key, 5);
 
     let out = rcpt()
         .args([

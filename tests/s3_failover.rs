@@ -29,17 +29,14 @@ mod support;
 use support::serve as serve_support;
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use hyper::Method;
 use rcpt::net::client::Client;
-use rcpt::storage::s3::{BlockingClient, LeaseConfig, Location, S3Store};
-use serve_support::{ORIGIN, entry_of, envelope, log_verifier};
+use rcpt::storage::s3::BlockingClient;
+use serve_support::{ORIGIN, log_verifier};
 
 /// Concurrent submitters.
 const CLIENTS: u64 = 12;
@@ -54,49 +51,7 @@ const RETRY_FOR: Duration = Duration::from_secs(90);
 /// (SIGSTOP) gives up on it and tries the others.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
 
-use support::s3::{S3Log as Ctx, Seen};
-
-/// Starts `serve` (`--wait` for the standby); its URL is sent once it
-/// listens (a standby listens only once it holds the lease).
-fn serve(
-    c: &Ctx,
-    standby: bool,
-    stderr: &std::path::Path,
-) -> (Child, std::sync::mpsc::Receiver<String>) {
-    let mut cmd = c.rcpt("serve");
-    cmd.args([
-        "--lease-ttl",
-        "2",
-        "--listen",
-        "127.0.0.1:0",
-        "--batch-wait",
-        "10ms",
-        "--trust",
-    ])
-    .arg(&c.trust)
-    .arg("--key")
-    .arg(&c.key);
-    if standby {
-        cmd.arg("--wait");
-    }
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(stderr).unwrap())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        if BufReader::new(stdout).read_line(&mut line).is_ok()
-            && let Some(addr) = line.trim().strip_prefix("listening on ")
-        {
-            let _ = tx.send(format!("http://{addr}"));
-        }
-    });
-    (child, rx)
-}
+use support::s3::Seen;
 
 /// Submits `envelope(n)` to whichever known server answers 200 first;
 /// the index. Retries (every server, then a pause) for [`RETRY_FOR`].
@@ -109,11 +64,9 @@ async fn submit(urls: &Mutex<Vec<String>>, clients: &mut HashMap<String, Client>
             let client = clients
                 .entry(url.clone())
                 .or_insert_with(|| Client::new(url).unwrap());
-            let sent = tokio::time::timeout(
-                ATTEMPT_TIMEOUT,
-                client.send(Method::POST, "add", Bytes::from(envelope(n)), None, 1 << 16),
-            )
-            .await;
+            let sent =
+                tokio::time::timeout(ATTEMPT_TIMEOUT, serve_support::post_envelope(client, n))
+                    .await;
             if let Ok(Ok(a)) = sent
                 && a.status.as_u16() == 200
             {
@@ -167,9 +120,15 @@ fn failover(fault: Fault) {
     let s3 = Arc::new(BlockingClient::new(settings, &location).unwrap());
 
     let primary_log = tmp.path().join("primary.log");
-    let (mut primary, primary_url) = serve(&c, false, &primary_log);
-    let primary_url = primary_url.recv().unwrap();
-    let (mut standby, standby_url) = serve(&c, true, &tmp.path().join("standby.log"));
+    let (mut primary, primary_addr) =
+        c.serve_leased(false, std::fs::File::create(&primary_log).unwrap().into());
+    let primary_url = format!("http://{}", primary_addr.recv().unwrap());
+    let (mut standby, standby_addr) = c.serve_leased(
+        true,
+        std::fs::File::create(tmp.path().join("standby.log"))
+            .unwrap()
+            .into(),
+    );
     let urls = Arc::new(Mutex::new(vec![primary_url.clone()]));
 
     // The poller: both servers' /checkpoint and the checkpoint object, in turn.
@@ -202,16 +161,7 @@ fn failover(fault: Fault) {
                         });
                     }
                 }
-                let (s3, key) = (Arc::clone(&s3), object.clone());
-                let got = tokio::task::spawn_blocking(move || s3.get(&key, 1 << 16))
-                    .await
-                    .unwrap();
-                if let Ok(Some(o)) = got {
-                    seen.lock().unwrap().push(Seen {
-                        source: "object".into(),
-                        text: String::from_utf8(o.body.to_vec()).unwrap(),
-                    });
-                }
+                s3_support::poll_object(&s3, &object, &seen).await;
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })
@@ -245,7 +195,7 @@ fn failover(fault: Fault) {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert!(
-        standby_url.try_recv().is_err(),
+        standby_addr.try_recv().is_err(),
         "the standby listened while the primary held the lease"
     );
     let killed = Instant::now();
@@ -256,9 +206,12 @@ fn failover(fault: Fault) {
         }
         Fault::Pause => signal(&primary, "STOP"),
     }
-    let standby_url = standby_url
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the standby never took over");
+    let standby_url = format!(
+        "http://{}",
+        standby_addr
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the standby never took over")
+    );
     let listening = killed.elapsed();
     // Nothing is acknowledged now until the clients learn the standby's address.
     let acked_before = acked.load(Ordering::Relaxed);
@@ -306,23 +259,8 @@ fn failover(fault: Fault) {
     // Every acknowledged entry is at its index, each at its own.
     let acks = std::mem::take(&mut *acks.lock().unwrap());
     assert_eq!(acks.len() as u64, CLIENTS * PER_CLIENT);
-    let store = Arc::new(S3Store::new(
-        Arc::clone(&s3),
-        Location::parse(&c.log).unwrap(),
-        LeaseConfig::new(Duration::from_secs(2)).unwrap(),
-    ));
-    let log = rcpt::log::Log::open_store(store, None).unwrap();
-    let mut indexes: Vec<u64> = acks.values().copied().collect();
-    indexes.sort_unstable();
-    indexes.dedup();
-    assert_eq!(indexes.len(), acks.len(), "two submissions share an index");
-    for (&n, &index) in &acks {
-        assert_eq!(
-            log.entry(index).unwrap(),
-            entry_of(&envelope(n)),
-            "entry {n}"
-        );
-    }
+    let log = c.open(&s3, Duration::from_secs(2));
+    s3_support::assert_acks_at_own_index(&log, &acks);
     assert!(log.size() >= acks.len() as u64);
 
     // No fork: one root per size, no source goes back, one chain of trees.
@@ -343,10 +281,5 @@ fn failover(fault: Fault) {
         acks.len(),
         log.size()
     );
-    let check = c.rcpt("check").output().unwrap();
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
+    c.check();
 }

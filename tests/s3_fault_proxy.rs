@@ -30,18 +30,14 @@ use support::s3 as s3_support;
 use support::serve as serve_support;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use hyper::Method;
 use rcpt::net::client::Client;
-use rcpt::storage::s3::{BlockingClient, LeaseConfig, Location, S3Store};
+use rcpt::storage::s3::BlockingClient;
 use s3_support::{S3Log as Ctx, Seen};
-use serve_support::{ORIGIN, entry_of, envelope, log_verifier};
+use serve_support::{ORIGIN, log_verifier};
 
 /// Concurrent submitters to the service.
 const CLIENTS: u64 = 8;
@@ -95,11 +91,8 @@ struct Answers {
 async fn submit(client: &Client, n: u64, answers: &Mutex<Answers>) -> u64 {
     let started = Instant::now();
     loop {
-        let sent = tokio::time::timeout(
-            ATTEMPT_TIMEOUT,
-            client.send(Method::POST, "add", Bytes::from(envelope(n)), None, 1 << 16),
-        )
-        .await;
+        let sent =
+            tokio::time::timeout(ATTEMPT_TIMEOUT, serve_support::post_envelope(client, n)).await;
         match sent {
             Ok(Ok(a)) if a.status.as_u16() == 200 => {
                 let j: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
@@ -139,39 +132,18 @@ fn serve_through_a_failing_store_recovers_loses_nothing_and_never_forks() {
     };
     let stderr_path = tmp.path().join("serve.log");
     // A TTL well past the outage: the holder keeps its lease through it.
-    let mut serve = through
-        .rcpt("serve")
-        .args([
+    let (mut serve, addr) = support::spawn_listening(
+        &mut through.serve_cmd(&[
             "--lease-ttl",
             "10",
             "--listen",
             "127.0.0.1:0",
             "--batch-wait",
             "10ms",
-            "--trust",
-        ])
-        .arg(&through.trust)
-        .arg("--key")
-        .arg(&through.key)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&stderr_path).unwrap())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(serve.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let url = format!(
-        "http://{}",
-        first
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!(
-                "serve did not listen: {first:?}; {}",
-                std::fs::read_to_string(&stderr_path).unwrap_or_default()
-            ))
+        ]),
+        &stderr_path,
     );
+    let url = format!("http://{addr}");
 
     let s3 = Arc::new(BlockingClient::new(settings, &location).unwrap());
     let rt = serve_support::runtime();
@@ -196,16 +168,7 @@ fn serve_through_a_failing_store_recovers_loses_nothing_and_never_forks() {
                         text: String::from_utf8(body.to_vec()).unwrap(),
                     });
                 }
-                let (s3, key) = (Arc::clone(&s3), object.clone());
-                let got = tokio::task::spawn_blocking(move || s3.get(&key, 1 << 16))
-                    .await
-                    .unwrap();
-                if let Ok(Some(o)) = got {
-                    seen.lock().unwrap().push(Seen {
-                        source: "object".into(),
-                        text: String::from_utf8(o.body.to_vec()).unwrap(),
-                    });
-                }
+                s3_support::poll_object(&s3, &object, &seen).await;
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })
@@ -276,31 +239,11 @@ fn serve_through_a_failing_store_recovers_loses_nothing_and_never_forks() {
     }
     let acks = std::mem::take(&mut *acks.lock().unwrap());
     assert_eq!(acks.len() as u64, CLIENTS * PER_CLIENT);
-    let store = Arc::new(S3Store::new(
-        Arc::clone(&s3),
-        Location::parse(&direct.log).unwrap(),
-        LeaseConfig::new(Duration::from_secs(10)).unwrap(),
-    ));
-    let log = rcpt::log::Log::open_store(store, None).unwrap();
-    let mut indexes: Vec<u64> = acks.values().copied().collect();
-    indexes.sort_unstable();
-    indexes.dedup();
-    assert_eq!(indexes.len(), acks.len(), "two submissions share an index");
-    for (&n, &index) in &acks {
-        assert_eq!(
-            log.entry(index).unwrap(),
-            entry_of(&envelope(n)),
-            "entry {n}"
-        );
-    }
+    let log = direct.open(&s3, Duration::from_secs(10));
+    s3_support::assert_acks_at_own_index(&log, &acks);
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     let sizes = s3_support::assert_no_fork(&seen, &log, ORIGIN, &log_verifier());
-    let check = direct.rcpt("check").output().unwrap();
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
+    direct.check();
 
     let answers = answers.lock().unwrap();
     eprintln!(

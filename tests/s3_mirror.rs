@@ -16,36 +16,8 @@ mod support;
 use support::serve as serve_support;
 
 use std::process::Command;
-use std::sync::Arc;
 
-use bytes::Bytes;
-use hyper::Method;
-use rcpt::net::client::Client;
 use serve_support::*;
-
-fn submit_all(url: &str, range: std::ops::Range<u64>) {
-    let rt = runtime();
-    let client = Client::new(url).unwrap();
-    rt.block_on(async {
-        let sem = Arc::new(tokio::sync::Semaphore::new(32));
-        let mut tasks = tokio::task::JoinSet::new();
-        for n in range {
-            let (client, sem) = (client.clone(), Arc::clone(&sem));
-            tasks.spawn(async move {
-                let _p = sem.acquire().await.unwrap();
-                client
-                    .send(Method::POST, "add", Bytes::from(envelope(n)), None, 1 << 16)
-                    .await
-                    .unwrap()
-                    .status
-                    .as_u16()
-            });
-        }
-        while let Some(status) = tasks.join_next().await {
-            assert_eq!(status.unwrap(), 200);
-        }
-    });
-}
 
 #[test]
 fn mirror_into_s3_copies_checks_and_follows_appends() {
@@ -81,7 +53,7 @@ fn mirror_into_s3_copies_checks_and_follows_appends() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
 
-    submit_all(&url, 0..300);
+    submit_all(&url, 0..300, 32);
     let text = ok(&mirror());
     assert!(text.contains("mirrored 300 entries (was 0)"), "{text}");
     ok(&rcpt(&["check", &dest]));
@@ -115,7 +87,7 @@ fn mirror_into_s3_copies_checks_and_follows_appends() {
 
     // Up to date: nothing fetched. Then the log grows, and the mirror follows.
     assert!(ok(&mirror()).contains("up to date: 300 entries"));
-    submit_all(&url, 300..700);
+    submit_all(&url, 300..700, 32);
     let text = ok(&mirror());
     assert!(text.contains("mirrored 700 entries (was 300)"), "{text}");
     ok(&rcpt(&["check", &dest]));
@@ -129,11 +101,7 @@ fn mirror_into_s3_copies_checks_and_follows_appends() {
     // Another log, with another key, is not mirrored over this one.
     let other_tmp = tempfile::tempdir().unwrap();
     let other_key = other_tmp.path().join("other.key");
-    std::fs::write(
-        &other_key,
-        rcpt::keys::signing_key_to_pem(&rcpt::keys::SigningKey::from_bytes(&[77u8; 32])),
-    )
-    .unwrap();
+    support::write_key(&other_key, 77);
     let other_dir = other_tmp.path().join("other");
     let st = Command::new(bin())
         .args(["log", "init"])
@@ -144,7 +112,7 @@ fn mirror_into_s3_copies_checks_and_follows_appends() {
         .unwrap();
     ok(&st);
     let other = Served::start(&other_dir, &trust, &["--batch-wait", "5ms"]);
-    submit_all(&other.url(), 0..5);
+    submit_all(&other.url(), 0..5, 32);
     let other_vkey = rcpt::keys::NoteVerifier::new(
         ORIGIN,
         rcpt::keys::SigningKey::from_bytes(&[77u8; 32]).verifying_key(),

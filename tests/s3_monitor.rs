@@ -72,19 +72,7 @@ fn monitor_on_object_storage_reports_every_event_resumes_and_names_a_rollback() 
 
     let run = monitor(&source, &state, &args);
     assert_eq!(run.code, 1, "{run:?}");
-    assert_eq!(
-        run.names(),
-        [
-            "receipt.matched",
-            "receipt.unauthorized",
-            "receipt.impersonation",
-            "receipt.key_misuse",
-            "receipt.change",
-            "entry.malformed",
-            "receipt.matched"
-        ],
-        "{run:?}"
-    );
+    assert_eq!(run.names(), SCENE_EVENTS, "{run:?}");
     assert_eq!(run.indexes(), [0, 1, 2, 3, 4, 5, 7]);
     assert_eq!(saved_next(&state), 8);
 

@@ -16,52 +16,11 @@ use support::s3 as s3_support;
 mod support;
 use support::serve as serve_support;
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::Instant;
 
 use serve_support::{ORIGIN, envelope, raw};
-
-use support::s3::S3Log as Ctx;
-
-/// Starts `serve` (with `--wait` for a standby); the address once it listens
-/// (a standby listens only once it holds the lease).
-fn serve(c: &Ctx, standby: bool) -> (Child, std::sync::mpsc::Receiver<SocketAddr>) {
-    let mut cmd = c.rcpt("serve");
-    cmd.args([
-        "--lease-ttl",
-        "2",
-        "--listen",
-        "127.0.0.1:0",
-        "--batch-wait",
-        "10ms",
-        "--trust",
-    ])
-    .arg(&c.trust)
-    .arg("--key")
-    .arg(&c.key);
-    if standby {
-        cmd.arg("--wait");
-    }
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        if BufReader::new(stdout).read_line(&mut line).is_ok()
-            && let Some(addr) = line.trim().strip_prefix("listening on ")
-        {
-            let _ = tx.send(addr.parse().unwrap());
-        }
-    });
-    (child, rx)
-}
 
 fn submit(addr: SocketAddr, n: u64) -> u64 {
     let r = raw(
@@ -83,9 +42,9 @@ fn a_standby_serve_takes_over_when_the_serving_one_is_killed() {
         return;
     };
 
-    let (mut primary, primary_addr) = serve(&c, false);
+    let (mut primary, primary_addr) = c.serve_leased(false, Stdio::null());
     let primary_addr = primary_addr.recv().unwrap();
-    let (mut standby, standby_addr) = serve(&c, true);
+    let (mut standby, standby_addr) = c.serve_leased(true, Stdio::null());
     for n in 0..5 {
         assert_eq!(submit(primary_addr, n), n);
     }
@@ -108,12 +67,7 @@ fn a_standby_serve_takes_over_when_the_serving_one_is_killed() {
     standby.kill().unwrap();
     standby.wait().unwrap();
 
-    let check = c.rcpt("check").output().unwrap();
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
+    c.check();
     let cp = c.rcpt("checkpoint").output().unwrap();
     assert!(String::from_utf8_lossy(&cp.stdout).starts_with(&format!("{ORIGIN}\n10\n")));
 }

@@ -20,12 +20,11 @@ mod support;
 use support::serve as serve_support;
 
 use std::collections::HashMap;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rcpt::storage::s3::{BlockingClient, LeaseConfig, Location, S3Store};
-use serve_support::{ORIGIN, entry_of, envelope, log_key, write_trust};
+use rcpt::storage::s3::BlockingClient;
+use serve_support::{assert_all_at, check_trial_acks, report_trials};
 
 /// Concurrent submitters per trial.
 const CLIENTS: u64 = 16;
@@ -46,20 +45,17 @@ use support::s3::S3Log as Ctx;
 /// `rcpt log serve --wait` on the log; the child and its URL once it
 /// listens (after the previous server's lease has expired).
 fn serve(c: &Ctx) -> (std::process::Child, String) {
-    let mut child = c
-        .rcpt("serve")
-        .args(["--wait", "--lease-ttl", LEASE_TTL])
-        .args(["--listen", "127.0.0.1:0", "--batch-wait", "20ms"])
-        .args(["--batch-max", "64", "--trust"])
-        .arg(&c.trust)
-        .arg("--key")
-        .arg(&c.key)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let addr = support::listening(&mut child, None);
+    let (child, addr) = c.serve(&[
+        "--wait",
+        "--lease-ttl",
+        LEASE_TTL,
+        "--listen",
+        "127.0.0.1:0",
+        "--batch-wait",
+        "20ms",
+        "--batch-max",
+        "64",
+    ]);
     (child, format!("http://{addr}"))
 }
 
@@ -69,52 +65,15 @@ async fn load(url: String, base: u64, earlier: Arc<Vec<(u64, u64)>>, acks: Acks)
     serve_support::crash_load(url, base, (CLIENTS, PER_CLIENT), earlier, acks).await
 }
 
-fn log_check(c: &Ctx) {
-    let out = c.rcpt("check").output().unwrap();
-    assert!(
-        out.status.success(),
-        "log check: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// `count` trials; `check_every`: run `log check` after every that many
 /// trials (and after the last).
 fn trials(count: u64, seed: u64, check_every: u64) {
-    let Some((settings, bucket)) = s3_support::server() else {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some((c, settings, location)) = s3_support::new_log("serve-crash", tmp.path()) else {
         return;
     };
-    let location = s3_support::fresh_location(&bucket, "serve-crash");
-    let tmp = tempfile::tempdir().unwrap();
-    let key = tmp.path().join("log.key");
-    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&log_key())).unwrap();
-    let c = Ctx {
-        log: format!("s3://{}/{}", location.bucket, location.prefix),
-        endpoint: settings.endpoint.url(),
-        trust: write_trust(tmp.path()),
-        key,
-    };
-    let init = c
-        .rcpt("init")
-        .args(["--origin", ORIGIN, "--key"])
-        .arg(&c.key)
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
     let s3 = Arc::new(BlockingClient::new(settings, &location).unwrap());
-    let open = || {
-        let store = Arc::new(S3Store::new(
-            Arc::clone(&s3),
-            Location::parse(&c.log).unwrap(),
-            LeaseConfig::new(Duration::from_secs(1)).unwrap(),
-        ));
-        rcpt::log::Log::open_store(store, None).unwrap()
-    };
+    let open = || c.open(&s3, Duration::from_secs(1));
 
     let mut rng = Rng(seed);
     let mut all: HashMap<u64, u64> = HashMap::new();
@@ -136,19 +95,9 @@ fn trials(count: u64, seed: u64, check_every: u64) {
             mid_load += 1;
         }
         let log = open();
-        for (&n, &index) in &acks {
-            assert_eq!(
-                log.entry(index).unwrap(),
-                entry_of(&envelope(n)),
-                "trial {trial}: receipt {n}"
-            );
-            if let Some(&first) = all.get(&n) {
-                assert_eq!(first, index, "trial {trial}: receipt {n} moved");
-            }
-        }
-        all.extend(acks);
+        check_trial_acks(&log, trial, acks, &mut all);
         if trial % check_every == check_every - 1 {
-            log_check(&c);
+            c.check();
         }
     }
     // A last server repairs what the last kill left; then everything is checked.
@@ -156,20 +105,9 @@ fn trials(count: u64, seed: u64, check_every: u64) {
     child.kill().unwrap();
     child.wait().unwrap();
     let log = open();
-    for (&n, &index) in &all {
-        assert_eq!(log.entry(index).unwrap(), entry_of(&envelope(n)));
-    }
-    log_check(&c);
-    eprintln!(
-        "{count} trials: {mid_load} killed with answers given, {} receipts acknowledged, log size {}, {:.1} s",
-        all.len(),
-        log.size(),
-        started.elapsed().as_secs_f64()
-    );
-    assert!(
-        mid_load > 0,
-        "no trial acknowledged anything before its kill"
-    );
+    assert_all_at(&log, &all);
+    c.check();
+    report_trials(count, mid_load, &all, &log, started);
 }
 
 #[test]

@@ -17,32 +17,17 @@ use rcpt::storage::CheckpointStore as _;
 use rcpt::storage::PrivateStore as _;
 use rcpt::storage::TileStore as _;
 use support::s3 as s3_support;
+use support::{APPEND_STEPS, entries, entry, lib_log_key as key};
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use rcpt::keys::SigningKey;
-use rcpt::log::{Log, LogError, LogWriter, Step, check_log};
+use rcpt::log::{Log, LogError, LogWriter, check_log};
 use rcpt::storage::s3::{BlockingClient, LeaseConfig, S3Store};
 use rcpt::storage::{PublicKey, PublicRead, StoreError};
 use rcpt::tlog::merkle::{leaf_hash, verify_inclusion};
 
 const ORIGIN: &str = "example.com/s3-log";
-
-fn key() -> SigningKey {
-    SigningKey::from_bytes(&[7u8; 32])
-}
-
-fn entry(i: u64) -> Vec<u8> {
-    let len = 1 + (i * 37 % 300) as usize;
-    let mut e = format!("entry-{i}:").into_bytes();
-    e.resize(len.max(e.len()), (i % 251) as u8);
-    e
-}
-
-fn entries(range: std::ops::Range<u64>) -> Vec<Vec<u8>> {
-    range.map(entry).collect()
-}
 
 /// A store at a fresh prefix, leases of 2 s.
 fn store(name: &str) -> Option<Arc<S3Store>> {
@@ -188,16 +173,7 @@ fn a_crashed_writers_uploads_never_block_the_next_publish() {
     Log::init_store(store.clone(), ORIGIN, &key(), None, None).unwrap();
     let mut size = 0u64;
     let mut next_entry = 0u64;
-    let steps = [
-        Step::Integrate,
-        Step::Tiles,
-        Step::Write,
-        Step::Index,
-        Step::Keep,
-        Step::Publish,
-        Step::Retire,
-    ];
-    for step in steps {
+    for step in APPEND_STEPS {
         let w = LogWriter::open_store(same_log(&store), &key(), true).unwrap();
         // The crashed batch: entries that will never be acknowledged.
         let doomed: Vec<Vec<u8>> = (0..5)

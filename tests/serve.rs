@@ -620,30 +620,6 @@ fn mirror(url: &str, dir: &Path) -> std::process::Output {
         .unwrap()
 }
 
-fn submit_all(url: &str, range: std::ops::Range<u64>) {
-    let rt = runtime();
-    let client = Client::new(url).unwrap();
-    rt.block_on(async {
-        let sem = Arc::new(tokio::sync::Semaphore::new(64));
-        let mut tasks = tokio::task::JoinSet::new();
-        for n in range {
-            let (client, sem) = (client.clone(), Arc::clone(&sem));
-            tasks.spawn(async move {
-                let _p = sem.acquire().await.unwrap();
-                client
-                    .send(Method::POST, "add", Bytes::from(envelope(n)), None, 1 << 16)
-                    .await
-                    .unwrap()
-                    .status
-                    .as_u16()
-            });
-        }
-        while let Some(status) = tasks.join_next().await {
-            assert_eq!(status.unwrap(), 200);
-        }
-    });
-}
-
 #[test]
 fn mirror_copies_checks_follows_appends_and_refuses_a_rewritten_history() {
     let tmp = tempfile::tempdir().unwrap();
@@ -651,7 +627,7 @@ fn mirror_copies_checks_follows_appends_and_refuses_a_rewritten_history() {
     let trust = write_trust(tmp.path());
     let served = Served::start(&dir, &trust, &["--batch-wait", "5ms", "--batch-max", "40"]);
     let url = served.url();
-    submit_all(&url, 0..300);
+    submit_all(&url, 0..300, 64);
     let copy = tmp.path().join("mirror");
     let out = mirror(&url, &copy);
     assert!(
@@ -688,22 +664,19 @@ fn mirror_copies_checks_follows_appends_and_refuses_a_rewritten_history() {
         std::fs::create_dir_all(bare.join(&f).parent().unwrap()).unwrap();
         std::fs::copy(copy.join(&f), bare.join(&f)).unwrap();
     }
-    let out = Command::new(bin())
-        .args(["log", "check"])
-        .arg(&bare)
-        .args(["--log-key", &log_verifier().to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    support::succeeded(
+        Command::new(bin())
+            .args(["log", "check"])
+            .arg(&bare)
+            .args(["--log-key", &log_verifier().to_string()])
+            .output()
+            .unwrap(),
     );
     // Again, nothing new.
     let out = mirror(&url, &copy);
     assert!(String::from_utf8_lossy(&out.stdout).contains("up to date: 300"));
     // More appends: incremental.
-    submit_all(&url, 300..700);
+    submit_all(&url, 300..700, 64);
     // A damaged staged file (as a bad earlier fetch would leave) fails the
     // check; the mirror is kept and the staging area emptied.
     let stage = rcpt::net::mirror::staging(&copy);
@@ -739,16 +712,13 @@ fn mirror_copies_checks_follows_appends_and_refuses_a_rewritten_history() {
         String::from_utf8_lossy(&out.stdout)
     );
     log_check(&copy);
-    let out = Command::new(bin())
-        .args(["log", "consistency"])
-        .arg(&copy)
-        .args(["--from", "300"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    support::succeeded(
+        Command::new(bin())
+            .args(["log", "consistency"])
+            .arg(&copy)
+            .args(["--from", "300"])
+            .output()
+            .unwrap(),
     );
     assert!(served.stop().success());
     // A log with the same key and origin but another history, longer.
@@ -758,7 +728,7 @@ fn mirror_copies_checks_follows_appends_and_refuses_a_rewritten_history() {
         &trust,
         &["--batch-wait", "0ms", "--batch-max", "100"],
     );
-    submit_all(&served.url(), 10_000..10_900);
+    submit_all(&served.url(), 10_000..10_900, 64);
     let before = std::fs::read(copy.join("checkpoint")).unwrap();
     let out = mirror(&served.url(), &copy);
     assert_eq!(out.status.code(), Some(1));
@@ -774,7 +744,7 @@ fn mirror_copies_checks_follows_appends_and_refuses_a_rewritten_history() {
     let short = init_log(tmp.path(), "short");
     drop(served);
     let served = Served::start(&short, &trust, &["--batch-wait", "0ms"]);
-    submit_all(&served.url(), 0..5);
+    submit_all(&served.url(), 0..5, 64);
     let out = mirror(&served.url(), &copy);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("rolled back"));

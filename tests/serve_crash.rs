@@ -64,37 +64,14 @@ fn trials(count: u64, seed: u64) {
         }
         log_check(&dir);
         let log = rcpt::log::Log::open(&dir).unwrap();
-        for (&n, &index) in &acks {
-            assert_eq!(
-                log.entry(index).unwrap(),
-                entry_of(&envelope(n)),
-                "trial {trial}: receipt {n}"
-            );
-            if let Some(&first) = all.get(&n) {
-                assert_eq!(first, index, "trial {trial}: receipt {n} moved");
-            }
-        }
-        all.extend(acks);
+        check_trial_acks(&log, trial, acks, &mut all);
         if trial % 25 == 24 {
-            for (&n, &index) in &all {
-                assert_eq!(log.entry(index).unwrap(), entry_of(&envelope(n)));
-            }
+            assert_all_at(&log, &all);
         }
     }
     let log = rcpt::log::Log::open(&dir).unwrap();
-    for (&n, &index) in &all {
-        assert_eq!(log.entry(index).unwrap(), entry_of(&envelope(n)));
-    }
-    eprintln!(
-        "{count} trials: {mid_load} killed with answers given, {} receipts acknowledged, log size {}, {:.1} s",
-        all.len(),
-        log.size(),
-        started.elapsed().as_secs_f64()
-    );
-    assert!(
-        mid_load > 0,
-        "no trial acknowledged anything before its kill"
-    );
+    assert_all_at(&log, &all);
+    report_trials(count, mid_load, &all, &log, started);
 }
 
 #[test]

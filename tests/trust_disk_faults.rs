@@ -92,16 +92,7 @@ fn append(dir: &Path, envs: &[PathBuf]) -> std::process::Output {
 
 /// `log check` passes; the number of entries it recomputed.
 fn check(dir: &Path) -> u64 {
-    let out = Command::new(bin())
-        .args(["log", "check"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = log_check(dir);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.strip_prefix("ok: ")
         .and_then(|t| t.split(' ').next())
@@ -123,17 +114,7 @@ fn envelopes(tmp: &Path, range: std::ops::Range<u64>) -> Vec<PathBuf> {
 fn log_append_on_a_full_or_read_only_disk_refuses_and_loses_nothing() {
     let Some(fs) = Tmpfs::mount("4m") else { return };
     let tmp = tempfile::tempdir().unwrap();
-    let key = tmp.path().join("log.key");
-    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&log_key())).unwrap();
-    let dir = fs.dir.join("log");
-    let st = Command::new(bin())
-        .args(["log", "init"])
-        .arg(&dir)
-        .args(["--origin", ORIGIN, "--key"])
-        .arg(&key)
-        .output()
-        .unwrap();
-    assert!(st.status.success());
+    let dir = init_log_as(tmp.path(), &fs.dir.join("log"), &log_key(), ORIGIN);
     let first = envelopes(tmp.path(), 0..5);
     assert!(append(&dir, &first).status.success());
     let filler = fill(&fs.dir);
@@ -275,17 +256,7 @@ fn log_mirror_into_s3_with_a_full_staging_disk_fails_cleanly_and_completes_later
 fn log_serve_on_a_full_disk_answers_5xx_and_recovers_without_a_restart() {
     let Some(fs) = Tmpfs::mount("4m") else { return };
     let tmp = tempfile::tempdir().unwrap();
-    let key = tmp.path().join("log.key");
-    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&log_key())).unwrap();
-    let dir = fs.dir.join("log");
-    let st = Command::new(bin())
-        .args(["log", "init"])
-        .arg(&dir)
-        .args(["--origin", ORIGIN, "--key"])
-        .arg(&key)
-        .output()
-        .unwrap();
-    assert!(st.status.success());
+    let dir = init_log_as(tmp.path(), &fs.dir.join("log"), &log_key(), ORIGIN);
     let served = Served::start(&dir, &write_trust(tmp.path()), &["--batch-wait", "0s"]);
     let add = |n: u64| {
         raw(

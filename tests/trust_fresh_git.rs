@@ -18,31 +18,7 @@ use rcpt::receipt::Substrate;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
-
-fn git_out(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args([
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs")
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_out(dir, args);
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
+use support::gate::{git_out, git_trimmed as git};
 
 /// What git resolves `name` to: `rev-parse --verify`, which must agree
 /// with `show-ref --verify` (None when git refuses or finds nothing).

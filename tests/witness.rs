@@ -10,6 +10,8 @@
     clippy::indexing_slicing
 )]
 
+mod support;
+
 use rcpt::keys::{NoteVerifier, SigningKey};
 use rcpt::tlog::cosig::{CosigStatus, WitnessVerifier};
 use rcpt::tlog::merkle::{self, Hash, MemoryTree};
@@ -20,6 +22,7 @@ use rcpt::witness::{
     RequestError, StateStore, TreeHead, Unprocessable, Witness, WitnessError, decide,
 };
 use std::path::Path;
+use support::witness::tree;
 
 const ORIGIN: &str = "example.com/fork-log";
 
@@ -29,17 +32,6 @@ fn log_key() -> SigningKey {
 
 fn log_verifier() -> NoteVerifier {
     NoteVerifier::new(ORIGIN, log_key().verifying_key()).unwrap()
-}
-
-/// A tree of `n` leaves; `fork` changes every leaf from index 4 on.
-fn tree(n: u64, fork: &str) -> MemoryTree {
-    let leaves: Vec<Hash> = (0..n)
-        .map(|i| {
-            let tag = if i < 4 { "" } else { fork };
-            merkle::leaf_hash(format!("entry {i}{tag}").as_bytes())
-        })
-        .collect();
-    MemoryTree::new(&leaves)
 }
 
 fn root(t: &MemoryTree, size: u64) -> Hash {

@@ -31,12 +31,20 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         .to_string()
 }
 
-/// A `git` command in `dir` with a fixed identity.
+/// A `git` command in `dir` with a fixed identity, the user's and the
+/// system's config not read.
 pub fn git_cmd(dir: &Path) -> Command {
+    let mut cmd = git_cmd_with_config(dir);
+    cmd.env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1");
+    cmd
+}
+
+/// A `git` command in `dir` with a fixed identity, branch `main` and no
+/// signing (on top of the user's config, which is still read).
+pub fn git_cmd_with_config(dir: &Path) -> Command {
     let mut cmd = Command::new("git");
     cmd.current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
         .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
         .args([
             "-c",
@@ -45,6 +53,25 @@ pub fn git_cmd(dir: &Path) -> Command {
             "commit.gpgsign=false",
         ]);
     cmd
+}
+
+/// `git ARGS` in `dir` ([`git_cmd_with_config`]); its output, whatever the status.
+pub fn git_out(dir: &Path, args: &[&str]) -> Output {
+    git_cmd_with_config(dir)
+        .args(args)
+        .output()
+        .expect("git runs")
+}
+
+/// `git ARGS` in `dir` ([`git_out`]); its stdout trimmed, asserting success.
+pub fn git_trimmed(dir: &Path, args: &[&str]) -> String {
+    let out = git_out(dir, args);
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 /// A repository, a gate key (named by its `.vkey`), a log, a trust file and
@@ -139,32 +166,24 @@ impl Gate {
 
     /// `rcpt gate id ARGS`, asserting success.
     pub fn id(&self, args: &[&str]) -> String {
-        let out = self
-            .rcpt()
-            .args(["gate", "id"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = super::succeeded(
+            self.rcpt()
+                .args(["gate", "id"])
+                .args(args)
+                .output()
+                .unwrap(),
         );
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     }
 
     /// `rcpt gate id --json ARGS`: the change record.
     pub fn record(&self, args: &[&str]) -> serde_json::Value {
-        let out = self
-            .rcpt()
-            .args(["gate", "id", "--json"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = super::succeeded(
+            self.rcpt()
+                .args(["gate", "id", "--json"])
+                .args(args)
+                .output()
+                .unwrap(),
         );
         serde_json::from_slice(&out.stdout).unwrap()
     }

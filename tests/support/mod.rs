@@ -123,6 +123,40 @@ pub fn listening(child: &mut std::process::Child, stderr: Option<&Path>) -> std:
         .unwrap()
 }
 
+/// Spawn the server `cmd` (stdin closed, stdout piped, stderr to the file
+/// `stderr`) and wait for the address it prints ([`listening`]).
+pub fn spawn_listening(
+    cmd: &mut std::process::Command,
+    stderr: &Path,
+) -> (std::process::Child, std::net::SocketAddr) {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let addr = listening(&mut child, Some(stderr));
+    (child, addr)
+}
+
+/// `out`, a finished command's output, after asserting that it succeeded
+/// (its stderr shown if not).
+pub fn succeeded(out: std::process::Output) -> std::process::Output {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Write `bytes` to `child`'s piped stdin, then close it.
+pub fn write_stdin(child: &mut std::process::Child, bytes: &[u8]) {
+    use std::io::Write as _;
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+}
+
 /// The test payload most tests need: a valid v1 deny ("r"), not applied,
 /// replay unknown, by `issuer`, `issued_at` = `n` (so each `n` is another
 /// receipt); change and policy ids are `fill` repeated 32 times as hex.
@@ -473,19 +507,7 @@ impl Demo {
             "bundle-{}-{index}-{size}.json",
             self.origin.replace('/', "_")
         ));
-        rcpt()
-            .args(["log", "prove"])
-            .arg(&self.log)
-            .args([
-                "--index",
-                &index.to_string(),
-                "--size",
-                &size.to_string(),
-                "-o",
-            ])
-            .arg(&out)
-            .assert()
-            .success();
+        prove_at(&self.log, index, size, &out);
         out
     }
 
@@ -523,6 +545,23 @@ impl Demo {
     }
 }
 
+/// `rcpt log prove LOG --index I --size N -o OUT` succeeds.
+pub fn prove_at(log: &Path, index: u64, size: u64, out: &Path) {
+    rcpt()
+        .args(["log", "prove"])
+        .arg(log)
+        .args([
+            "--index",
+            &index.to_string(),
+            "--size",
+            &size.to_string(),
+            "-o",
+        ])
+        .arg(out)
+        .assert()
+        .success();
+}
+
 /// `rcpt log consistency LOG --from M --to N --json`, as bytes.
 pub fn consistency_json(log: &Path, from: u64, to: u64) -> Vec<u8> {
     rcpt()
@@ -540,4 +579,85 @@ pub fn consistency_json(log: &Path, from: u64, to: u64) -> Vec<u8> {
         .get_output()
         .stdout
         .clone()
+}
+
+// ---- External test vectors (tests/vectors/…) -----------------------------
+
+/// Hex digits (an even number of them) to bytes.
+pub fn hex_bytes(s: &str) -> Vec<u8> {
+    assert!(s.len().is_multiple_of(2), "odd hex length");
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// The JSON file `file` of the vector directory `dir`, parsed.
+pub fn vector_json(dir: &str, file: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(format!("{dir}/{file}")).unwrap()).unwrap()
+}
+
+/// The names of the files in `dir`, sorted.
+pub fn file_names(dir: &str) -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    files
+}
+
+// ---- The log library driven directly (log_roundtrip, s3_store) -----------
+
+/// The log key of the library-level log tests.
+pub fn lib_log_key() -> rcpt::keys::SigningKey {
+    rcpt::keys::SigningKey::from_bytes(&[7u8; 32])
+}
+
+/// Entry `i`: distinct, of varying length (1..=300 bytes).
+pub fn entry(i: u64) -> Vec<u8> {
+    let len = 1 + (i * 37 % 300) as usize;
+    let mut e = format!("entry-{i}:").into_bytes();
+    e.resize(len.max(e.len()), (i % 251) as u8);
+    e
+}
+
+/// Entries `range` ([`entry`]).
+pub fn entries(range: std::ops::Range<u64>) -> Vec<Vec<u8>> {
+    range.map(entry).collect()
+}
+
+/// Every step of an append, in order: where a crash test stops one.
+pub const APPEND_STEPS: [rcpt::log::Step; 7] = [
+    rcpt::log::Step::Integrate,
+    rcpt::log::Step::Tiles,
+    rcpt::log::Step::Write,
+    rcpt::log::Step::Index,
+    rcpt::log::Step::Keep,
+    rcpt::log::Step::Publish,
+    rcpt::log::Step::Retire,
+];
+
+/// Every file (not directory) under `dir`, at any depth, in walk order.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// The signing key of seed `seed` (32 bytes of it), written to `path` as PEM.
+pub fn write_key(path: &Path, seed: u8) -> rcpt::keys::SigningKey {
+    let k = rcpt::keys::SigningKey::from_bytes(&[seed; 32]);
+    std::fs::write(path, rcpt::keys::signing_key_to_pem(&k)).unwrap();
+    k
 }

@@ -209,6 +209,18 @@ pub struct Scene {
     pub watch: std::path::PathBuf,
 }
 
+/// The events a watched run over [`scene`]'s log reports, in order (entry 6
+/// reports nothing).
+pub const SCENE_EVENTS: [&str; 7] = [
+    "receipt.matched",
+    "receipt.unauthorized",
+    "receipt.impersonation",
+    "receipt.key_misuse",
+    "receipt.change",
+    "entry.malformed",
+    "receipt.matched",
+];
+
 pub fn scene() -> Scene {
     let tmp = tempfile::tempdir().unwrap();
     let (a1, a2, b, c) = (key(1), key(2), key(3), key(4));

@@ -12,7 +12,7 @@
     clippy::indexing_slicing
 )]
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -125,12 +125,7 @@ pub fn parse(text: &str) -> Scrape {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
+    crate::support::write_stdin(&mut child, text.as_bytes());
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),

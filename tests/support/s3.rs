@@ -85,6 +85,99 @@ impl S3Log {
         ]);
         cmd
     }
+
+    /// `rcpt log check` on this log passes.
+    pub fn check(&self) {
+        let out = self.rcpt("check").output().unwrap();
+        assert!(
+            out.status.success(),
+            "log check: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// This log opened directly through `s3`, with leases of `ttl`.
+    pub fn open(
+        &self,
+        s3: &std::sync::Arc<BlockingClient>,
+        ttl: std::time::Duration,
+    ) -> rcpt::log::Log {
+        let store = std::sync::Arc::new(rcpt::storage::s3::S3Store::new(
+            std::sync::Arc::clone(s3),
+            Location::parse(&self.log).unwrap(),
+            rcpt::storage::s3::LeaseConfig::new(ttl).unwrap(),
+        ));
+        rcpt::log::Log::open_store(store, None).unwrap()
+    }
+
+    /// `rcpt log serve` on this log: `ARGS`, then its trust file and key.
+    pub fn serve_cmd(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = self.rcpt("serve");
+        cmd.args(args)
+            .arg("--trust")
+            .arg(&self.trust)
+            .arg("--key")
+            .arg(&self.key);
+        cmd
+    }
+
+    /// Starts [`serve_cmd`](Self::serve_cmd) with `args` (stderr discarded);
+    /// the child and its address once it listens.
+    pub fn serve(&self, args: &[&str]) -> (std::process::Child, std::net::SocketAddr) {
+        use std::process::Stdio;
+        let mut child = self
+            .serve_cmd(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let addr = super::listening(&mut child, None);
+        (child, addr)
+    }
+
+    /// Starts `rcpt log serve` on this log (lease TTL 2 s, `--wait` for a
+    /// standby), its stderr to `stderr`; the address is sent once it
+    /// listens (a standby listens only once it holds the lease).
+    pub fn serve_leased(
+        &self,
+        standby: bool,
+        stderr: std::process::Stdio,
+    ) -> (
+        std::process::Child,
+        std::sync::mpsc::Receiver<std::net::SocketAddr>,
+    ) {
+        use std::io::{BufRead, BufReader};
+        let mut cmd = self.serve_cmd(&[
+            "--lease-ttl",
+            "2",
+            "--listen",
+            "127.0.0.1:0",
+            "--batch-wait",
+            "10ms",
+        ]);
+        if standby {
+            cmd.arg("--wait");
+        }
+        let mut child = cmd
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            if BufReader::new(stdout).read_line(&mut line).is_ok()
+                && let Some(addr) = line.trim().strip_prefix("listening on ")
+            {
+                let _ = tx.send(addr.parse().unwrap());
+            }
+        });
+        (child, rx)
+    }
 }
 
 /// What a run of SIGKILLed appends did ([`killed_appends`]).
@@ -208,28 +301,21 @@ pub fn killed_appends(count: u64, through: Option<&str>, ttl: u64) -> Option<Tri
     let location = fresh_location(&bucket, "crash");
     let tmp = tempfile::tempdir().unwrap();
     let key = tmp.path().join("log.key");
-    std::fs::write(
-        &key,
-        rcpt::keys::signing_key_to_pem(&rcpt::keys::SigningKey::from_bytes(&[5u8; 32])),
-    )
-    .unwrap();
+    super::write_key(&key, 5);
     let log = format!("s3://{}/{}", location.bucket, location.prefix);
     let direct = settings.endpoint.url();
     let endpoint = through.unwrap_or(&direct).to_string();
-    let init = crash_cmd(
-        &log,
-        &direct,
-        ttl,
-        "init",
-        &["--origin", "example.com/s3-crash", "--key"],
-    )
-    .arg(&key)
-    .output()
-    .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
+    super::succeeded(
+        crash_cmd(
+            &log,
+            &direct,
+            ttl,
+            "init",
+            &["--origin", "example.com/s3-crash", "--key"],
+        )
+        .arg(&key)
+        .output()
+        .unwrap(),
     );
 
     let mut acked: Vec<(u64, u64)> = Vec::new();
@@ -288,13 +374,10 @@ pub fn killed_appends(count: u64, through: Option<&str>, ttl: u64) -> Option<Tri
             "envelope {n} was lost: {reply}"
         );
     }
-    let check = crash_cmd(&log, &direct, ttl, "check", &[])
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
+    super::succeeded(
+        crash_cmd(&log, &direct, ttl, "check", &[])
+            .output()
+            .unwrap(),
     );
     Some(Trials {
         trials: count,
@@ -308,6 +391,42 @@ pub fn killed_appends(count: u64, through: Option<&str>, ttl: u64) -> Option<Tri
 pub struct Seen {
     pub source: String,
     pub text: String,
+}
+
+/// One poll of the checkpoint object `key` through `s3`: what it holds, if
+/// anything, is pushed to `seen` as observed at `object`.
+pub async fn poll_object(
+    s3: &std::sync::Arc<BlockingClient>,
+    key: &str,
+    seen: &std::sync::Mutex<Vec<Seen>>,
+) {
+    let (s3, key) = (std::sync::Arc::clone(s3), key.to_string());
+    let got = tokio::task::spawn_blocking(move || s3.get(&key, 1 << 16))
+        .await
+        .unwrap();
+    if let Ok(Some(o)) = got {
+        seen.lock().unwrap().push(Seen {
+            source: "object".into(),
+            text: String::from_utf8(o.body.to_vec()).unwrap(),
+        });
+    }
+}
+
+/// Every acknowledged submission (`envelope(n)` -> index) is at its own
+/// index of `log`: no two share one, and each index holds its entry.
+pub fn assert_acks_at_own_index(log: &rcpt::log::Log, acks: &std::collections::BTreeMap<u64, u64>) {
+    use super::serve::{entry_of, envelope};
+    let mut indexes: Vec<u64> = acks.values().copied().collect();
+    indexes.sort_unstable();
+    indexes.dedup();
+    assert_eq!(indexes.len(), acks.len(), "two submissions share an index");
+    for (&n, &index) in acks {
+        assert_eq!(
+            log.entry(index).unwrap(),
+            entry_of(&envelope(n)),
+            "entry {n}"
+        );
+    }
 }
 
 /// Verifies `text` under `verifier` as a checkpoint of `origin`; its size and root.
@@ -388,16 +507,12 @@ pub fn new_log(name: &str, tmp: &std::path::Path) -> Option<(S3Log, Settings, Lo
         trust: super::serve::write_trust(tmp),
         key,
     };
-    let init = log
-        .rcpt("init")
-        .args(["--origin", super::serve::ORIGIN, "--key"])
-        .arg(&log.key)
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
+    super::succeeded(
+        log.rcpt("init")
+            .args(["--origin", super::serve::ORIGIN, "--key"])
+            .arg(&log.key)
+            .output()
+            .unwrap(),
     );
     Some((log, settings, location))
 }

@@ -60,13 +60,19 @@ pub fn write_trust(tmp: &Path) -> PathBuf {
 
 /// `rcpt log init` of a fresh log `tmp/NAME` (key file beside it).
 pub fn init_log(tmp: &Path, name: &str) -> PathBuf {
-    let key = tmp.join("log.key");
-    std::fs::write(&key, rcpt::keys::signing_key_to_pem(&log_key())).unwrap();
-    let dir = tmp.join(name);
+    init_log_as(tmp, &tmp.join(name), &log_key(), ORIGIN)
+}
+
+/// `rcpt log init` of a fresh log `dir` of `origin`, signed by `log_key`
+/// (its key file written as `key_dir/log.key`); `dir`.
+pub fn init_log_as(key_dir: &Path, dir: &Path, log_key: &SigningKey, origin: &str) -> PathBuf {
+    let key = key_dir.join("log.key");
+    std::fs::write(&key, rcpt::keys::signing_key_to_pem(log_key)).unwrap();
+    let dir = dir.to_path_buf();
     let st = Command::new(bin())
         .args(["log", "init"])
         .arg(&dir)
-        .args(["--origin", ORIGIN, "--key"])
+        .args(["--origin", origin, "--key"])
         .arg(&key)
         .stdout(Stdio::null())
         .status()
@@ -87,18 +93,15 @@ impl Served {
     /// and wait for the bound address on stdout.
     pub fn start(dir: &Path, trust: &Path, extra: &[&str]) -> Served {
         let stderr = dir.with_extension(format!("stderr-{}", rand_suffix()));
-        let mut child = Command::new(bin())
-            .args(["log", "serve"])
-            .arg(dir)
-            .args(["--listen", "127.0.0.1:0", "--trust"])
-            .arg(trust)
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        let addr = super::listening(&mut child, Some(&stderr));
+        let (child, addr) = super::spawn_listening(
+            Command::new(bin())
+                .args(["log", "serve"])
+                .arg(dir)
+                .args(["--listen", "127.0.0.1:0", "--trust"])
+                .arg(trust)
+                .args(extra),
+            &stderr,
+        );
         Served {
             child,
             addr,
@@ -235,26 +238,55 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// `POST /add` of `envelope(n)` through `client` (an answer of at most 64 KiB).
+pub async fn post_envelope(
+    client: &rcpt::net::client::Client,
+    n: u64,
+) -> Result<rcpt::net::client::Answer, rcpt::net::client::ClientError> {
+    client
+        .send(
+            hyper::Method::POST,
+            "add",
+            bytes::Bytes::from(envelope(n)),
+            None,
+            1 << 16,
+        )
+        .await
+}
+
+/// Submit `envelope(n)` for every `n` of `range` to `url`, at most
+/// `concurrency` at a time, asserting that each is answered 200.
+pub fn submit_all(url: &str, range: std::ops::Range<u64>, concurrency: usize) {
+    let rt = runtime();
+    let client = rcpt::net::client::Client::new(url).unwrap();
+    rt.block_on(async {
+        let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(concurrency));
+        let mut tasks = tokio::task::JoinSet::new();
+        for n in range {
+            let (client, sem) = (client.clone(), std::sync::Arc::clone(&sem));
+            tasks.spawn(async move {
+                let _p = sem.acquire().await.unwrap();
+                post_envelope(&client, n).await.unwrap().status.as_u16()
+            });
+        }
+        while let Some(status) = tasks.join_next().await {
+            assert_eq!(status.unwrap(), 200);
+        }
+    });
+}
+
 /// Recursively list the regular files under `dir/tile`, as paths relative to `dir`.
 pub fn tile_files(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.join("tile")];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p.strip_prefix(dir).unwrap().to_string_lossy().into_owned());
-            }
-        }
-    }
+    let mut out: Vec<String> = super::files_under(&dir.join("tile"))
+        .iter()
+        .map(|p| p.strip_prefix(dir).unwrap().to_string_lossy().into_owned())
+        .collect();
     out.sort();
     out
 }
 
-/// `rcpt log check DIR` passes.
-pub fn log_check(dir: &Path) {
+/// `rcpt log check DIR` passes; its output.
+pub fn log_check(dir: &Path) -> std::process::Output {
     let out = Command::new(bin())
         .args(["log", "check"])
         .arg(dir)
@@ -266,6 +298,57 @@ pub fn log_check(dir: &Path) {
         dir.display(),
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A crash trial's acknowledgements `acks` (receipt number -> index) are
+/// each at their index of `log`, and a receipt `all` holds from an earlier
+/// trial kept its index; then `all` takes them in.
+pub fn check_trial_acks(
+    log: &rcpt::log::Log,
+    trial: u64,
+    acks: std::collections::HashMap<u64, u64>,
+    all: &mut std::collections::HashMap<u64, u64>,
+) {
+    for (&n, &index) in &acks {
+        assert_eq!(
+            log.entry(index).unwrap(),
+            entry_of(&envelope(n)),
+            "trial {trial}: receipt {n}"
+        );
+        if let Some(&first) = all.get(&n) {
+            assert_eq!(first, index, "trial {trial}: receipt {n} moved");
+        }
+    }
+    all.extend(acks);
+}
+
+/// Every receipt of `all` (receipt number -> index) is at its index of `log`.
+pub fn assert_all_at(log: &rcpt::log::Log, all: &std::collections::HashMap<u64, u64>) {
+    for (&n, &index) in all {
+        assert_eq!(log.entry(index).unwrap(), entry_of(&envelope(n)));
+    }
+}
+
+/// The crash trials' summary line, and that some trial was killed after
+/// answering (`mid_load` of the `count` trials).
+pub fn report_trials(
+    count: u64,
+    mid_load: u64,
+    all: &std::collections::HashMap<u64, u64>,
+    log: &rcpt::log::Log,
+    started: std::time::Instant,
+) {
+    eprintln!(
+        "{count} trials: {mid_load} killed with answers given, {} receipts acknowledged, log size {}, {:.1} s",
+        all.len(),
+        log.size(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        mid_load > 0,
+        "no trial acknowledged anything before its kill"
     );
 }
 
@@ -294,15 +377,7 @@ pub async fn crash_load(
                         Some(&(n, index)) if i % 5 == 4 => (n, Some(index)),
                         _ => (base + c * per_client + i, None),
                     };
-                let sent = client
-                    .send(
-                        hyper::Method::POST,
-                        "add",
-                        bytes::Bytes::from(envelope(n)),
-                        None,
-                        1 << 16,
-                    )
-                    .await;
+                let sent = post_envelope(&client, n).await;
                 let Ok(a) = sent else { break };
                 if a.status.as_u16() != 200 {
                     break;

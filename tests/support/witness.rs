@@ -7,7 +7,7 @@ use rcpt::tlog::merkle::{self, Hash, MemoryTree};
 use rcpt::tlog::note::{self, Checkpoint};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 pub use super::bin;
 
@@ -24,19 +24,16 @@ pub fn init_witness(tmp: &Path, name: &str, seed: u8, logs_policy: &str) -> (Pat
     let policy = tmp.join(format!("{name}.logs"));
     std::fs::write(&policy, logs_policy).unwrap();
     let dir = tmp.join(name);
-    let out = Command::new(bin())
-        .args(["witness", "init"])
-        .arg(&dir)
-        .args(["--name", &format!("witness.example/{name}"), "--key"])
-        .arg(&key)
-        .arg("--policy")
-        .arg(&policy)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = super::succeeded(
+        Command::new(bin())
+            .args(["witness", "init"])
+            .arg(&dir)
+            .args(["--name", &format!("witness.example/{name}"), "--key"])
+            .arg(&key)
+            .arg("--policy")
+            .arg(&policy)
+            .output()
+            .unwrap(),
     );
     let stdout = String::from_utf8(out.stdout).unwrap();
     let vkey = stdout
@@ -60,16 +57,13 @@ impl WitnessProc {
         use std::sync::atomic::{AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
         let stderr = dir.with_extension(format!("stderr-{}", N.fetch_add(1, Ordering::Relaxed)));
-        let mut child = Command::new(bin())
-            .args(["witness", "serve"])
-            .arg(dir)
-            .args(["--listen", listen])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        let addr = super::listening(&mut child, Some(&stderr));
+        let (child, addr) = super::spawn_listening(
+            Command::new(bin())
+                .args(["witness", "serve"])
+                .arg(dir)
+                .args(["--listen", listen]),
+            &stderr,
+        );
         WitnessProc {
             child,
             addr,
