@@ -94,7 +94,7 @@ fn the_metrics_move_with_submissions_refusals_and_the_queue() {
         add(&served, untrusted.as_bytes()),
         (403, "signature.untrusted".into())
     );
-    let big = vec![b' '; rcpt::net::serve::MAX_BODY_BYTES + 1];
+    let big = vec![b' '; rcpt::net::server::log::MAX_BODY_BYTES + 1];
     assert_eq!(add(&served, &big), (413, "envelope.too_large".into()));
     assert_eq!(
         raw(served.addr, "GET", "/no/such/thing", &[], b"").status,

@@ -357,7 +357,7 @@ fn every_refusal_has_its_status_and_the_codes_of_log_append() {
         (403, "signature.issuer_mismatch".into())
     );
     // Too large: 413, by Content-Length and by a chunked body.
-    let big = vec![b' '; rcpt::net::serve::MAX_BODY_BYTES + 1];
+    let big = vec![b' '; rcpt::net::server::log::MAX_BODY_BYTES + 1];
     assert_eq!(add(served.addr, &big), (413, "envelope.too_large".into()));
     let mut chunked = format!("{:x}\r\n", big.len()).into_bytes();
     chunked.extend_from_slice(&big);
@@ -679,7 +679,7 @@ fn mirror_copies_checks_follows_appends_and_refuses_a_rewritten_history() {
     submit_all(&url, 300..700, 64);
     // A damaged staged file (as a bad earlier fetch would leave) fails the
     // check; the mirror is kept and the staging area emptied.
-    let stage = rcpt::net::mirror::staging(&copy);
+    let stage = rcpt::net::client::mirror::staging(&copy);
     std::fs::create_dir_all(stage.join("tile/entries")).unwrap();
     std::fs::write(stage.join("tile/entries/001"), b"\x00\x01x").unwrap();
     let before = std::fs::read(copy.join("checkpoint")).unwrap();
@@ -738,7 +738,7 @@ fn mirror_copies_checks_follows_appends_and_refuses_a_rewritten_history() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(std::fs::read(copy.join("checkpoint")).unwrap(), before);
-    assert!(!rcpt::net::mirror::staging(&copy).exists());
+    assert!(!rcpt::net::client::mirror::staging(&copy).exists());
     log_check(&copy);
     // Shorter than the mirror: a rollback, refused.
     let short = init_log(tmp.path(), "short");

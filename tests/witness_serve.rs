@@ -149,7 +149,7 @@ fn every_add_checkpoint_status_over_http() {
     assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
 
     // The body cap: refused by its declared length, unread.
-    let big = vec![b'a'; rcpt::net::witness_serve::MAX_WITNESS_BODY_BYTES + 1];
+    let big = vec![b'a'; rcpt::net::server::witness::MAX_WITNESS_BODY_BYTES + 1];
     let r = raw(w.addr, "POST", "/add-checkpoint", &[], &big);
     assert_eq!(r.status, 413);
 
@@ -376,7 +376,7 @@ fn slow_clients_time_out() {
         post(&rt, &w.url(), body(ORIGIN, &log_key(), &t, 0, 3)).0,
         200
     );
-    let limit = rcpt::net::witness_serve::WITNESS_BODY_TIMEOUT * 6;
+    let limit = rcpt::net::server::witness::WITNESS_BODY_TIMEOUT * 6;
     for s in [&body_stalled, &head_stalled] {
         s.set_read_timeout(Some(limit)).unwrap();
     }

@@ -1,23 +1,21 @@
-//! net: the log over HTTP — the service (`rcpt log serve`), the submit
-//! client (`rcpt log submit`), the mirror (`rcpt log mirror`), the witness
-//! service (`rcpt witness serve`) and the witnessing client a witnessed log
-//! uses (`rcpt log serve --witness-policy`).
+//! net: the log over HTTP, in two halves.
+//!
+//! - [`server`]: the kit both services stand on (the accept loop, replies,
+//!   the status page frame, metrics) and the two services, the log's
+//!   (`rcpt log serve`, [`server::log`]) and the witness's (`rcpt witness
+//!   serve`, [`server::witness`]).
+//! - [`client`]: the HTTP client ([`client::Client`]) and what rides on it:
+//!   submitting envelopes (`rcpt log submit`, [`client::submit`]), mirroring
+//!   a log (`rcpt log mirror`, [`client::mirror`]) and asking witnesses for
+//!   cosignatures (`rcpt log serve --witness-policy`, [`client::witnessing`]).
 //!
 //! Boundary: everything that opens a socket is here, behind the cargo
 //! feature `net`; the verifier and the local log commands never reach it
 //! (`cargo build --no-default-features --features cli` builds `rcpt`
 //! without any HTTP or async crate). Formats, proofs and durability come
-//! from the rest of the crate; this module adds transport and batching (admission is
-//! `log::admit`, shared with `rcpt log append`). It never prints: the service hands its request log lines to
-//! a caller-given sink. Specification: `spec/service.md`.
+//! from the rest of the crate; this module adds transport (admission and
+//! batching are the log's). It never prints: the services hand their
+//! request log lines to a caller-given sink. Specification: `spec/service.md`.
 
-mod accept;
 pub mod client;
-pub mod html;
-pub mod metrics;
-pub mod mirror;
-pub mod serve;
-pub mod submit;
-pub mod witness_serve;
-mod witness_status;
-pub mod witnessing;
+pub mod server;

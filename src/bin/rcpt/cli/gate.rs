@@ -363,7 +363,7 @@ pub(super) fn publish(target: &LogTarget, envelope: &Envelope) -> anyhow::Result
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            let logged = runtime.block_on(rcpt::net::submit::submit(
+            let logged = runtime.block_on(rcpt::net::client::submit::submit(
                 &client,
                 json.into_bytes().into(),
                 key,

@@ -124,7 +124,7 @@ fn open(dir: &Path, key: Option<&Path>) -> anyhow::Result<Witness> {
 /// one JSON line per request on stderr, stop on SIGTERM or SIGINT.
 #[cfg(feature = "net")]
 fn serve(dir: &Path, listen: &str, key: Option<&Path>) -> anyhow::Result<u8> {
-    use rcpt::net::witness_serve::{RequestSink, WitnessServer};
+    use rcpt::net::server::witness::{RequestSink, WitnessServer};
     use std::io::Write as _;
     use std::sync::Arc;
     let witness = open(dir, key)?;

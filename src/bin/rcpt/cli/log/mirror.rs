@@ -53,7 +53,7 @@ pub fn mirror(args: MirrorArgs) -> anyhow::Result<u8> {
             })?;
         // `store` outlives the runtime's work: its client's own runtime is
         // dropped here, outside `block_on`.
-        let mirrored = runtime.block_on(rcpt::net::mirror::mirror_into(
+        let mirrored = runtime.block_on(rcpt::net::client::mirror::mirror_into(
             &client, &store, &stage, &key,
         ));
         // The runtime first: a failed fetch leaves its siblings' blocking
@@ -70,7 +70,7 @@ pub fn mirror(args: MirrorArgs) -> anyhow::Result<u8> {
             ))
             .into());
         }
-        runtime.block_on(rcpt::net::mirror::mirror(&client, &args.dir, &key))?
+        runtime.block_on(rcpt::net::client::mirror::mirror(&client, &args.dir, &key))?
     };
     use base64::Engine;
     let root = base64::engine::general_purpose::STANDARD.encode(report.root);

@@ -7,7 +7,7 @@ use anyhow::Context;
 use rcpt::keys::{NoteVerifier, SigningKey};
 use rcpt::log::Log;
 use rcpt::log::admit::AcceptedIssuers;
-use rcpt::net::serve::{ServeConfig, ServeError, Server};
+use rcpt::net::server::log::{ServeConfig, ServeError, Server};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -73,7 +73,7 @@ pub struct ServeArgs {
     batch_wait: Duration,
     /// Most submissions in the service at once; one more gets 503.
     #[arg(long, default_value_t = 4096,
-          value_parser = clap::value_parser!(u64).range(1..=rcpt::net::serve::MAX_QUEUE as u64))]
+          value_parser = clap::value_parser!(u64).range(1..=rcpt::net::server::log::MAX_QUEUE as u64))]
     queue_max: u64,
     /// Stand by until the writer lock is free instead of failing at once (on
     /// s3://, take over when the serving sequencer's lease expires).
@@ -96,7 +96,7 @@ pub struct ServeArgs {
 pub(super) fn witnessing(
     path: &Path,
     grace: Duration,
-) -> anyhow::Result<Arc<rcpt::net::witnessing::Witnessing>> {
+) -> anyhow::Result<Arc<rcpt::net::client::witnessing::Witnessing>> {
     let what = || format!("--policy {}", path.display());
     let max = rcpt::limits::MAX_POLICY_BYTES;
     let bytes = rcpt::io::read_path(path, max).map_err(|e| match e {
@@ -112,7 +112,7 @@ pub(super) fn witnessing(
             crate::cli::render_error(&anyhow::Error::new(e))
         ))
     })?;
-    let w = rcpt::net::witnessing::Witnessing::new(policy).map_err(|e| {
+    let w = rcpt::net::client::witnessing::Witnessing::new(policy).map_err(|e| {
         UsageError(format!(
             "{}: {}",
             what(),
@@ -223,7 +223,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
         }
     });
     let writer = Arc::clone(&log);
-    let sink: rcpt::net::serve::RequestSink = Arc::new(move |line: &str| writer.line(line));
+    let sink: rcpt::net::server::log::RequestSink = Arc::new(move |line: &str| writer.line(line));
     sink(&serde_json::json!({"event": "listening", "addr": addr.to_string()}).to_string());
     log.flush();
     let summary = server.run(Arc::clone(&sink));

@@ -3,7 +3,7 @@
 use super::serve::*;
 use crate::cli::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError};
 use anyhow::Context;
-use rcpt::net::submit::{SubmitError, SubmitOptions};
+use rcpt::net::client::submit::{SubmitError, SubmitOptions};
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -59,14 +59,14 @@ pub struct SubmitArgs {
     /// Most retries of one submission (after a 503, a 5xx, a refused
     /// connection or a timeout).
     #[arg(long, value_name = "N", default_value_t = 3,
-          value_parser = clap::value_parser!(u32).range(0..=i64::from(rcpt::net::submit::MAX_ATTEMPTS - 1)))]
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(rcpt::net::client::submit::MAX_ATTEMPTS - 1)))]
     retries: u32,
     /// Most retries of the whole run, all submissions together.
     #[arg(long = "retry-budget", value_name = "N", default_value_t = 64)]
     retry_budget: u32,
 }
 
-type Submitted = Result<rcpt::net::submit::Logged, SubmitError>;
+type Submitted = Result<rcpt::net::client::submit::Logged, SubmitError>;
 
 /// How a run ended, counted.
 #[derive(Default)]
@@ -118,7 +118,7 @@ pub fn submit(mut args: SubmitArgs) -> anyhow::Result<u8> {
         };
         let (client, key, opts) = (client.clone(), Arc::clone(&key), opts.clone());
         let task = runtime.spawn(async move {
-            rcpt::net::submit::submit_with(&client, bytes.into(), &key, &opts).await
+            rcpt::net::client::submit::submit_with(&client, bytes.into(), &key, &opts).await
         });
         pending.push_back((name, task));
     }

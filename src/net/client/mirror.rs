@@ -32,7 +32,7 @@
 //! `consistency` and `check` work on it without `--log-key`, at every
 //! mirrored size.
 
-use super::client::{Client, ClientError};
+use super::{Client, ClientError};
 use crate::keys::NoteVerifier;
 use crate::limits::{MAX_ENTRY_BUNDLE_BYTES, MAX_NOTE_BYTES};
 use crate::log::tilebuild::TileBuilder;

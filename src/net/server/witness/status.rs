@@ -4,8 +4,8 @@
 //! of its last cosignature (read from the per-origin record, the
 //! cosignature's own timestamp).
 
-use crate::net::html::{bdi, escape, page, utc};
-use crate::net::metrics::{One, RouteStatus, StatusReason, gauges, render};
+use crate::net::server::html::{bdi, escape, page, utc};
+use crate::net::server::metrics::{One, RouteStatus, StatusReason, gauges, render};
 use crate::tlog::cosig::Cosignature;
 use crate::tlog::note::Note;
 use crate::witness::Witness;

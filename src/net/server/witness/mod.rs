@@ -1,4 +1,4 @@
-//! witness_serve: a witness over HTTP, C2SP tlog-witness v1
+//! witness: a witness over HTTP, C2SP tlog-witness v1
 //! (spec/witness.md "Witness service").
 //!
 //! Boundary: transport only. `POST /add-checkpoint` bodies go, size-capped
@@ -10,8 +10,8 @@
 //! checkpoint ("Monitor Retrieval Mechanism"). Anything else is 404, a
 //! known path with another method 405.
 
-use super::accept::serve_until_stopped;
-use super::witness_status::{WitnessMetrics, witness_page};
+use crate::net::server::accept::serve_until_stopped;
+mod status;
 use crate::limits::MAX_ADD_CHECKPOINT_BYTES;
 use crate::witness::{AddCheckpointError, TEXT_CONTENT_TYPE, Witness, error_chain};
 use bytes::Bytes;
@@ -19,6 +19,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
+use status::{WitnessMetrics, witness_page};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -205,7 +206,7 @@ impl Reply {
         if self.page {
             h.insert(
                 header::CONTENT_SECURITY_POLICY,
-                HeaderValue::from_static(super::html::PAGE_CSP),
+                HeaderValue::from_static(crate::net::server::html::PAGE_CSP),
             );
             h.insert(
                 header::REFERRER_POLICY,
@@ -339,9 +340,9 @@ async fn operator_view(page: bool, ctx: &Ctx) -> Reply {
             status: StatusCode::OK,
             body: Bytes::from(body),
             content_type: if page {
-                super::html::PAGE_CONTENT_TYPE
+                crate::net::server::html::PAGE_CONTENT_TYPE
             } else {
-                super::metrics::METRICS_CONTENT_TYPE
+                crate::net::server::metrics::METRICS_CONTENT_TYPE
             },
             allow: None,
             page,

@@ -14,12 +14,12 @@
 //! most `queue_max` submissions are being read, queued, integrated or
 //! answered at once; one more gets 503 with `Retry-After`.
 
-use super::accept::serve_until_stopped;
 use crate::keys::SigningKey;
 use crate::limits::{MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BUNDLE_BYTES, MAX_ENVELOPE_BYTES};
 use crate::log::admit::AcceptedIssuers;
 use crate::log::{Log, LogError, LogWriter};
-use crate::net::witnessing::Witnessing;
+use crate::net::client::witnessing::Witnessing;
+use crate::net::server::accept::serve_until_stopped;
 use crate::storage::{Family, PublicKey, Store, TileKey};
 use http_body_util::Full;
 use hyper::header;

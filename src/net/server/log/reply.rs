@@ -45,7 +45,7 @@ impl Reply {
         Reply {
             status: StatusCode::OK,
             body: Bytes::from(text),
-            content_type: crate::net::metrics::METRICS_CONTENT_TYPE,
+            content_type: crate::net::server::metrics::METRICS_CONTENT_TYPE,
             cache: CACHE_NONE,
             extra: Vec::new(),
             error: None,
@@ -54,7 +54,7 @@ impl Reply {
 
     /// An HTML page, under a Content-Security-Policy that forbids scripts.
     pub(super) fn page(html: String) -> Reply {
-        use crate::net::html::{PAGE_CONTENT_TYPE, PAGE_CSP};
+        use crate::net::server::html::{PAGE_CONTENT_TYPE, PAGE_CSP};
         Reply {
             status: StatusCode::OK,
             body: Bytes::from(html),

@@ -13,8 +13,8 @@
 //! after a restart the old sizes are learnt again from the 409 answers.
 //! Progress and every failure go, one JSON line each, to a caller-given sink.
 
-use super::accept::stopped;
-use crate::net::client::{Client, ClientError};
+use super::{Client, ClientError};
+use crate::net::server::accept::stopped;
 use crate::tlog::cosig::{self, WitnessVerifier};
 use crate::tlog::merkle::Hash;
 use crate::tlog::note::Note;

@@ -4,7 +4,7 @@
 //! witnesses as the log saw them, the lease on object storage).
 
 use super::*;
-use crate::net::metrics::{
+use crate::net::server::metrics::{
     One, RouteStatus, StatusReason, Two, count_buckets, counters, gauge, gauges, render,
     seconds_buckets, secs,
 };

@@ -18,7 +18,7 @@
 //! RFC 9162 inclusion proof of the submitted entry against that root, the
 //! entry byte for byte, and the receipt id recomputed from the payload.
 
-use super::client::{Client, ClientError};
+use super::{Client, ClientError};
 use crate::bundle::Bundle;
 use crate::constants::BUNDLE_MEDIA_TYPE;
 use crate::keys::NoteVerifier;

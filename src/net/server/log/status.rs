@@ -2,7 +2,7 @@
 //! page"): origin, tree size, checkpoint age, the witnesses and the size
 //! each last cosigned, the last entries decoded, and the commands a reader
 //! needs. No script; every value from an entry goes through
-//! [`crate::net::html::escape`] inside `<bdi>`.
+//! [`crate::net::server::html::escape`] inside `<bdi>`.
 //!
 //! Bounded work: the entries shown are the last [`STATUS_ENTRIES`] of the
 //! published checkpoint, read from at most two entry bundles of the log's
@@ -10,7 +10,7 @@
 //! request names).
 
 use super::*;
-use crate::net::html::{age, bdi, escape, page, utc};
+use crate::net::server::html::{age, bdi, escape, page, utc};
 use crate::receipt::Verdict;
 use crate::receipt::dsse::Envelope;
 use crate::storage::PublicRead;

@@ -5,7 +5,7 @@
 //! answer channel (Tessera's queue and Sunlight's sequencer split).
 
 use super::*;
-use crate::net::witnessing::{Prover, Stopped, Witnessing};
+use crate::net::client::witnessing::{Prover, Stopped, Witnessing};
 use std::sync::mpsc;
 
 /// How long the writer sleeps when an open batch's queue is empty (see
