@@ -19,7 +19,7 @@ use rcpt::keys::{NoteVerifier, SigningKey};
 use rcpt::tlog::cosig::{self, WitnessVerifier};
 use rcpt::tlog::merkle::{self, Hash, MemoryTree};
 use rcpt::tlog::note::{self, Checkpoint, Note};
-use rcpt::tlog::policy::Policy;
+use rcpt::tlog::policy::TlogPolicy;
 use rcpt::witness::{AddCheckpointRequest, Witness};
 use std::time::Instant;
 
@@ -86,9 +86,9 @@ fn main() {
     }
     let names: Vec<String> = (0..99).map(|i| format!("W{i}")).collect();
     policy.push_str(&format!("group q 67 {}\nquorum q\n", names.join(" ")));
-    let p = Policy::parse(policy.as_bytes()).unwrap();
+    let p = TlogPolicy::parse(policy.as_bytes()).unwrap();
     let parse_rate = per_second(200, |_| {
-        std::hint::black_box(Policy::parse(policy.as_bytes()).unwrap());
+        std::hint::black_box(TlogPolicy::parse(policy.as_bytes()).unwrap());
     });
     let eval_rate = per_second(200, |_| {
         assert!(p.evaluate(&parsed).unwrap().quorum_met);

@@ -32,7 +32,7 @@ use rcpt::receipt::{self, Invariant, PayloadError};
 use rcpt::tlog::cosig::{self, CosigStatus, WitnessVerifier};
 use rcpt::tlog::merkle::{self, Hash, MemoryTree};
 use rcpt::tlog::note::{self, Checkpoint, Note, NoteCheck};
-use rcpt::tlog::policy::{LogStatus, Member, Policy, Quorum, Verdict};
+use rcpt::tlog::policy::{LogStatus, Member, Quorum, QuorumVerdict, TlogPolicy};
 use rcpt::tlog::proof::TlogProof;
 use rcpt::tlog::tiles;
 use rcpt::trust::Trust;
@@ -762,9 +762,9 @@ const WITNESSED_BUNDLE: &[u8] =
     include_bytes!("../fixtures/frozen-receipts/witnessed/bundles/quorum-met.json");
 
 /// The witnessed series' policy.
-fn witnessed_policy() -> &'static Policy {
-    static POLICY: OnceLock<Policy> = OnceLock::new();
-    POLICY.get_or_init(|| Policy::parse(WITNESSED_POLICY).expect("witnesses.policy parses"))
+fn witnessed_policy() -> &'static TlogPolicy {
+    static POLICY: OnceLock<TlogPolicy> = OnceLock::new();
+    POLICY.get_or_init(|| TlogPolicy::parse(WITNESSED_POLICY).expect("witnesses.policy parses"))
 }
 
 /// The checkpoint note of the witnessed series (cosigned by w1 and w2).
@@ -793,8 +793,12 @@ fn witnessed_verifier() -> &'static Verifier {
 /// is; octets the format forbids are refused; and the evaluation of a
 /// fixed cosigned checkpoint is consistent with its verdict.
 pub fn tlog_policy(data: &[u8]) {
-    let parsed = Policy::parse(data);
-    assert_eq!(parsed, Policy::parse(data), "parsing is not deterministic");
+    let parsed = TlogPolicy::parse(data);
+    assert_eq!(
+        parsed,
+        TlogPolicy::parse(data),
+        "parsing is not deterministic"
+    );
     let forbidden = data
         .iter()
         .any(|&b| b != b'\t' && b != b'\n' && (b < 0x20 || b == 0x7f));
@@ -831,7 +835,7 @@ pub fn tlog_policy(data: &[u8]) {
     );
     let eval = policy.evaluate(witnessed_note()).expect("a checkpoint");
     assert_eq!(eval.witnesses.len(), n);
-    if eval.verdict() == Verdict::Verified {
+    if eval.verdict() == QuorumVerdict::Verified {
         assert!(eval.quorum_met);
         assert!(matches!(eval.log, LogStatus::Verified { .. }));
     }
@@ -940,6 +944,6 @@ pub fn tlog_proof(data: &[u8]) {
         let eval = witnessed_policy()
             .evaluate(&proof.note)
             .expect("a checkpoint");
-        assert_eq!(eval.verdict(), Verdict::Verified);
+        assert_eq!(eval.verdict(), QuorumVerdict::Verified);
     }
 }

@@ -12,7 +12,9 @@ use rcpt::keys::{NoteVerifier, SigningKey};
 use rcpt::limits::{MAX_POLICY_BYTES, MAX_POLICY_GROUPS, MAX_POLICY_LOGS, MAX_POLICY_WITNESSES};
 use rcpt::tlog::cosig::{self, CosigStatus, WitnessVerifier};
 use rcpt::tlog::note::{self, Checkpoint, Note, NoteError};
-use rcpt::tlog::policy::{LogStatus, Member, Name, Policy, PolicyError, Quorum, Verdict};
+use rcpt::tlog::policy::{
+    LogStatus, Member, Name, Quorum, QuorumVerdict, TlogPolicy, TlogPolicyError,
+};
 
 const ORIGIN: &str = "example.com/log";
 
@@ -41,11 +43,11 @@ fn wkey(n: u32) -> String {
         .to_string()
 }
 
-fn parse(text: &str) -> Result<Policy, PolicyError> {
-    Policy::parse(text.as_bytes())
+fn parse(text: &str) -> Result<TlogPolicy, TlogPolicyError> {
+    TlogPolicy::parse(text.as_bytes())
 }
 
-fn err(text: &str) -> PolicyError {
+fn err(text: &str) -> TlogPolicyError {
     parse(text).expect_err(text)
 }
 
@@ -92,7 +94,7 @@ fn accepted_syntax() {
     // A '#' inside a line is not a comment: it is part of the item.
     assert!(matches!(
         err(&format!("log {} # note\nquorum none\n", origin_vkey())),
-        PolicyError::Arity { keyword: "log", .. }
+        TlogPolicyError::Arity { keyword: "log", .. }
     ));
 }
 
@@ -114,7 +116,7 @@ fn names_are_opaque_octets() {
     bytes.extend_from_slice(&[0x80, b'\n']);
     bytes.extend_from_slice(b"quorum ");
     bytes.extend_from_slice(&[0xff, 0xfe, b'\n']);
-    let p = Policy::parse(&bytes).unwrap();
+    let p = TlogPolicy::parse(&bytes).unwrap();
     assert_eq!(p.witnesses[0].name, Name(vec![0xff, 0xfe]));
 }
 
@@ -125,35 +127,35 @@ fn refused_characters() {
         text.push(byte);
         text.push(b'\n');
         assert_eq!(
-            Policy::parse(&text),
-            Err(PolicyError::Charset { line: 2, byte }),
+            TlogPolicy::parse(&text),
+            Err(TlogPolicyError::Charset { line: 2, byte }),
             "byte {byte:#04x}"
         );
     }
     // A CRLF file is refused (CR is a control character).
     assert!(matches!(
         err("quorum none\r\n"),
-        PolicyError::Charset { byte: 0x0d, .. }
+        TlogPolicyError::Charset { byte: 0x0d, .. }
     ));
 }
 
 #[test]
 fn refused_structure() {
-    assert_eq!(err(""), PolicyError::NoQuorum);
-    assert_eq!(err("# only a comment\n"), PolicyError::NoQuorum);
-    assert_eq!(err("quorum none"), PolicyError::NoFinalNewline(1));
-    assert_eq!(err("quorum none\n# x"), PolicyError::NoFinalNewline(2));
+    assert_eq!(err(""), TlogPolicyError::NoQuorum);
+    assert_eq!(err("# only a comment\n"), TlogPolicyError::NoQuorum);
+    assert_eq!(err("quorum none"), TlogPolicyError::NoFinalNewline(1));
+    assert_eq!(err("quorum none\n# x"), TlogPolicyError::NoFinalNewline(2));
     assert!(matches!(
         err("Log x\nquorum none\n"),
-        PolicyError::UnknownKeyword { line: 1, .. }
+        TlogPolicyError::UnknownKeyword { line: 1, .. }
     ));
     assert!(matches!(
         err("quorum none\nwitnesses A b\n"),
-        PolicyError::UnknownKeyword { line: 2, .. }
+        TlogPolicyError::UnknownKeyword { line: 2, .. }
     ));
     assert_eq!(
         err("quorum none\nquorum none\n"),
-        PolicyError::QuorumTwice { line: 2, first: 1 }
+        TlogPolicyError::QuorumTwice { line: 2, first: 1 }
     );
 }
 
@@ -183,7 +185,7 @@ fn refused_arity() {
     ];
     for (text, kw) in cases {
         assert!(
-            matches!(err(text), PolicyError::Arity { keyword, .. } if keyword == kw),
+            matches!(err(text), TlogPolicyError::Arity { keyword, .. } if keyword == kw),
             "{text:?}: {:?}",
             err(text)
         );
@@ -195,23 +197,23 @@ fn refused_keys() {
     // A witness key as a log key, a log key as a witness key.
     assert!(matches!(
         err(&format!("log {}\nquorum none\n", wkey(1))),
-        PolicyError::LogKey { line: 1, .. }
+        TlogPolicyError::LogKey { line: 1, .. }
     ));
     assert!(matches!(
         err(&format!("witness A {}\nquorum none\n", log_vkey(1))),
-        PolicyError::WitnessKey { line: 1, .. }
+        TlogPolicyError::WitnessKey { line: 1, .. }
     ));
     // Not a vkey; a wrong key ID.
     assert!(matches!(
         err("log example.com\nquorum none\n"),
-        PolicyError::LogKey { .. }
+        TlogPolicyError::LogKey { .. }
     ));
     let mut bad = wkey(1);
     let at = bad.find('+').unwrap() + 1;
     bad.replace_range(at..at + 8, "00000000");
     assert!(matches!(
         err(&format!("witness A {bad}\nquorum none\n")),
-        PolicyError::WitnessKey { .. }
+        TlogPolicyError::WitnessKey { .. }
     ));
     // Duplicates: the same public key under another name is still a duplicate.
     let other_name = NoteVerifier::new("other.example", key(0).verifying_key()).unwrap();
@@ -220,7 +222,7 @@ fn refused_keys() {
             "log {}\n\nlog {other_name}\nquorum none\n",
             origin_vkey()
         )),
-        PolicyError::DuplicateLog { line: 3, first: 1 }
+        TlogPolicyError::DuplicateLog { line: 3, first: 1 }
     );
     let other_w = WitnessVerifier::new("other.example", key(1001).verifying_key()).unwrap();
     assert_eq!(
@@ -228,7 +230,7 @@ fn refused_keys() {
             "witness A {}\nwitness B {other_w}\nquorum none\n",
             wkey(1)
         )),
-        PolicyError::DuplicateWitness { line: 2, first: 1 }
+        TlogPolicyError::DuplicateWitness { line: 2, first: 1 }
     );
     // One key as a log and as a witness is not a duplicate (different types).
     let both = WitnessVerifier::new(ORIGIN, key(0).verifying_key()).unwrap();
@@ -245,28 +247,28 @@ fn refused_names_and_members() {
     let name = |s: &str| Name(s.as_bytes().to_vec());
     assert_eq!(
         err(&format!("{base}witness A {}\nquorum none\n", wkey(4))),
-        PolicyError::DuplicateName {
+        TlogPolicyError::DuplicateName {
             line: 5,
             name: name("A")
         }
     );
     assert_eq!(
         err(&format!("{base}group A any B\nquorum none\n")),
-        PolicyError::DuplicateName {
+        TlogPolicyError::DuplicateName {
             line: 5,
             name: name("A")
         }
     );
     assert_eq!(
         err(&format!("witness none {}\nquorum none\n", wkey(1))),
-        PolicyError::DuplicateName {
+        TlogPolicyError::DuplicateName {
             line: 1,
             name: name("none")
         }
     );
     assert_eq!(
         err(&format!("{base}group none any A\nquorum none\n")),
-        PolicyError::DuplicateName {
+        TlogPolicyError::DuplicateName {
             line: 5,
             name: name("none")
         }
@@ -276,25 +278,25 @@ fn refused_names_and_members() {
             "{base}group G any A D\nwitness D {}\nquorum G\n",
             wkey(4)
         )),
-        PolicyError::Undefined {
+        TlogPolicyError::Undefined {
             line: 5,
             name: name("D")
         }
     );
     assert_eq!(
         err(&format!("{base}quorum G\ngroup G any A\n")),
-        PolicyError::Undefined {
+        TlogPolicyError::Undefined {
             line: 5,
             name: name("G")
         }
     );
     assert_eq!(
         err(&format!("{base}group G any A none\nquorum G\n")),
-        PolicyError::NoneMember(5)
+        TlogPolicyError::NoneMember(5)
     );
     assert_eq!(
         err(&format!("{base}group G any A A\nquorum G\n")),
-        PolicyError::MemberTwice {
+        TlogPolicyError::MemberTwice {
             line: 5,
             name: name("A")
         }
@@ -304,7 +306,7 @@ fn refused_names_and_members() {
         err(&format!(
             "{base}group G any A B\ngroup H any A C\nquorum G\n"
         )),
-        PolicyError::MemberTwice {
+        TlogPolicyError::MemberTwice {
             line: 6,
             name: name("A")
         }
@@ -318,7 +320,7 @@ fn refused_names_and_members() {
         err(&format!(
             "{base}group G any A\ngroup H all G\ngroup I all G\nquorum H\n"
         )),
-        PolicyError::MemberTwice { .. }
+        TlogPolicyError::MemberTwice { .. }
     ));
 }
 
@@ -339,7 +341,7 @@ fn refused_thresholds() {
         assert!(
             matches!(
                 err(&format!("{base}group G {k} A B C\nquorum G\n")),
-                PolicyError::Threshold { line: 5, .. }
+                TlogPolicyError::Threshold { line: 5, .. }
             ),
             "k = {k}"
         );
@@ -387,7 +389,7 @@ fn limits_support_at_least_32_of_each_and_refuse_past_the_named_constants() {
     let too_many_logs = format!("{}quorum none\n", build(MAX_POLICY_LOGS as u32 + 1, 0, 0));
     assert!(matches!(
         err(&too_many_logs),
-        PolicyError::TooMany { what: "logs", .. }
+        TlogPolicyError::TooMany { what: "logs", .. }
     ));
     let too_many_w = format!(
         "{}quorum none\n",
@@ -395,7 +397,7 @@ fn limits_support_at_least_32_of_each_and_refuse_past_the_named_constants() {
     );
     assert!(matches!(
         err(&too_many_w),
-        PolicyError::TooMany {
+        TlogPolicyError::TooMany {
             what: "witnesses",
             ..
         }
@@ -407,10 +409,10 @@ fn limits_support_at_least_32_of_each_and_refuse_past_the_named_constants() {
     too_many_g.push_str("quorum none\n");
     assert!(matches!(
         err(&too_many_g),
-        PolicyError::TooMany { what: "groups", .. }
+        TlogPolicyError::TooMany { what: "groups", .. }
     ));
     let huge = format!("quorum none\n#{}\n", "x".repeat(MAX_POLICY_BYTES));
-    assert!(matches!(err(&huge), PolicyError::TooLarge { .. }));
+    assert!(matches!(err(&huge), TlogPolicyError::TooLarge { .. }));
 }
 
 // ---- evaluation ------------------------------------------------------------
@@ -473,16 +475,16 @@ fn quorum_met_and_not_met() {
         ]
     );
     assert!(e.quorum_met);
-    assert_eq!(e.verdict(), Verdict::Verified);
+    assert_eq!(e.verdict(), QuorumVerdict::Verified);
     let e = evaluate(&policy, &cosigned(&[2]));
     assert!(!e.quorum_met);
-    assert_eq!(e.verdict(), Verdict::QuorumNotMet);
+    assert_eq!(e.verdict(), QuorumVerdict::QuorumNotMet);
     // Unknown cosigners do not count, and are ignored.
     let e = evaluate(&policy, &cosigned(&[2, 4, 5]));
-    assert_eq!(e.verdict(), Verdict::QuorumNotMet);
+    assert_eq!(e.verdict(), QuorumVerdict::QuorumNotMet);
     // quorum none: the log signature alone.
     let e = evaluate(&format!("{}quorum none\n", three()), &cosigned(&[]));
-    assert_eq!(e.verdict(), Verdict::Verified);
+    assert_eq!(e.verdict(), QuorumVerdict::Verified);
 }
 
 #[test]
@@ -500,7 +502,7 @@ fn a_listed_witness_bad_cosignature_fails_even_when_the_quorum_is_met() {
     let e = evaluate(&policy, &format!("{}{foreign}", cosigned(&[1])));
     assert!(e.quorum_met);
     assert!(matches!(e.witnesses[1], CosigStatus::Failed(_)));
-    assert_eq!(e.verdict(), Verdict::CosignatureFailed(vec![1]));
+    assert_eq!(e.verdict(), QuorumVerdict::CosignatureFailed(vec![1]));
 }
 
 #[test]
@@ -510,13 +512,13 @@ fn log_signature_outcomes() {
     let stranger = note::sign(&body(), ORIGIN, &key(77)).unwrap();
     let e = evaluate(&policy, &stranger);
     assert_eq!(e.log, LogStatus::NotSigned);
-    assert_eq!(e.verdict(), Verdict::LogNotEvaluated);
+    assert_eq!(e.verdict(), QuorumVerdict::LogNotEvaluated);
     // The listed log's line altered: failed.
     let mut n = Note::parse(cosigned(&[]).as_bytes()).unwrap();
     n.signatures[0].sig[3] ^= 1;
     let e = parse(&policy).unwrap().evaluate(&n).unwrap();
     assert!(matches!(e.log, LogStatus::Failed { .. }));
-    assert_eq!(e.verdict(), Verdict::LogFailed);
+    assert_eq!(e.verdict(), QuorumVerdict::LogFailed);
     // An origin with no listed log.
     let other = Checkpoint {
         origin: "example.com/other".into(),
@@ -530,7 +532,7 @@ fn log_signature_outcomes() {
         &note::sign(&other, "example.com/other", &key(0)).unwrap(),
     );
     assert_eq!(e.log, LogStatus::UnknownOrigin);
-    assert_eq!(e.verdict(), Verdict::LogNotEvaluated);
+    assert_eq!(e.verdict(), QuorumVerdict::LogNotEvaluated);
     // A note whose text is not a checkpoint is an error.
     let p = parse(&policy).unwrap();
     let not_cp = Note::parse(note::sign("hello\n", ORIGIN, &key(0)).unwrap().as_bytes()).unwrap();
@@ -554,7 +556,7 @@ fn grease_up_to_the_note_cap_is_ignored() {
             base64::engine::general_purpose::STANDARD.encode(raw)
         ));
     }
-    assert_eq!(evaluate(&policy, &t).verdict(), Verdict::Verified);
+    assert_eq!(evaluate(&policy, &t).verdict(), QuorumVerdict::Verified);
     t.push_str("\u{2014} one.more AAAAAAA=\n");
     assert!(matches!(
         Note::parse(t.as_bytes()),

@@ -202,7 +202,7 @@ proptest::proptest! {
     fn witness_parsers_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..600)) {
         let _ = TlogProof::parse(&bytes);
         let _ = rcpt::witness::AddCheckpointRequest::parse(&bytes);
-        let _ = rcpt::tlog::policy::Policy::parse(&bytes);
+        let _ = rcpt::tlog::policy::TlogPolicy::parse(&bytes);
     }
 
     #[test]

@@ -208,9 +208,10 @@ fn asked_requirements_follow_in_their_fixed_order() {
 #[test]
 fn a_policy_adds_checkpoint_witnesses_after_the_checkpoint_signature() {
     let vkey = std::fs::read_to_string(corpus().join("keys/log.vkey")).unwrap();
-    let policy =
-        rcpt::tlog::policy::Policy::parse(format!("log {}\nquorum none\n", vkey.trim()).as_bytes())
-            .unwrap();
+    let policy = rcpt::tlog::policy::TlogPolicy::parse(
+        format!("log {}\nquorum none\n", vkey.trim()).as_bytes(),
+    )
+    .unwrap();
     let plain = corpus_reports(&verifier());
     let with = corpus_reports(&verifier().with_policy(policy));
     let mut want = CHECKS.to_vec();

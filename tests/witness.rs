@@ -16,7 +16,7 @@ use rcpt::keys::{NoteVerifier, SigningKey};
 use rcpt::tlog::cosig::{CosigStatus, WitnessVerifier};
 use rcpt::tlog::merkle::{self, Hash, MemoryTree};
 use rcpt::tlog::note::{self, Checkpoint, Note};
-use rcpt::tlog::policy::{Policy, Verdict};
+use rcpt::tlog::policy::{QuorumVerdict, TlogPolicy};
 use rcpt::witness::{
     AddCheckpointError, AddCheckpointRequest, BadRequest, CasError, Forbidden, Refusal,
     RequestError, StateStore, TreeHead, Unprocessable, Witness, WitnessError, decide,
@@ -419,7 +419,7 @@ fn a_forked_log_cannot_get_a_two_of_three_quorum_for_both_forks() {
         ws[1].verifier(),
         ws[2].verifier()
     );
-    let policy = Policy::parse(policy_text.as_bytes()).unwrap();
+    let policy = TlogPolicy::parse(policy_text.as_bytes()).unwrap();
     // The log shows fork a to every witness (all start at 4, consistent).
     let mut lines = [String::new(), String::new()];
     for w in &ws {
@@ -452,14 +452,14 @@ fn a_forked_log_cannot_get_a_two_of_three_quorum_for_both_forks() {
         let note = Note::parse(format!("{}{l}", checkpoint(t, 8)).as_bytes()).unwrap();
         policy.evaluate(&note).unwrap().verdict()
     };
-    assert_eq!(verdict(&a, &lines[0]), Verdict::Verified);
+    assert_eq!(verdict(&a, &lines[0]), QuorumVerdict::Verified);
     // Only the third witness, which never saw fork a at 8, cosigned b.
     assert_eq!(lines[1].lines().count(), 1);
-    assert_eq!(verdict(&b, &lines[1]), Verdict::QuorumNotMet);
+    assert_eq!(verdict(&b, &lines[1]), QuorumVerdict::QuorumNotMet);
     // Fork a's cosignatures pasted onto fork b fail as cosignatures.
     assert!(matches!(
         verdict(&b, &lines[0]),
-        Verdict::CosignatureFailed(_)
+        QuorumVerdict::CosignatureFailed(_)
     ));
 }
 

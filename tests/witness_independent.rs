@@ -24,7 +24,7 @@ use rcpt::keys::{NoteVerifier, SigningKey};
 use rcpt::tlog::cosig::{self, CosigStatus, WitnessVerifier};
 use rcpt::tlog::merkle::{self, Hash, MemoryTree};
 use rcpt::tlog::note::{self, Checkpoint, Note};
-use rcpt::tlog::policy::{LogStatus, Policy};
+use rcpt::tlog::policy::{LogStatus, TlogPolicy};
 use rcpt::witness::{AddCheckpointRequest, TreeHead, decide};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -349,7 +349,7 @@ fn notes() -> Vec<String> {
 }
 
 /// Our evaluation in the reference's JSON shape.
-fn ours(p: &Policy, text: &str) -> Value {
+fn ours(p: &TlogPolicy, text: &str) -> Value {
     let note = Note::parse(text.as_bytes()).unwrap();
     let e = p.evaluate(&note).unwrap();
     let log = match e.log {
@@ -391,7 +391,7 @@ fn policies_and_quorum_evaluations_agree() {
     for (i, text) in corpus.iter().enumerate() {
         let t = &theirs[i];
         let shown = String::from_utf8_lossy(text);
-        match Policy::parse(text) {
+        match TlogPolicy::parse(text) {
             Ok(p) => {
                 assert_eq!(
                     t["ok"], true,

@@ -21,7 +21,7 @@ use support::witness as witness_support;
 
 use rcpt::tlog::cosig::CosigStatus;
 use rcpt::tlog::note::{Checkpoint, Note};
-use rcpt::tlog::policy::Policy;
+use rcpt::tlog::policy::TlogPolicy;
 use serve_support::{ORIGIN, Served, envelope, init_log, log_key, raw, write_trust};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -106,7 +106,7 @@ fn published(log: &Served, policy_text: &str) -> (u64, usize) {
     let r = raw(log.addr, "GET", "/checkpoint", &[], b"");
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     let note = Note::parse(&r.body).unwrap();
-    let policy = Policy::parse(policy_text.as_bytes()).unwrap();
+    let policy = TlogPolicy::parse(policy_text.as_bytes()).unwrap();
     let eval = policy.evaluate(&note).unwrap();
     assert!(eval.failed_witnesses().is_empty(), "{eval:?}");
     let verified = eval
@@ -345,7 +345,7 @@ fn a_fork_with_the_same_key_and_origin_gets_no_cosignature() {
 /// of a listed witness must verify), and its tree size.
 fn cosigned_by(note: &[u8], policy_text: &str) -> (u64, usize) {
     let note = Note::parse(note).unwrap();
-    let eval = Policy::parse(policy_text.as_bytes())
+    let eval = TlogPolicy::parse(policy_text.as_bytes())
         .unwrap()
         .evaluate(&note)
         .unwrap();
@@ -678,7 +678,7 @@ fn witnesses_beyond_the_quorum_are_published_and_a_stricter_reader_verifies() {
     let strict_ok = |log: &Served| {
         let r = raw(log.addr, "GET", "/checkpoint", &[], b"");
         let note = Note::parse(&r.body).unwrap();
-        Policy::parse(strict.as_bytes())
+        TlogPolicy::parse(strict.as_bytes())
             .unwrap()
             .evaluate(&note)
             .unwrap()

@@ -15,7 +15,7 @@ use super::evidence::Evidence;
 use super::inverse::{Record, Side, Transition};
 use super::journal::{self, Entry, Recovered};
 use super::policy::Policy;
-use super::store::Store;
+use super::store::GateStore;
 use super::{GateError, Signed, Signer, fits_resources, run_checks_in};
 use crate::digest::{Algorithm, Digest};
 use crate::fresh::HEAD;
@@ -64,13 +64,13 @@ pub struct Outcome {
     /// An interrupted operation recovered first.
     pub recovered: Option<Recovered>,
     /// The store.
-    pub store: Store,
+    pub store: GateStore,
 }
 
 /// Apply `req.patch` if the policy admits it.
 pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
     let tree = super::change::work_tree(req.dir)?;
-    let store = Store::open(
+    let store = GateStore::open(
         &req.store
             .map_or_else(|| super::default_store(&tree), Path::to_path_buf),
     )?;
@@ -151,7 +151,7 @@ pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
 /// Write an admitted change: reversible, committed after the writes; else
 /// (no pre-images kept) committed first, so only a roll forward remains.
 fn write_admitted(
-    store: &Store,
+    store: &GateStore,
     top: &Path,
     record: &Record,
     inverse: Option<Digest>,
@@ -289,7 +289,7 @@ fn size_of(top: &Path, path: &str) -> u64 {
 /// The post-images (needed to finish an interrupted write) must fit in
 /// any case.
 fn keepable(
-    store: &Store,
+    store: &GateStore,
     top: &Path,
     clean: &Path,
     record: &Record,
@@ -318,7 +318,7 @@ fn keepable(
 /// Store the pre-images (when `reversible`) and the post-images, then the
 /// record, read back and checked. Its identity when reversible.
 fn keep(
-    store: &Store,
+    store: &GateStore,
     top: &Path,
     clean: &Path,
     record: &Record,
@@ -343,7 +343,7 @@ fn keep(
 
 /// Read `path` under `top` (at most `limit` bytes), check it is `side`, store it.
 pub fn put_side(
-    store: &Store,
+    store: &GateStore,
     top: &Path,
     path: &str,
     side: Side,
@@ -457,7 +457,7 @@ pub struct Plan<'a> {
 /// over every file, the files one by one, the receipt pointer (the commit
 /// point; before the files when `link_first`), the journal removed.
 pub fn execute(
-    store: &Store,
+    store: &GateStore,
     top: &Path,
     plan: &Plan<'_>,
     signed: &Signed,

@@ -15,7 +15,7 @@
 //! file still is at `post`; the undo's own record is this one with the two
 //! sides swapped, so an undo is undone the same way.
 
-use super::store::{Store, StoreError};
+use super::store::{GateStore, StoreError};
 use crate::digest::Digest;
 use crate::receipt::canonical::Value;
 use std::collections::BTreeMap;
@@ -185,7 +185,7 @@ impl Record {
     /// (a roll forward). Its identity.
     pub fn store_checked(
         &self,
-        store: &Store,
+        store: &GateStore,
         pre: bool,
         post: bool,
     ) -> Result<Digest, InverseError> {
@@ -199,7 +199,12 @@ impl Record {
     }
 
     /// Every object of the chosen sides re-hashed from the store.
-    pub fn check_objects(&self, store: &Store, pre: bool, post: bool) -> Result<(), InverseError> {
+    pub fn check_objects(
+        &self,
+        store: &GateStore,
+        pre: bool,
+        post: bool,
+    ) -> Result<(), InverseError> {
         for t in &self.files {
             for side in [t.pre.filter(|_| pre), t.post.filter(|_| post)]
                 .into_iter()
@@ -213,7 +218,7 @@ impl Record {
 }
 
 /// The record `id` from `store`, re-hashed and strictly decoded.
-pub fn load(store: &Store, id: &Digest) -> Result<Record, InverseError> {
+pub fn load(store: &GateStore, id: &Digest) -> Result<Record, InverseError> {
     let value = store.get_record(id)?;
     Record::from_value(&value).map_err(|why| InverseError::Shape { id: *id, why })
 }
@@ -233,7 +238,7 @@ mod tests {
     #[test]
     fn a_record_round_trips_and_is_checked_against_the_store() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = GateStore::open(dir.path()).unwrap();
         let record = Record {
             base: "ab".repeat(20),
             files: vec![

@@ -20,7 +20,7 @@
 //! directory sync.
 
 use super::inverse::{self, InverseError, Record, Side, Transition};
-use super::store::{Store, StoreError};
+use super::store::{GateStore, StoreError};
 use crate::digest::{Algorithm, Digest};
 use crate::io::InputError;
 use crate::receipt::canonical::{Value, dagcbor};
@@ -98,7 +98,7 @@ pub struct Lock {
 }
 
 /// Lock `store` for this process, or refuse when another holds it.
-pub fn lock(store: &Store) -> Result<Lock, JournalError> {
+pub fn lock(store: &GateStore) -> Result<Lock, JournalError> {
     lock_dir(store.dir())
 }
 
@@ -131,7 +131,7 @@ pub struct Entry {
     pub envelope: Digest,
 }
 
-fn journal_path(store: &Store) -> PathBuf {
+fn journal_path(store: &GateStore) -> PathBuf {
     store.dir().join("journal")
 }
 
@@ -169,7 +169,7 @@ impl Entry {
     }
 
     /// Write the journal (atomically, durably).
-    pub fn write(&self, store: &Store) -> Result<(), JournalError> {
+    pub fn write(&self, store: &GateStore) -> Result<(), JournalError> {
         crate::io::write_atomic_via(
             &store.dir().join("tmp"),
             &journal_path(store),
@@ -181,7 +181,7 @@ impl Entry {
 }
 
 /// Remove the journal (durably).
-pub fn clear(store: &Store) -> Result<(), JournalError> {
+pub fn clear(store: &GateStore) -> Result<(), JournalError> {
     let path = journal_path(store);
     let write = |source| JournalError::Write {
         path: path.display().to_string(),
@@ -220,11 +220,11 @@ pub fn recover_at(dir: &Path) -> Result<Option<Recovered>, JournalError> {
         Err(JournalError::Busy(_)) => return Ok(None),
         Err(e) => return Err(e),
     };
-    recover(&Store::open(dir)?)
+    recover(&GateStore::open(dir)?)
 }
 
 /// [`recover_at`] for an open store whose lock the caller holds.
-pub fn recover(store: &Store) -> Result<Option<Recovered>, JournalError> {
+pub fn recover(store: &GateStore) -> Result<Option<Recovered>, JournalError> {
     let path = journal_path(store);
     let bytes = match crate::io::read_path(&path, MAX_JOURNAL_BYTES) {
         Ok(b) => b,
@@ -329,7 +329,7 @@ fn describe(now: Option<&Side>, want: Option<&Side>) -> String {
 /// alone). Removals first, deepest first, then writes; `step` is called
 /// after each file made durable. Files rewritten, and the conflicts.
 pub fn reach(
-    store: &Store,
+    store: &GateStore,
     top: &Path,
     record: &Record,
     step: &mut dyn FnMut(),
@@ -359,7 +359,7 @@ pub fn reach(
 }
 
 /// Write the `post` side of `t` (remove the file when it is absent).
-fn write_side(store: &Store, top: &Path, t: &Transition) -> Result<(), JournalError> {
+fn write_side(store: &GateStore, top: &Path, t: &Transition) -> Result<(), JournalError> {
     let full = top.join(&t.path);
     let err = |source| JournalError::Write {
         path: t.path.clone(),

@@ -42,7 +42,7 @@ use run::NotRun;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use store::{Store, StoreError};
+use store::{GateStore, StoreError};
 
 /// Why the gate reached no verdict.
 #[derive(Debug, thiserror::Error)]
@@ -229,7 +229,7 @@ pub struct Decision {
     /// Identity of `{"base", "read_set"}`.
     pub precondition: Digest,
     /// The store holding the evidence.
-    pub store: Store,
+    pub store: GateStore,
 }
 
 /// The work tree at `dir` and its change against `base` (`rcpt gate id`).
@@ -250,7 +250,7 @@ pub fn evaluate(req: &Request<'_>) -> Result<Decision, GateError> {
     let (tree, change) = identify(req.dir, req.base)?;
     let head = tree.commit(HEAD).map_err(ChangeError::from)?;
     fits(&change, req.policy)?;
-    let store = Store::open(
+    let store = GateStore::open(
         &req.store
             .map_or_else(|| default_store(&tree), Path::to_path_buf),
     )?;
@@ -351,7 +351,7 @@ fn run_checks(
     tree: &WorkTree,
     change: &Change,
     req: &Request<'_>,
-    store: &Store,
+    store: &GateStore,
 ) -> Result<(Vec<run::Ran>, Option<String>), GateError> {
     let clean = CleanTree::create(tree, change)?;
     run_checks_in(&clean, req.policy, store, req.interrupted)
@@ -362,7 +362,7 @@ fn run_checks(
 pub fn run_checks_in(
     clean: &CleanTree,
     policy: &Policy,
-    store: &Store,
+    store: &GateStore,
     interrupted: &AtomicBool,
 ) -> Result<(Vec<run::Ran>, Option<String>), GateError> {
     let scratch = clean.scratch().map_err(GateError::Scratch)?;
@@ -458,7 +458,7 @@ impl Decision {
 pub fn issue(
     receipt: &Receipt,
     key: &SigningKey,
-    store: &Store,
+    store: &GateStore,
     record: &Digest,
 ) -> Result<(ValidPayload, Envelope), GateError> {
     let Signed { valid, envelope } = sign(receipt, key)?;
@@ -574,7 +574,7 @@ pub struct Shown {
 /// The evidence of `receipt` (id `receipt_id`) and every output it names,
 /// each object re-hashed; the evidence must name the receipt's change and
 /// policy, and be an admit receipt's proof.
-pub fn show(store: &Store, receipt: &Receipt, receipt_id: &Digest) -> Result<Shown, ShowError> {
+pub fn show(store: &GateStore, receipt: &Receipt, receipt_id: &Digest) -> Result<Shown, ShowError> {
     let id = store
         .receipt_record(receipt_id)?
         .ok_or(ShowError::Unknown(*receipt_id))?;

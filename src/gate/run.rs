@@ -12,7 +12,7 @@
 //! [`NotRun`]: never a pass, never a failure.
 
 use super::policy::Check;
-use super::store::{Store, StoreError};
+use super::store::{GateStore, StoreError};
 use crate::digest::Digest;
 use crate::limits::MAX_CHECK_OUTPUT_BYTES;
 use std::path::{Path, PathBuf};
@@ -139,7 +139,7 @@ pub fn run_check(
     clean: &Path,
     scratch: &Path,
     index: usize,
-    store: &Store,
+    store: &GateStore,
     interrupted: &AtomicBool,
 ) -> Result<Ran, NotRun> {
     let name = check.name.clone();
@@ -292,7 +292,7 @@ fn too_large(path: &Path) -> bool {
 }
 
 /// Store a capture file whole; its digest and size.
-fn keep(path: &Path, store: &Store, name: &str) -> Result<(Digest, u64), NotRun> {
+fn keep(path: &Path, store: &GateStore, name: &str) -> Result<(Digest, u64), NotRun> {
     let limit = usize::try_from(MAX_CHECK_OUTPUT_BYTES).unwrap_or(usize::MAX);
     let bytes = crate::io::read_path(path, limit).map_err(|source| NotRun::Capture {
         name: name.to_string(),

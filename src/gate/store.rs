@@ -81,13 +81,13 @@ pub enum StoreError {
 
 /// A gate store at a directory.
 #[derive(Clone, Debug)]
-pub struct Store {
+pub struct GateStore {
     dir: PathBuf,
 }
 
-impl Store {
+impl GateStore {
     /// Open (creating if needed) the store at `dir`, emptying `tmp/`.
-    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+    pub fn open(dir: &Path) -> Result<GateStore, StoreError> {
         for sub in ["objects", "receipts", "tmp"] {
             let path = dir.join(sub);
             std::fs::create_dir_all(&path).map_err(|source| StoreError::Create {
@@ -111,7 +111,7 @@ impl Store {
                 }
             }
         }
-        Ok(Store {
+        Ok(GateStore {
             dir: dir.to_path_buf(),
         })
     }
@@ -251,7 +251,7 @@ mod tests {
     #[test]
     fn objects_are_content_addressed_and_rehashed_on_read() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = GateStore::open(dir.path()).unwrap();
         let d = store.put(b"hello").unwrap();
         assert_eq!(d, Digest::blake3(b"hello"));
         assert_eq!(store.put(b"hello").unwrap(), d);
@@ -270,7 +270,7 @@ mod tests {
     #[test]
     fn records_and_receipt_pointers_round_trip() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = GateStore::open(dir.path()).unwrap();
         let value = Value::Array(vec![Value::Integer(1), Value::Text("x".into())]);
         let d = store.put_record(&value).unwrap();
         assert_eq!(store.get_record(&d).unwrap(), value);
@@ -289,7 +289,7 @@ mod tests {
             .unwrap()
             .set_modified(old)
             .unwrap();
-        Store::open(dir.path()).unwrap();
+        GateStore::open(dir.path()).unwrap();
         assert_eq!(
             std::fs::read_dir(dir.path().join("tmp")).unwrap().count(),
             0

@@ -11,7 +11,7 @@
 use super::apply::{Outcome, Plan, change_of, execute, precondition, put_side, read_set_after};
 use super::evidence::Evidence;
 use super::journal::{self, JournalError};
-use super::store::Store;
+use super::store::GateStore;
 use super::{GateError, Signer};
 use crate::digest::Digest;
 use crate::fresh::HEAD;
@@ -90,7 +90,11 @@ fn authentic(
 
 /// The inverse record `id`, its pre-images all in the store, every file
 /// still at its post-image (else refused, naming the file).
-fn restorable(store: &Store, top: &Path, id: &Digest) -> Result<super::inverse::Record, GateError> {
+fn restorable(
+    store: &GateStore,
+    top: &Path,
+    id: &Digest,
+) -> Result<super::inverse::Record, GateError> {
     let record = super::inverse::load(store, id).map_err(JournalError::from)?;
     record
         .check_objects(store, true, false)
@@ -111,7 +115,7 @@ fn restorable(store: &Store, top: &Path, id: &Digest) -> Result<super::inverse::
 /// Undo the change of `req.envelope`'s receipt.
 pub fn undo(req: &UndoRequest<'_>) -> Result<Outcome, GateError> {
     let tree = super::change::work_tree(req.dir)?;
-    let store = Store::open(
+    let store = GateStore::open(
         &req.store
             .map_or_else(|| super::default_store(&tree), Path::to_path_buf),
     )?;

@@ -10,7 +10,7 @@ use crate::storage::PublicRead;
 use crate::storage::tiles::{TileCache, TileReader};
 use crate::tlog::merkle::{self, Frontier, Hash};
 use crate::tlog::note::{Checkpoint, Note};
-use crate::tlog::policy::{Policy, Verdict};
+use crate::tlog::policy::{QuorumVerdict, TlogPolicy};
 use crate::tlog::tiles::TILE_WIDTH;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -24,7 +24,7 @@ use std::time::Instant;
 pub struct Monitor {
     source: Arc<dyn PublicRead>,
     logs: Vec<NoteVerifier>,
-    policy: Option<Policy>,
+    policy: Option<TlogPolicy>,
     watch: Watch,
     state: StateDir,
     start_at_end: bool,
@@ -71,7 +71,7 @@ impl Monitor {
     pub fn new(
         source: Arc<dyn PublicRead>,
         logs: Vec<NoteVerifier>,
-        policy: Option<Policy>,
+        policy: Option<TlogPolicy>,
         watch: Watch,
         state: StateDir,
         start_at_end: bool,
@@ -243,8 +243,8 @@ impl Monitor {
         match policy.evaluate(&note) {
             Err(e) => Some(format!("the checkpoint under the policy: {e}")),
             Ok(eval) => match eval.verdict() {
-                Verdict::Verified => None,
-                Verdict::QuorumNotMet => Some(format!(
+                QuorumVerdict::Verified => None,
+                QuorumVerdict::QuorumNotMet => Some(format!(
                     "the checkpoint of size {} does not meet the policy's witness quorum",
                     eval.checkpoint.size
                 )),

@@ -1,7 +1,7 @@
 //! policy: C2SP tlog-policy files (logs, witnesses, groups, quorum) and
 //! the evaluation of a checkpoint against one.
 //!
-//! Boundary: the octets of a policy file in, a [`Policy`] out; a signed
+//! Boundary: the octets of a policy file in, a [`TlogPolicy`] out; a signed
 //! checkpoint note in, an [`Evaluation`] out (which listed log signed it,
 //! which listed witness cosigned, failed or stayed silent, and whether the
 //! quorum is met). No I/O. Signatures are checked by [`crate::tlog::note`] (log,
@@ -48,8 +48,8 @@ pub struct PolicyWitness {
     pub url: Option<Vec<u8>>,
 }
 
-/// A group or quorum member: an index into [`Policy::witnesses`] or
-/// [`Policy::groups`].
+/// A group or quorum member: an index into [`TlogPolicy::witnesses`] or
+/// [`TlogPolicy::groups`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Member {
     /// A witness.
@@ -80,7 +80,7 @@ pub enum Quorum {
 
 /// A parsed tlog-policy file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Policy {
+pub struct TlogPolicy {
     /// Log lines, in file order.
     pub logs: Vec<PolicyLog>,
     /// Witness lines, in file order.
@@ -94,7 +94,7 @@ pub struct Policy {
 /// Why a policy file was refused; `line` is 1-based.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum PolicyError {
+pub enum TlogPolicyError {
     /// A file over [`MAX_POLICY_BYTES`].
     #[error("policy file is {size} bytes, over the {limit}-byte limit")]
     TooLarge {
@@ -252,23 +252,23 @@ fn words(line: &[u8]) -> Vec<&[u8]> {
 
 /// tlog-policy "Character set": "the allowed octet values are 0x09 (tab),
 /// 0x0A (newline), 0x20-0x7E, and 0x80-0xFF."
-fn check_charset(bytes: &[u8]) -> Result<(), PolicyError> {
+fn check_charset(bytes: &[u8]) -> Result<(), TlogPolicyError> {
     let mut line = 1;
     for &byte in bytes {
         match byte {
             b'\n' => line += 1,
             b'\t' | 0x20..=0x7e | 0x80..=0xff => {}
-            _ => return Err(PolicyError::Charset { line, byte }),
+            _ => return Err(TlogPolicyError::Charset { line, byte }),
         }
     }
     Ok(())
 }
 
-impl Policy {
+impl TlogPolicy {
     /// Parse a policy file (size limit and character set first).
-    pub fn parse(bytes: &[u8]) -> Result<Policy, PolicyError> {
+    pub fn parse(bytes: &[u8]) -> Result<TlogPolicy, TlogPolicyError> {
         if bytes.len() > MAX_POLICY_BYTES {
-            return Err(PolicyError::TooLarge {
+            return Err(TlogPolicyError::TooLarge {
                 size: bytes.len(),
                 limit: MAX_POLICY_BYTES,
             });
@@ -285,13 +285,13 @@ impl Policy {
         let mut lines: Vec<&[u8]> = bytes.split(|&c| c == b'\n').collect();
         // Every line ends in a newline, so the text after the last is empty.
         if lines.pop().is_some_and(|rest| !rest.is_empty()) {
-            return Err(PolicyError::NoFinalNewline(lines.len() + 1));
+            return Err(TlogPolicyError::NoFinalNewline(lines.len() + 1));
         }
         for (i, line) in lines.iter().enumerate() {
             b.line(i + 1, line)?;
         }
-        let (quorum, _) = b.quorum.ok_or(PolicyError::NoQuorum)?;
-        Ok(Policy {
+        let (quorum, _) = b.quorum.ok_or(TlogPolicyError::NoQuorum)?;
+        Ok(TlogPolicy {
             logs: b.logs.into_iter().map(|(l, _)| l).collect(),
             witnesses: b.witnesses.into_iter().map(|(w, _)| w).collect(),
             groups: b.groups,
@@ -306,7 +306,7 @@ impl Policy {
     }
 
     /// Whether the quorum is met when exactly the witnesses with
-    /// `cosigned[i]` true have witnessed (one flag per [`Policy::witnesses`]).
+    /// `cosigned[i]` true have witnessed (one flag per [`TlogPolicy::witnesses`]).
     ///
     /// A group witnesses a checkpoint "if and only if at least k of its n
     /// members have witnessed that checkpoint". Members precede their group,
@@ -363,7 +363,7 @@ impl Policy {
 
 impl Builder {
     /// One line: comment, blank, or a keyword line.
-    fn line(&mut self, line: usize, text: &[u8]) -> Result<(), PolicyError> {
+    fn line(&mut self, line: usize, text: &[u8]) -> Result<(), TlogPolicyError> {
         let items = words(text);
         let Some((&keyword, args)) = items.split_first() else {
             return Ok(()); // blank: whitespace only
@@ -376,7 +376,7 @@ impl Builder {
             b"witness" => self.witness(line, args),
             b"group" => self.group(line, args),
             b"quorum" => self.quorum(line, args),
-            _ => Err(PolicyError::UnknownKeyword {
+            _ => Err(TlogPolicyError::UnknownKeyword {
                 line,
                 word: String::from_utf8_lossy(keyword).into_owned(),
             }),
@@ -384,7 +384,7 @@ impl Builder {
     }
 
     /// `log <vkey> [<url>]`.
-    fn log(&mut self, line: usize, args: &[&[u8]]) -> Result<(), PolicyError> {
+    fn log(&mut self, line: usize, args: &[&[u8]]) -> Result<(), TlogPolicyError> {
         let (vkey, url) = match args {
             [vkey] => (*vkey, None),
             [vkey, url] => (*vkey, Some(url.to_vec())),
@@ -396,21 +396,21 @@ impl Builder {
         let verifier = std::str::from_utf8(vkey)
             .map_err(|_| "a vkey is UTF-8 text".to_owned())
             .and_then(|t| NoteVerifier::parse(t).map_err(|e| e.to_string()))
-            .map_err(|detail| PolicyError::LogKey { line, detail })?;
+            .map_err(|detail| TlogPolicyError::LogKey { line, detail })?;
         if let Some((_, first)) = self
             .logs
             .iter()
             .find(|(l, _)| l.verifier.key == verifier.key)
         {
             let first = *first;
-            return Err(PolicyError::DuplicateLog { line, first });
+            return Err(TlogPolicyError::DuplicateLog { line, first });
         }
         self.logs.push((PolicyLog { verifier, url }, line));
         Ok(())
     }
 
     /// `witness <name> <vkey> [<url>]`.
-    fn witness(&mut self, line: usize, args: &[&[u8]]) -> Result<(), PolicyError> {
+    fn witness(&mut self, line: usize, args: &[&[u8]]) -> Result<(), TlogPolicyError> {
         let (name, vkey, url) = match args {
             [name, vkey] => (*name, *vkey, None),
             [name, vkey, url] => (*name, *vkey, Some(url.to_vec())),
@@ -423,11 +423,11 @@ impl Builder {
         let verifier = std::str::from_utf8(vkey)
             .map_err(|_| CosigError::VerifierFormat(String::from_utf8_lossy(vkey).into_owned()))
             .and_then(WitnessVerifier::parse)
-            .map_err(|source| PolicyError::WitnessKey { line, source })?;
+            .map_err(|source| TlogPolicyError::WitnessKey { line, source })?;
         let same_key = |(w, _): &&(PolicyWitness, usize)| w.verifier.key == verifier.key;
         if let Some((_, first)) = self.witnesses.iter().find(same_key) {
             let first = *first;
-            return Err(PolicyError::DuplicateWitness { line, first });
+            return Err(TlogPolicyError::DuplicateWitness { line, first });
         }
         let index = self.witnesses.len();
         self.names.push((name.clone(), Member::Witness(index)));
@@ -443,7 +443,7 @@ impl Builder {
     }
 
     /// `group <name> all|any|<k> <name>...`.
-    fn group(&mut self, line: usize, args: &[&[u8]]) -> Result<(), PolicyError> {
+    fn group(&mut self, line: usize, args: &[&[u8]]) -> Result<(), TlogPolicyError> {
         let [name, threshold, members @ ..] = args else {
             return Err(arity(
                 line,
@@ -468,12 +468,12 @@ impl Builder {
         let mut resolved = Vec::with_capacity(members.len());
         for &member in members {
             if member == NONE {
-                return Err(PolicyError::NoneMember(line));
+                return Err(TlogPolicyError::NoneMember(line));
             }
             let m = self.resolve(line, member)?;
             if self.listed.contains(&m) {
                 let name = Name(member.to_vec());
-                return Err(PolicyError::MemberTwice { line, name });
+                return Err(TlogPolicyError::MemberTwice { line, name });
             }
             self.listed.push(m);
             resolved.push(m);
@@ -489,12 +489,12 @@ impl Builder {
     }
 
     /// `quorum <name>`: exactly one, naming `none` or an earlier name.
-    fn quorum(&mut self, line: usize, args: &[&[u8]]) -> Result<(), PolicyError> {
+    fn quorum(&mut self, line: usize, args: &[&[u8]]) -> Result<(), TlogPolicyError> {
         let [name] = args else {
             return Err(arity(line, "quorum", "<name>", args.len()));
         };
         if let Some((_, first)) = self.quorum {
-            return Err(PolicyError::QuorumTwice { line, first });
+            return Err(TlogPolicyError::QuorumTwice { line, first });
         }
         let quorum = if *name == NONE {
             Quorum::None
@@ -506,21 +506,21 @@ impl Builder {
     }
 
     /// A name being defined: not `none`, not defined before.
-    fn new_name(&self, line: usize, name: &[u8]) -> Result<Name, PolicyError> {
+    fn new_name(&self, line: usize, name: &[u8]) -> Result<Name, TlogPolicyError> {
         if name == NONE || self.names.iter().any(|(n, _)| n.0 == name) {
             let name = Name(name.to_vec());
-            return Err(PolicyError::DuplicateName { line, name });
+            return Err(TlogPolicyError::DuplicateName { line, name });
         }
         Ok(Name(name.to_vec()))
     }
 
     /// A name defined on an earlier line.
-    fn resolve(&self, line: usize, name: &[u8]) -> Result<Member, PolicyError> {
+    fn resolve(&self, line: usize, name: &[u8]) -> Result<Member, TlogPolicyError> {
         self.names
             .iter()
             .find(|(n, _)| n.0 == name)
             .map(|(_, m)| *m)
-            .ok_or_else(|| PolicyError::Undefined {
+            .ok_or_else(|| TlogPolicyError::Undefined {
                 line,
                 name: Name(name.to_vec()),
             })
@@ -529,8 +529,8 @@ impl Builder {
 
 /// `all` (k = n), `any` (k = 1), or decimal k, 1 <= k <= n. Decision: the
 /// decimal has no sign and no leading zero (spec/witness.md).
-fn parse_threshold(line: usize, text: &[u8], n: usize) -> Result<usize, PolicyError> {
-    let bad = || PolicyError::Threshold {
+fn parse_threshold(line: usize, text: &[u8], n: usize) -> Result<usize, TlogPolicyError> {
+    let bad = || TlogPolicyError::Threshold {
         line,
         found: String::from_utf8_lossy(text).into_owned(),
         n,
@@ -549,8 +549,13 @@ fn parse_threshold(line: usize, text: &[u8], n: usize) -> Result<usize, PolicyEr
     }
 }
 
-fn arity(line: usize, keyword: &'static str, expected: &'static str, found: usize) -> PolicyError {
-    PolicyError::Arity {
+fn arity(
+    line: usize,
+    keyword: &'static str,
+    expected: &'static str,
+    found: usize,
+) -> TlogPolicyError {
+    TlogPolicyError::Arity {
         line,
         keyword,
         expected,
@@ -558,8 +563,8 @@ fn arity(line: usize, keyword: &'static str, expected: &'static str, found: usiz
     }
 }
 
-fn too_many(line: usize, what: &'static str, limit: usize) -> PolicyError {
-    PolicyError::TooMany { line, what, limit }
+fn too_many(line: usize, what: &'static str, limit: usize) -> TlogPolicyError {
+    TlogPolicyError::TooMany { line, what, limit }
 }
 
 /// The log signature of a checkpoint under a policy.
@@ -590,7 +595,7 @@ pub struct Evaluation {
     pub checkpoint: Checkpoint,
     /// The log signature.
     pub log: LogStatus,
-    /// One status per [`Policy::witnesses`], same order.
+    /// One status per [`TlogPolicy::witnesses`], same order.
     pub witnesses: Vec<CosigStatus>,
     /// Whether the verified cosignatures meet the quorum.
     pub quorum_met: bool,
@@ -598,13 +603,13 @@ pub struct Evaluation {
 
 /// The one-word summary of an [`Evaluation`], most serious first.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub enum QuorumVerdict {
     /// Signed by a listed log, no listed key failed, quorum met.
     Verified,
     /// A listed log's signature line did not verify.
     LogFailed,
     /// A listed witness's cosignature did not verify (indexes into
-    /// [`Policy::witnesses`]). Reported even when the quorum is met
+    /// [`TlogPolicy::witnesses`]). Reported even when the quorum is met
     /// without it: a known key's bad signature is a refusal.
     CosignatureFailed(Vec<usize>),
     /// The verified cosignatures do not meet the quorum.
@@ -626,20 +631,20 @@ impl Evaluation {
     }
 
     /// Failures first (log, cosignature, quorum), then "not evaluated".
-    pub fn verdict(&self) -> Verdict {
+    pub fn verdict(&self) -> QuorumVerdict {
         if matches!(self.log, LogStatus::Failed { .. }) {
-            return Verdict::LogFailed;
+            return QuorumVerdict::LogFailed;
         }
         let failed = self.failed_witnesses();
         if !failed.is_empty() {
-            return Verdict::CosignatureFailed(failed);
+            return QuorumVerdict::CosignatureFailed(failed);
         }
         if !self.quorum_met {
-            return Verdict::QuorumNotMet;
+            return QuorumVerdict::QuorumNotMet;
         }
         match self.log {
-            LogStatus::Verified { .. } => Verdict::Verified,
-            _ => Verdict::LogNotEvaluated,
+            LogStatus::Verified { .. } => QuorumVerdict::Verified,
+            _ => QuorumVerdict::LogNotEvaluated,
         }
     }
 }
@@ -674,7 +679,7 @@ mod tests {
             wkey(6, "y2"),
             wkey(7, "y3"),
         );
-        let p = Policy::parse(text.as_bytes()).unwrap();
+        let p = TlogPolicy::parse(text.as_bytes()).unwrap();
         assert_eq!(p.logs.len(), 1);
         assert_eq!(p.witnesses.len(), 6);
         assert_eq!(p.groups.len(), 3);
@@ -687,7 +692,7 @@ mod tests {
 
     #[test]
     fn quorum_none_and_thresholds() {
-        let p = Policy::parse(b"quorum none\n").unwrap();
+        let p = TlogPolicy::parse(b"quorum none\n").unwrap();
         assert!(p.quorum_met(&[]));
         assert_eq!(parse_threshold(1, b"3", 3), Ok(3));
         assert!(parse_threshold(1, b"4", 3).is_err());

@@ -19,7 +19,7 @@ use crate::receipt::canonical::{self};
 use crate::receipt::dsse::{self, Envelope, SignatureCheck};
 use crate::receipt::require::{self, Met, Requirements};
 use crate::tlog::note::{self, Checkpoint, Note};
-use crate::tlog::policy::Policy;
+use crate::tlog::policy::TlogPolicy;
 use crate::trust::Trust;
 use crate::witness::error_chain;
 use std::collections::HashMap;
@@ -114,7 +114,7 @@ pub struct Verifier {
     cache: Mutex<HashMap<[u8; 32], Arc<VerifiedCheckpoint>>>,
     gate: GateConfig,
     /// `--policy`: the tlog-policy every checkpoint must satisfy.
-    policy: Option<Arc<Policy>>,
+    policy: Option<Arc<TlogPolicy>>,
     /// `--mirror`: the mirror each bundle of its origin is judged against.
     mirror: Option<Arc<super::mirror::Mirror>>,
 }
@@ -208,7 +208,7 @@ impl Verifier {
     /// file log); the new check `checkpoint.witnesses` then demands a
     /// signature by a log the *policy* lists for the origin and the
     /// policy's quorum of valid witness cosignatures.
-    pub fn with_policy(mut self, policy: Policy) -> Verifier {
+    pub fn with_policy(mut self, policy: TlogPolicy) -> Verifier {
         for log in &policy.logs {
             self.trust.add_log(log.verifier.clone());
         }

@@ -23,7 +23,7 @@ use crate::limits::{
 };
 use crate::receipt::require::RequireFile;
 use crate::strictjson;
-use crate::tlog::policy::Policy;
+use crate::tlog::policy::TlogPolicy;
 use crate::trust::{Trust, TrustError};
 use serde::Deserialize;
 use std::path::{Component, Path, PathBuf};
@@ -86,14 +86,14 @@ impl CaseGate {
     }
 
     /// The case's `--policy`, read (capped) and parsed, when it names one.
-    fn to_policy(&self, dir: &Path) -> Result<Option<Policy>, String> {
+    fn to_policy(&self, dir: &Path) -> Result<Option<TlogPolicy>, String> {
         let Some(rel) = &self.policy else {
             return Ok(None);
         };
         let path =
             inside(dir, rel).ok_or_else(|| format!("policy path {rel:?} leaves the corpus"))?;
         let bytes = io::read_path(&path, MAX_POLICY_BYTES).map_err(|e| io::error_chain(&e))?;
-        Policy::parse(&bytes)
+        TlogPolicy::parse(&bytes)
             .map(Some)
             .map_err(|e| format!("policy {rel}: {e}"))
     }

@@ -10,7 +10,7 @@ use crate::receipt::dsse::Envelope;
 use crate::tlog::cosig::CosigStatus;
 use crate::tlog::merkle::{self, Hash};
 use crate::tlog::note::{Checkpoint, Note, NoteCheck};
-use crate::tlog::policy::{Evaluation, LogStatus, Member, Policy, Quorum, Verdict};
+use crate::tlog::policy::{Evaluation, LogStatus, Member, Quorum, QuorumVerdict, TlogPolicy};
 
 /// Does `proof` show the checkpoint `body` (size `to`) extends `old_body`
 /// (size `from`)?
@@ -44,20 +44,20 @@ pub(super) fn extends(
 ///
 /// Lines of keys the policy does not list (other witnesses, grease) are
 /// ignored; the note's 100-line cap was applied when it was parsed.
-pub(super) fn witnesses_check(policy: &Policy, note: &Note) -> CheckResult {
+pub(super) fn witnesses_check(policy: &TlogPolicy, note: &Note) -> CheckResult {
     let Ok(eval) = policy.evaluate(note) else {
         return Err(skipped(name::CHECKPOINT_MATCH));
     };
     let origin = &eval.checkpoint.origin;
     match eval.verdict() {
-        Verdict::Verified => Ok(CheckVerdict::Pass),
-        Verdict::LogFailed => Err(skipped(name::CHECKPOINT_SIGNATURE)),
-        Verdict::CosignatureFailed(failed) => fail(
+        QuorumVerdict::Verified => Ok(CheckVerdict::Pass),
+        QuorumVerdict::LogFailed => Err(skipped(name::CHECKPOINT_SIGNATURE)),
+        QuorumVerdict::CosignatureFailed(failed) => fail(
             Reason::CheckpointCosignature,
             cosignature_failures(policy, &eval, &failed),
         ),
-        Verdict::QuorumNotMet => fail(Reason::CheckpointQuorum, quorum_detail(policy, &eval)),
-        Verdict::LogNotEvaluated => Err(NotEvaluated {
+        QuorumVerdict::QuorumNotMet => fail(Reason::CheckpointQuorum, quorum_detail(policy, &eval)),
+        QuorumVerdict::LogNotEvaluated => Err(NotEvaluated {
             reason: Reason::LogUntrusted,
             detail: match eval.log {
                 LogStatus::UnknownOrigin => format!(
@@ -73,7 +73,11 @@ pub(super) fn witnesses_check(policy: &Policy, note: &Note) -> CheckResult {
 }
 
 /// What each failed listed witness's line showed.
-pub(super) fn cosignature_failures(policy: &Policy, eval: &Evaluation, failed: &[usize]) -> String {
+pub(super) fn cosignature_failures(
+    policy: &TlogPolicy,
+    eval: &Evaluation,
+    failed: &[usize],
+) -> String {
     let each: Vec<String> = failed
         .iter()
         .filter_map(
@@ -93,7 +97,7 @@ pub(super) fn cosignature_failures(policy: &Policy, eval: &Evaluation, failed: &
 }
 
 /// Which listed witnesses cosigned, against the quorum.
-pub(super) fn quorum_detail(policy: &Policy, eval: &Evaluation) -> String {
+pub(super) fn quorum_detail(policy: &TlogPolicy, eval: &Evaluation) -> String {
     let cosigned: Vec<String> = policy
         .witnesses
         .iter()

@@ -29,7 +29,7 @@ use crate::limits::{MAX_KEY_FILE_BYTES, MAX_POLICY_BYTES, MAX_WITNESS_CAS_RETRIE
 use crate::tlog::cosig::{self, CosigError, WitnessVerifier};
 use crate::tlog::merkle::{self, ProofError};
 use crate::tlog::note::{self, Checkpoint, NoteCheck, NoteSignature, SIGNATURE_LINE_PREFIX};
-use crate::tlog::policy::{Policy, PolicyError};
+use crate::tlog::policy::{TlogPolicy, TlogPolicyError};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use std::path::{Path, PathBuf};
@@ -329,7 +329,7 @@ pub enum WitnessError {
         path: PathBuf,
         /// Why.
         #[source]
-        source: PolicyError,
+        source: TlogPolicyError,
     },
     /// The policy lists no log.
     #[error("policy {} lists no log: a witness needs at least one `log <vkey>` line", .0.display())]
@@ -408,8 +408,8 @@ fn write_new(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), WitnessError> {
 }
 
 /// Parse a policy for a witness: it must list at least one log.
-fn witness_policy(path: &Path, bytes: &[u8]) -> Result<Policy, WitnessError> {
-    let policy = Policy::parse(bytes).map_err(|source| WitnessError::Policy {
+fn witness_policy(path: &Path, bytes: &[u8]) -> Result<TlogPolicy, WitnessError> {
+    let policy = TlogPolicy::parse(bytes).map_err(|source| WitnessError::Policy {
         path: path.to_path_buf(),
         source,
     })?;

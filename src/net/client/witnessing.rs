@@ -18,7 +18,7 @@ use crate::net::server::accept::stopped;
 use crate::tlog::cosig::{self, WitnessVerifier};
 use crate::tlog::merkle::Hash;
 use crate::tlog::note::Note;
-use crate::tlog::policy::Policy;
+use crate::tlog::policy::TlogPolicy;
 use crate::witness::{AddCheckpointRequest, parse_size_body};
 use bytes::Bytes;
 use hyper::{Method, StatusCode};
@@ -68,7 +68,7 @@ pub type EventSink = Arc<dyn Fn(&str) + Send + Sync>;
 /// One witness the log asks.
 #[derive(Debug)]
 struct Target {
-    /// Index into `Policy::witnesses`.
+    /// Index into `TlogPolicy::witnesses`.
     index: usize,
     /// The witness's name in the policy (for messages).
     name: String,
@@ -112,7 +112,7 @@ pub struct WitnessStatus {
 /// The witnesses of a policy, with what the log learnt of each.
 #[derive(Debug)]
 pub struct Witnessing {
-    policy: Policy,
+    policy: TlogPolicy,
     targets: Vec<Arc<Target>>,
     /// How long the witnesses beyond the quorum are waited for.
     grace: Duration,
@@ -148,7 +148,7 @@ enum Asked {
 impl Witnessing {
     /// Clients for the policy's witnesses that have a URL; the quorum must
     /// be reachable with them.
-    pub fn new(policy: Policy) -> Result<Witnessing, WitnessingError> {
+    pub fn new(policy: TlogPolicy) -> Result<Witnessing, WitnessingError> {
         let mut targets = Vec::new();
         for (index, w) in policy.witnesses.iter().enumerate() {
             let Some(url) = &w.url else { continue };
@@ -192,7 +192,7 @@ impl Witnessing {
     }
 
     /// The policy.
-    pub fn policy(&self) -> &Policy {
+    pub fn policy(&self) -> &TlogPolicy {
         &self.policy
     }
 

@@ -8,7 +8,7 @@
 use super::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError, read_input};
 use anyhow::Context as _;
 use clap::Subcommand;
-use rcpt::gate::{self, GateError, policy::Policy, store::Store};
+use rcpt::gate::{self, GateError, policy::Policy, store::GateStore};
 use rcpt::io::{Source, Target};
 use rcpt::keys::NoteVerifier;
 use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES};
@@ -439,7 +439,7 @@ fn show(source: &Source, store: Option<&Path>) -> anyhow::Result<u8> {
             gate::default_store(&tree)
         }
     };
-    let store = Store::open(&dir)?;
+    let store = GateStore::open(&dir)?;
     let gate::Shown {
         id: evidence_id,
         evidence,

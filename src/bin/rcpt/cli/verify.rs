@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use rcpt::io::{InputError, LineReader, RegularPath, Source};
 use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_POLICY_BYTES, MAX_PROOF_FILE_BYTES};
 use rcpt::receipt::require::{self, Requirements, VerdictArm};
-use rcpt::tlog::policy::Policy;
+use rcpt::tlog::policy::TlogPolicy;
 use rcpt::trust::Trust;
 use rcpt::verify::corpus::{self, CorpusResult};
 use rcpt::verify::report::{Format, Rendered, Renderer};
@@ -253,13 +253,13 @@ fn load_trust(args: &VerifyArgs) -> anyhow::Result<Trust> {
 }
 
 /// `--policy FILE`, read (capped) and parsed: any problem is a bad invocation.
-fn load_policy(args: &VerifyArgs) -> anyhow::Result<Option<Policy>> {
+fn load_policy(args: &VerifyArgs) -> anyhow::Result<Option<TlogPolicy>> {
     let Some(source) = &args.policy else {
         return Ok(None);
     };
     let bytes = read_input(source, MAX_POLICY_BYTES, "--policy file")?;
     let policy =
-        Policy::parse(&bytes).map_err(|e| UsageError(format!("--policy {source}: {e}")))?;
+        TlogPolicy::parse(&bytes).map_err(|e| UsageError(format!("--policy {source}: {e}")))?;
     Ok(Some(policy))
 }
 

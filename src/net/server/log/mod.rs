@@ -275,14 +275,14 @@ mod observe;
 mod reply;
 mod routes;
 mod sequencer;
-mod state;
+mod shared;
 mod status;
 
 use observe::*;
 use reply::*;
 use routes::*;
 use sequencer::*;
-use state::*;
+use shared::*;
 use status::*;
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use rcpt::limits::{MAX_KEY_FILE_BYTES, MAX_POLICY_BYTES};
 use rcpt::monitor::{Event, Monitor, RoundReport, Sink, SinkError, StateDir, StateError, Watch};
 use rcpt::storage::PublicRead;
 use rcpt::storage::posix::PosixStore;
-use rcpt::tlog::policy::Policy;
+use rcpt::tlog::policy::TlogPolicy;
 use rcpt::trust::Trust;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -271,10 +271,10 @@ fn keys_and_watch(args: &MonitorArgs) -> anyhow::Result<(Vec<NoteVerifier>, Watc
     Ok((logs, watch))
 }
 
-fn read_policy(path: &Path) -> anyhow::Result<Policy> {
+fn read_policy(path: &Path) -> anyhow::Result<TlogPolicy> {
     let bytes = rcpt::io::read_path(path, MAX_POLICY_BYTES)
         .with_context(|| format!("reading the policy {}", path.display()))?;
-    Ok(Policy::parse(&bytes).map_err(|e| UsageError(format!("{}: {e}", path.display())))?)
+    Ok(TlogPolicy::parse(&bytes).map_err(|e| UsageError(format!("{}: {e}", path.display())))?)
 }
 
 /// `rcpt log monitor`.

@@ -105,7 +105,7 @@ pub(super) fn witnessing(
         }
         e => anyhow::Error::new(e).context(what()),
     })?;
-    let policy = rcpt::tlog::policy::Policy::parse(&bytes).map_err(|e| {
+    let policy = rcpt::tlog::policy::TlogPolicy::parse(&bytes).map_err(|e| {
         UsageError(format!(
             "{}: {}",
             what(),
