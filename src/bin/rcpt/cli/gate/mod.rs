@@ -5,7 +5,7 @@
 //! verdict, 2 bad invocation); `show` prints a receipt's evidence from the
 //! store, re-hashing every object.
 
-use super::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError, read_input};
+use crate::cli::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError, read_input};
 use anyhow::Context as _;
 use clap::Subcommand;
 use rcpt::gate::{self, GateError, policy::Policy, store::GateStore};
@@ -19,8 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-#[path = "gate_apply.rs"]
-mod apply_cmd;
+mod apply;
 
 #[derive(Subcommand)]
 pub enum GateCommand {
@@ -160,8 +159,8 @@ pub fn run(cmd: GateCommand) -> anyhow::Result<u8> {
     let result = recover(store.as_deref()).and_then(|()| match cmd {
         GateCommand::Id { base, json } => id(&base, json),
         GateCommand::Check(args) => check(&args),
-        GateCommand::Apply(args) => apply_cmd::apply(&args),
-        GateCommand::Undo(args) => apply_cmd::undo(&args),
+        GateCommand::Apply(args) => apply::apply(&args),
+        GateCommand::Undo(args) => apply::undo(&args),
         GateCommand::Show { receipt, store } => show(&receipt, store.as_deref()),
     });
     // No verdict is exit 3, a bad invocation exit 2, a refusal to write
@@ -335,7 +334,7 @@ fn check(args: &CheckArgs) -> anyhow::Result<u8> {
             .context("the receipt was issued (it is in the store) but not logged")?,
     };
     if let Some(out) = &args.out {
-        super::write_target(out, text.as_bytes())?;
+        crate::cli::write_target(out, text.as_bytes())?;
     }
     Ok(match receipt.verdict {
         Verdict::Admit { .. } => EXIT_OK,

@@ -1,8 +1,8 @@
 //! `rcpt gate apply` and `rcpt gate undo` (spec/gate.md "The apply
 //! protocol", "Undo").
 
-use super::super::{EXIT_FAILED, EXIT_OK, UsageError, read_input, write_target};
 use super::{ApplyArgs, IssueArgs, UndoArgs, here, log_target_of, publish, verdict_line};
+use crate::cli::{EXIT_FAILED, EXIT_OK, UsageError, read_input, write_target};
 use anyhow::Context as _;
 use rcpt::gate::apply::{ApplyRequest, Outcome};
 use rcpt::gate::policy::Policy;
