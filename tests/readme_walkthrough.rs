@@ -98,7 +98,7 @@ fn the_readme_witnessing_walkthrough_runs_as_written() {
     let script = block_after(
         "<!-- witnessing walkthrough: tests/readme_walkthrough.rs runs the next block -->",
     );
-    assert!(script.contains("--witness-policy log.policy"), "{script}");
+    assert!(script.contains("--policy log.policy"), "{script}");
     assert!(script.contains("rcpt witness serve"), "{script}");
     assert!(script.contains("--policy verify.policy"), "{script}");
     assert!(script.contains("rcpt log prove ./log"), "{script}");
