@@ -470,8 +470,8 @@ fn a_pre_image_over_the_limit_is_refused_or_irreversible_when_allowed() {
 #[test]
 fn the_store_limit_refuses_before_anything_is_written() {
     let max = rcpt::limits::MAX_GATE_STORE_BYTES;
-    assert!(rcpt::gate::limits_check(&[("a".into(), 10)], max - 10).is_ok());
-    let err = rcpt::gate::limits_check(&[("a".into(), 10)], max - 9).unwrap_err();
+    assert!(rcpt::gate::apply::store_limits(&[("a".into(), 10)], max - 10).is_ok());
+    let err = rcpt::gate::apply::store_limits(&[("a".into(), 10)], max - 9).unwrap_err();
     assert!(err.to_string().contains("MAX_GATE_STORE_BYTES"), "{err}");
 }
 

@@ -10,13 +10,15 @@
 //! over every one of them.
 
 use super::change::{Change, FileChange, Status};
+use super::check::{fits_resources, run_checks_in, verdict_of};
 use super::clean::CleanTree;
+use super::error::GateError;
 use super::evidence::Evidence;
 use super::inverse::{Record, Side, Transition};
-use super::journal::{self, Entry, Recovered};
+use super::issue::{Signed, Signer, sign};
+use super::journal::{self, Entry, Locked};
 use super::policy::Policy;
 use super::store::GateStore;
-use super::{GateError, Signed, Signer, fits_resources, run_checks_in};
 use crate::digest::{Algorithm, Digest};
 use crate::fresh::HEAD;
 use crate::limits::{MAX_CHANGE_FILE_BYTES, MAX_GATE_PATCH_BYTES, MAX_GATE_PREIMAGE_BYTES};
@@ -33,8 +35,8 @@ pub struct ApplyRequest<'a> {
     pub patch: &'a Path,
     /// The policy.
     pub policy: &'a Policy,
-    /// The store directory; default `<git common dir>/rcpt/store`.
-    pub store: Option<&'a Path>,
+    /// The store, locked and recovered ([`journal::lock_and_recover`]).
+    pub store: &'a Locked,
     /// Set by the caller's SIGINT/SIGTERM handler.
     pub interrupted: &'a AtomicBool,
     /// Who signs, and when.
@@ -61,21 +63,12 @@ pub struct Outcome {
     pub signed: Signed,
     /// Whether the work tree was written.
     pub applied: bool,
-    /// An interrupted operation recovered first.
-    pub recovered: Option<Recovered>,
-    /// The store.
-    pub store: GateStore,
 }
 
 /// Apply `req.patch` if the policy admits it.
 pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
     let tree = super::change::work_tree(req.dir)?;
-    let store = GateStore::open(
-        &req.store
-            .map_or_else(|| super::default_store(&tree), Path::to_path_buf),
-    )?;
-    let _lock = journal::lock(&store)?;
-    let recovered = journal::recover(&store)?;
+    let store = req.store.store();
     let current = super::change::read_change(&tree, HEAD)?;
     let bytes = crate::io::read_path(req.patch, MAX_GATE_PATCH_BYTES)
         .map_err(super::patch::PatchError::Read)?;
@@ -87,9 +80,9 @@ pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
     let change = change_of(&record, &renamed);
     let post_paths: Vec<&str> = change.existing().map(|f| f.path.as_str()).collect();
     fits_resources(change.files.len(), post_paths, req.policy)?;
-    let reversible = keepable(&store, &tree.top, clean.path(), &record, req.policy)?;
-    let inverse = keep(&store, &tree.top, clean.path(), &record, reversible)?;
-    let (checks, failed) = run_checks_in(&clean, req.policy, &store, req.interrupted)?;
+    let reversible = keepable(store, &tree.top, clean.path(), &record, req.policy)?;
+    let inverse = keep(store, &tree.top, clean.path(), &record, reversible)?;
+    let (checks, failed) = run_checks_in(&clean, req.policy, store, req.interrupted)?;
     drop(clean);
     let change_id = change.id();
     let evidence = Evidence {
@@ -101,11 +94,11 @@ pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
     };
     let evidence_id = store.put_record(&evidence.to_value())?;
     let admit = failed.is_none();
-    let verdict = super::verdict_of(failed, evidence_id);
+    let verdict = verdict_of(failed, evidence_id);
     let read_set = if admit {
-        read_set_after(&tree.top, &record, &req.policy.reads)?
+        read_set_written(&tree.top, &record, &req.policy.reads)?
     } else {
-        read_set_now(&tree.top, &record, &req.policy.reads)?
+        read_set_untouched(&tree.top, &record, &req.policy.reads)?
     };
     let receipt = Receipt {
         issuer: req.signer.issuer.to_string(),
@@ -115,16 +108,16 @@ pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
         inverse_delta_id: inverse,
         reversibility: Some(inverse.is_some()),
         read_set,
-        precondition: Some(precondition(&record, inverse)),
+        precondition: Some(precondition_of_transition(&record, inverse)),
         policy_id: req.policy.id,
         verdict,
         applied: admit,
         replay: Replay::DeterministicReplay,
     };
-    let signed = super::sign(&receipt, req.signer.key)?;
+    let signed = sign(&receipt, req.signer.key)?;
     if admit {
         write_admitted(
-            &store,
+            store,
             &tree.top,
             &record,
             inverse,
@@ -143,8 +136,6 @@ pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
         evidence_id,
         signed,
         applied: admit,
-        recovered,
-        store,
     })
 }
 
@@ -277,6 +268,30 @@ pub fn change_of(record: &Record, renamed: &BTreeSet<String>) -> Change {
     }
 }
 
+/// Refuse pre-images over `MAX_GATE_PREIMAGE_BYTES`, or a store that would
+/// pass `MAX_GATE_STORE_BYTES` with them (`used` bytes plus their sum).
+pub fn store_limits(pre: &[(String, u64)], used: u64) -> Result<(), GateError> {
+    use crate::limits::{MAX_GATE_PREIMAGE_BYTES, MAX_GATE_STORE_BYTES};
+    if let Some((path, n)) = pre
+        .iter()
+        .find(|(_, n)| *n > MAX_GATE_PREIMAGE_BYTES as u64)
+    {
+        return Err(GateError::OverLimit(format!(
+            "{path}: a pre-image of {n} bytes, over the limit of {MAX_GATE_PREIMAGE_BYTES} \
+             (MAX_GATE_PREIMAGE_BYTES); a policy with \"allow_irreversible\": true issues \
+             the receipt with reversibility false and no inverse"
+        )));
+    }
+    let total = pre.iter().fold(used, |a, (_, n)| a.saturating_add(*n));
+    if total > MAX_GATE_STORE_BYTES {
+        return Err(GateError::OverLimit(format!(
+            "the store would hold {total} bytes, over the limit of {MAX_GATE_STORE_BYTES} \
+             (MAX_GATE_STORE_BYTES)"
+        )));
+    }
+    Ok(())
+}
+
 /// Bytes on disk of `path` under `top` (0 when absent).
 fn size_of(top: &Path, path: &str) -> u64 {
     std::fs::symlink_metadata(top.join(path)).map_or(0, |m| m.len())
@@ -307,8 +322,8 @@ fn keepable(
     let post = sizes(clean, |t| t.post.is_some());
     let used = store.size()?;
     let post_total: u64 = post.iter().map(|(_, n)| n).sum();
-    super::limits_check(&[], used.saturating_add(post_total))?;
-    match super::limits_check(&pre, used.saturating_add(post_total)) {
+    store_limits(&[], used.saturating_add(post_total))?;
+    match store_limits(&pre, used.saturating_add(post_total)) {
         Ok(()) => Ok(true),
         Err(_) if policy.allow_irreversible => Ok(false),
         Err(e) => Err(e),
@@ -364,7 +379,7 @@ pub fn put_side(
 /// The read set once the change is written: every file it leaves (its new
 /// digest), `HEAD`, and the policy's reads (read now; a touched one at its
 /// new digest).
-pub(super) fn read_set_after(
+pub fn read_set_written(
     top: &Path,
     record: &Record,
     reads: &[String],
@@ -394,7 +409,11 @@ pub(super) fn read_set_after(
 }
 
 /// The read set now (nothing written): the touched files that exist, `HEAD`, the reads.
-fn read_set_now(top: &Path, record: &Record, reads: &[String]) -> Result<Vec<ReadItem>, GateError> {
+fn read_set_untouched(
+    top: &Path,
+    record: &Record,
+    reads: &[String],
+) -> Result<Vec<ReadItem>, GateError> {
     let mut resources: Vec<String> = record
         .files
         .iter()
@@ -415,7 +434,7 @@ fn read_set_now(top: &Path, record: &Record, reads: &[String]) -> Result<Vec<Rea
 
 /// `precondition` of apply and undo: the identity of `{"base", "inverse",
 /// "pre": [{"path", "digest" or null}]}`, what the compare and swap requires.
-pub fn precondition(record: &Record, inverse: Option<Digest>) -> Digest {
+pub fn precondition_of_transition(record: &Record, inverse: Option<Digest>) -> Digest {
     use crate::receipt::canonical::{Value, dagcbor, identity};
     let pre = record
         .files

@@ -79,6 +79,11 @@ pub enum StoreError {
     NotBlake3(Digest),
 }
 
+/// The default store of `tree`: `<git common dir>/rcpt/store`.
+pub fn default_dir(tree: &crate::gate::git::WorkTree) -> PathBuf {
+    tree.common_dir.join("rcpt").join("store")
+}
+
 /// A gate store at a directory.
 #[derive(Clone, Debug)]
 pub struct GateStore {

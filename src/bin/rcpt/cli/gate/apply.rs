@@ -1,27 +1,34 @@
 //! `rcpt gate apply` and `rcpt gate undo` (spec/gate.md "The apply
 //! protocol", "Undo").
 
-use super::{ApplyArgs, IssueArgs, UndoArgs, here, log_target_of, publish, verdict_line};
+use super::{
+    ApplyArgs, IssueArgs, UndoArgs, here, log_target_of, publish, report_recovered, verdict_line,
+};
 use crate::cli::{EXIT_FAILED, EXIT_OK, UsageError, read_input, write_target};
 use anyhow::Context as _;
 use rcpt::gate::apply::{ApplyRequest, Outcome};
+use rcpt::gate::journal::{Locked, lock_and_recover};
 use rcpt::gate::policy::Policy;
 use rcpt::gate::undo::UndoRequest;
-use rcpt::gate::{self, Signer};
+use rcpt::gate::{self, GateError, Signer};
 use rcpt::keys::SigningKey;
 use rcpt::limits::MAX_BUNDLE_BYTES;
 use rcpt::receipt::Verdict;
 use rcpt::receipt::dsse::Envelope;
 use std::io::Write as _;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-/// Test hook of the crash trials (spec/gate.md): `RCPT_GATE_CRASH_AFTER=N`
-/// makes the process SIGKILL itself right after durable write step N.
-const CRASH_ENV: &str = "RCPT_GATE_CRASH_AFTER";
-
+/// Fault injection of the crash trials (spec/gate.md), compiled only with
+/// the cargo feature `fault-injection` (the tests enable it; a release
+/// build has no such hook): `RCPT_GATE_CRASH_AFTER=N` makes the process
+/// SIGKILL itself right after durable write step N.
+#[cfg(feature = "fault-injection")]
 fn crash_hook() -> impl Fn(u32) {
-    let at: Option<u32> = std::env::var(CRASH_ENV).ok().and_then(|v| v.parse().ok());
+    let at: Option<u32> = std::env::var("RCPT_GATE_CRASH_AFTER")
+        .ok()
+        .and_then(|v| v.parse().ok());
     move |step| {
         if Some(step) == at {
             let _ = rustix::process::kill_process(
@@ -30,6 +37,31 @@ fn crash_hook() -> impl Fn(u32) {
             );
         }
     }
+}
+
+/// Without the feature `fault-injection`: no hook.
+#[cfg(not(feature = "fault-injection"))]
+fn crash_hook() -> impl Fn(u32) {
+    |_| {}
+}
+
+/// The store of `given` (`--store`) or of the work tree here, locked, with
+/// an interrupted apply or undo recovered and reported: the command's one
+/// recovery.
+fn locked_store(given: Option<&Path>) -> anyhow::Result<Locked> {
+    let dir = match given {
+        Some(d) => d.to_path_buf(),
+        None => {
+            let here = here()?;
+            let tree = rcpt::gate::change::work_tree(&here).map_err(GateError::from)?;
+            rcpt::gate::store::default_dir(&tree)
+        }
+    };
+    let (locked, recovered) = lock_and_recover(&dir).map_err(GateError::from)?;
+    if let Some(r) = &recovered {
+        report_recovered(r)?;
+    }
+    Ok(locked)
 }
 
 fn key_and_issuer(args: &IssueArgs) -> anyhow::Result<(SigningKey, String)> {
@@ -64,11 +96,12 @@ pub fn apply(args: &ApplyArgs) -> anyhow::Result<u8> {
             .context("installing the interrupt handler")?;
     }
     let crash = crash_hook();
+    let locked = locked_store(args.issue.store.as_deref())?;
     let request = ApplyRequest {
         dir: &here()?,
         patch: &args.patch,
         policy: &policy,
-        store: args.issue.store.as_deref(),
+        store: &locked,
         interrupted: &interrupted,
         signer: Signer {
             key: &key,
@@ -96,10 +129,11 @@ pub fn undo(args: &UndoArgs) -> anyhow::Result<u8> {
             .with_context(|| format!("{} is neither a bundle nor an envelope", args.receipt))?,
     };
     let crash = crash_hook();
+    let locked = locked_store(args.issue.store.as_deref())?;
     let request = UndoRequest {
         dir: &here()?,
         envelope: &envelope,
-        store: args.issue.store.as_deref(),
+        store: &locked,
         signer: Signer {
             key: &key,
             issuer: &issuer,

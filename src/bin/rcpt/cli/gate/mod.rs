@@ -149,20 +149,17 @@ pub struct IssueArgs {
 }
 
 pub fn run(cmd: GateCommand) -> anyhow::Result<u8> {
-    let store = match &cmd {
-        GateCommand::Check(a) => a.store.clone(),
-        GateCommand::Apply(a) => a.issue.store.clone(),
-        GateCommand::Undo(a) => a.issue.store.clone(),
-        GateCommand::Show { store, .. } => store.clone(),
-        GateCommand::Id { .. } => None,
-    };
-    let result = recover(store.as_deref()).and_then(|()| match cmd {
-        GateCommand::Id { base, json } => id(&base, json),
-        GateCommand::Check(args) => check(&args),
+    // Each command recovers an interrupted apply or undo once: apply and
+    // undo under the store lock they hold (apply.rs), the others here.
+    let result = match cmd {
+        GateCommand::Id { base, json } => recover(None).and_then(|()| id(&base, json)),
+        GateCommand::Check(args) => recover(args.store.as_deref()).and_then(|()| check(&args)),
         GateCommand::Apply(args) => apply::apply(&args),
         GateCommand::Undo(args) => apply::undo(&args),
-        GateCommand::Show { receipt, store } => show(&receipt, store.as_deref()),
-    });
+        GateCommand::Show { receipt, store } => {
+            recover(store.as_deref()).and_then(|()| show(&receipt, store.as_deref()))
+        }
+    };
     // No verdict is exit 3, a bad invocation exit 2, a refusal to write
     // exit 1; each says why.
     result.or_else(|e| match e.downcast_ref::<GateError>() {
@@ -185,13 +182,18 @@ fn recover(store: Option<&Path>) -> anyhow::Result<()> {
     let dir = match store {
         Some(d) => d.to_path_buf(),
         None => match rcpt::gate::git::WorkTree::discover(&here()?) {
-            Ok(Some(tree)) => gate::default_store(&tree),
+            Ok(Some(tree)) => gate::store::default_dir(&tree),
             _ => return Ok(()),
         },
     };
-    let Some(r) = gate::journal::recover_at(&dir).map_err(GateError::from)? else {
-        return Ok(());
-    };
+    match gate::journal::recover_at(&dir).map_err(GateError::from)? {
+        Some(r) => report_recovered(&r),
+        None => Ok(()),
+    }
+}
+
+/// Say what a recovery did, on standard error.
+pub(super) fn report_recovered(r: &gate::journal::Recovered) -> anyhow::Result<()> {
     let mut err = std::io::stderr().lock();
     if r.forward {
         writeln!(
@@ -435,7 +437,7 @@ fn show(source: &Source, store: Option<&Path>) -> anyhow::Result<u8> {
                 .ok_or_else(|| {
                     GateError::from(rcpt::gate::change::ChangeError::NotAWorkTree(here))
                 })?;
-            gate::default_store(&tree)
+            gate::store::default_dir(&tree)
         }
     };
     let store = GateStore::open(&dir)?;
