@@ -70,6 +70,9 @@ pub enum GateError {
     /// The change is over a limit of the store.
     #[error("{0}; nothing was written")]
     OverLimit(String),
+    /// The policy's rules gave no result.
+    #[error(transparent)]
+    Rules(#[from] super::rules::RulesError),
     /// Refused: the receipt cannot be undone, or the like.
     #[error("refused: {0}")]
     Refused(String),
@@ -81,6 +84,7 @@ impl GateError {
     pub fn is_usage(&self) -> bool {
         matches!(self, GateError::Change(e) if e.is_usage())
             || matches!(self, GateError::Patch(patch::PatchError::Read(_)))
+            || matches!(self, GateError::Rules(e) if e.is_refused())
     }
 
     /// True when the gate refused to write (exit 1): a file that is not

@@ -37,6 +37,7 @@ pub mod journal;
 pub mod park;
 pub mod patch;
 pub mod policy;
+pub mod rules;
 pub mod run;
 pub mod show;
 pub mod store;

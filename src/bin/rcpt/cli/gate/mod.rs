@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 mod apply;
+mod rules;
 
 #[derive(Subcommand)]
 pub enum GateCommand {
@@ -55,6 +56,13 @@ pub enum GateCommand {
         3 not evaluated (the store lacks an object), 2 bad invocation."
     )]
     Undo(Box<UndoArgs>),
+    /// Evaluate a rules module (Rego, package rcpt) against an input, as the gate does.
+    #[command(
+        after_help = "Example:\n  rcpt gate rules gate.rego --input input.json\n\
+        Prints {\"deny\": [...], \"escalate\": [...]}. Exit status: 0 evaluated, \
+        2 the module is refused, 3 not evaluated (an error, a budget, the deadline)."
+    )]
+    Rules(RulesArgs),
     /// Print the evidence of a receipt (commands, exits, outputs) from the store, re-hashing every object.
     #[command(after_help = "Example:\n  rcpt gate show bundle.json")]
     Show {
@@ -97,6 +105,20 @@ pub struct CheckArgs {
     /// Write the bundle (with --log) or the envelope here; '-' for standard output.
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     out: Option<Target>,
+}
+
+/// `rcpt gate rules`.
+#[derive(clap::Args)]
+pub struct RulesArgs {
+    /// The rules module (Rego, package rcpt).
+    #[arg(value_name = "RULES", required_unless_present = "evaluator")]
+    rules: Option<PathBuf>,
+    /// The input document (JSON; '-' for standard input).
+    #[arg(long, value_name = "FILE", required_unless_present = "evaluator")]
+    input: Option<Source>,
+    /// Be the confined evaluator process the gate starts (one request on standard input).
+    #[arg(long, hide = true, conflicts_with_all = ["rules", "input"])]
+    evaluator: bool,
 }
 
 /// `rcpt gate apply`.
@@ -155,6 +177,7 @@ pub fn run(cmd: GateCommand) -> anyhow::Result<u8> {
         GateCommand::Id { base, json } => recover(None).and_then(|()| id(&base, json)),
         GateCommand::Check(args) => recover(args.store.as_deref()).and_then(|()| check(&args)),
         GateCommand::Apply(args) => apply::apply(&args),
+        GateCommand::Rules(args) => rules::run(&args),
         GateCommand::Undo(args) => apply::undo(&args),
         GateCommand::Show { receipt, store } => {
             recover(store.as_deref()).and_then(|()| show(&receipt, store.as_deref()))
