@@ -9,20 +9,23 @@
 //! [`execute`] writes the files under the journal with a compare and swap
 //! over every one of them.
 
+use super::approval::Candidate;
 use super::change::{Change, FileChange, Status};
-use super::check::{fits_resources, run_checks_in, verdict_of};
+use super::check::{file_size, fits_resources, rules_of, run_checks_in};
 use super::clean::CleanTree;
 use super::error::GateError;
-use super::evidence::Evidence;
+use super::git::WorkTree;
 use super::inverse::{Record, Side, Transition};
 use super::issue::{Signed, Signer, sign};
 use super::journal::{self, Entry, Locked};
 use super::policy::Policy;
+use super::rules::{Evaluator, input};
 use super::store::GateStore;
+use super::verdict::{Concluded, Findings, conclude};
 use crate::digest::{Algorithm, Digest};
 use crate::fresh::HEAD;
 use crate::limits::{MAX_CHANGE_FILE_BYTES, MAX_GATE_PATCH_BYTES, MAX_GATE_PREIMAGE_BYTES};
-use crate::receipt::{ReadItem, Receipt, Replay, Substrate};
+use crate::receipt::{ReadItem, Receipt, Replay, Substrate, Verdict};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -41,6 +44,10 @@ pub struct ApplyRequest<'a> {
     pub interrupted: &'a AtomicBool,
     /// Who signs, and when.
     pub signer: Signer<'a>,
+    /// Runs the policy's rules.
+    pub evaluator: &'a Evaluator,
+    /// Approvals offered (`--approval`); those the store keeps are added.
+    pub approvals: &'a [Candidate],
     /// Called after each durable write step of [`execute`] with its number
     /// (crash trials stop the process there).
     pub crash: &'a dyn Fn(u32),
@@ -55,14 +62,12 @@ pub struct Outcome {
     pub record: Record,
     /// `inverse_delta_id`.
     pub inverse: Option<Digest>,
-    /// The evidence and its identity.
-    pub evidence: Evidence,
-    /// The evidence record's identity.
-    pub evidence_id: Digest,
     /// The receipt, signed.
     pub signed: Signed,
     /// Whether the work tree was written.
     pub applied: bool,
+    /// The verdict, its evidence, the approvals judged.
+    pub concluded: Concluded,
 }
 
 /// Apply `req.patch` if the policy admits it.
@@ -70,35 +75,44 @@ pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
     let tree = super::change::work_tree(req.dir)?;
     let store = req.store.store();
     let current = super::change::read_change(&tree, HEAD)?;
-    let bytes = crate::io::read_path(req.patch, MAX_GATE_PATCH_BYTES)
-        .map_err(super::patch::PatchError::Read)?;
     let clean = CleanTree::create(&tree, &current)?;
-    let scratch = clean.scratch().map_err(GateError::Scratch)?;
-    let patch_file = scratch.join("change.patch");
-    crate::io::write_scratch(&patch_file, &bytes, 0o600).map_err(super::patch::PatchError::Copy)?;
-    let (record, renamed) = transitions(&tree.top, clean.path(), &patch_file, &current)?;
-    let change = change_of(&record, &renamed);
-    let post_paths: Vec<&str> = change.existing().map(|f| f.path.as_str()).collect();
-    fits_resources(change.files.len(), post_paths, req.policy)?;
+    let (record, change) = patched(req, &tree, &clean, &current)?;
+    let rules = rules_of(req.policy, req.evaluator, || {
+        let files = input::files_of(&change, |p| file_size(clean.path(), p));
+        input::git_input(
+            req.signer.issuer,
+            req.signer.now,
+            &current.base,
+            true,
+            &files,
+        )
+    })?;
     let reversible = keepable(store, &tree.top, clean.path(), &record, req.policy)?;
     let inverse = keep(store, &tree.top, clean.path(), &record, reversible)?;
-    let (checks, failed) = run_checks_in(&clean, req.policy, store, req.interrupted)?;
+    // Rules first: a rule denial means the checks do not run.
+    let checks = match &rules {
+        Some(r) if !r.deny.is_empty() => (Vec::new(), None),
+        _ => run_checks_in(&clean, req.policy, store, req.interrupted)?,
+    };
     drop(clean);
     let change_id = change.id();
-    let evidence = Evidence {
-        base: current.base.clone(),
+    let untouched = read_set_untouched(&tree.top, &record, &req.policy.reads)?;
+    let concluded = conclude(Findings {
+        store,
+        policy: req.policy,
+        base: &current.base,
         change_id,
-        policy_id: req.policy.id,
-        policy: req.policy.name.clone(),
+        rules,
         checks,
-    };
-    let evidence_id = store.put_record(&evidence.to_value())?;
-    let admit = failed.is_none();
-    let verdict = verdict_of(failed, evidence_id);
+        read_set: &untouched,
+        offered: req.approvals,
+        top: &tree.top,
+    })?;
+    let admit = matches!(concluded.verdict, Verdict::Admit { .. });
     let read_set = if admit {
         read_set_written(&tree.top, &record, &req.policy.reads)?
     } else {
-        read_set_untouched(&tree.top, &record, &req.policy.reads)?
+        untouched
     };
     let receipt = Receipt {
         issuer: req.signer.issuer.to_string(),
@@ -110,33 +124,45 @@ pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
         read_set,
         precondition: Some(precondition_of_transition(&record, inverse)),
         policy_id: req.policy.id,
-        verdict,
+        verdict: concluded.verdict.clone(),
         applied: admit,
         replay: Replay::DeterministicReplay,
     };
     let signed = sign(&receipt, req.signer.key)?;
+    let id = concluded.evidence_id;
     if admit {
-        write_admitted(
-            store,
-            &tree.top,
-            &record,
-            inverse,
-            evidence_id,
-            &signed,
-            req.crash,
-        )?;
+        write_admitted(store, &tree.top, &record, inverse, id, &signed, req.crash)?;
     } else {
-        store.link_receipt(&signed.valid.id, &evidence_id)?;
+        store.link_receipt(&signed.valid.id, &id)?;
     }
     Ok(Outcome {
         change_id,
         record,
         inverse,
-        evidence,
-        evidence_id,
         signed,
         applied: admit,
+        concluded,
     })
+}
+
+/// The patch read, copied beside the clean copy and applied there: its
+/// transitions and its change (refused when its receipt would be too large).
+fn patched(
+    req: &ApplyRequest<'_>,
+    tree: &WorkTree,
+    clean: &CleanTree,
+    current: &Change,
+) -> Result<(Record, Change), GateError> {
+    let bytes = crate::io::read_path(req.patch, MAX_GATE_PATCH_BYTES)
+        .map_err(super::patch::PatchError::Read)?;
+    let scratch = clean.scratch().map_err(GateError::Scratch)?;
+    let patch_file = scratch.join("change.patch");
+    crate::io::write_scratch(&patch_file, &bytes, 0o600).map_err(super::patch::PatchError::Copy)?;
+    let (record, renamed) = transitions(&tree.top, clean.path(), &patch_file, current)?;
+    let change = change_of(&record, &renamed);
+    let post_paths: Vec<&str> = change.existing().map(|f| f.path.as_str()).collect();
+    fits_resources(change.files.len(), post_paths, req.policy)?;
+    Ok((record, change))
 }
 
 /// Write an admitted change: reversible, committed after the writes; else

@@ -5,14 +5,18 @@
 //! what was tested), and decide. [`run_checks_in`] and [`fits_resources`]
 //! are shared with `gate apply`.
 
+use super::approval::{Candidate, Judged};
 use super::change::{self, Change, ChangeError};
 use super::clean::CleanTree;
 use super::error::GateError;
+use super::escalation::Escalation;
 use super::evidence::Evidence;
 use super::git::WorkTree;
 use super::policy::Policy;
+use super::rules::{Evaluator, RuleOutcome, Rules, input};
 use super::run::{self, Ran};
 use super::store::{self, GateStore};
+use super::verdict::{Findings, conclude};
 use crate::digest::{Algorithm, Digest};
 use crate::fresh::HEAD;
 use crate::receipt::canonical::{Value, dagcbor, identity};
@@ -34,6 +38,14 @@ pub struct Request<'a> {
     pub store: Option<&'a Path>,
     /// Set by the caller's SIGINT/SIGTERM handler.
     pub interrupted: &'a AtomicBool,
+    /// The issuer the receipt will name (the rules' `input.issuer`).
+    pub issuer: &'a str,
+    /// `issued_at` of the receipt (the rules' `input.now`).
+    pub now: i64,
+    /// Runs the policy's rules.
+    pub evaluator: &'a Evaluator,
+    /// Approvals offered (`--approval`); those the store keeps are added.
+    pub approvals: &'a [Candidate],
 }
 
 /// A verdict and everything the receipt says about it.
@@ -49,8 +61,12 @@ pub struct Decision {
     pub evidence: Evidence,
     /// The evidence record's identity (the admit proof).
     pub evidence_id: Digest,
-    /// Admit or deny.
+    /// Admit, deny or escalate.
     pub verdict: Verdict,
+    /// Every approval offered, judged (when the rules escalated).
+    pub approvals: Vec<Judged>,
+    /// The escalation, when the rules escalated.
+    pub escalation: Option<Escalation>,
     /// The read set, read after the checks.
     pub read_set: Vec<ReadItem>,
     /// Identity of `{"base", "read_set"}`.
@@ -76,40 +92,63 @@ pub fn evaluate(req: &Request<'_>) -> Result<Decision, GateError> {
         &req.store
             .map_or_else(|| store::default_dir(&tree), Path::to_path_buf),
     )?;
-    let (checks, failed) = run_checks(&tree, &change, req, &store)?;
-    let change_id = change.id();
-    let evidence = Evidence {
-        base: change.base.clone(),
-        change_id,
-        policy_id: req.policy.id,
-        policy: req.policy.name.clone(),
-        checks,
+    let rules = rules_of(req.policy, req.evaluator, || {
+        let files = input::files_of(&change, |p| file_size(&tree.top, p));
+        input::git_input(req.issuer, req.now, &change.base, false, &files)
+    })?;
+    // Rules first: a rule denial means the checks do not run.
+    let checks = match &rules {
+        Some(r) if !r.deny.is_empty() => (Vec::new(), None),
+        _ => run_checks(&tree, &change, req, &store)?,
     };
-    let evidence_id = store.put_record(&evidence.to_value())?;
-    let verdict = verdict_of(failed, evidence_id);
+    let change_id = change.id();
     let read_set = read_set_tested(&tree, &change, head.as_deref(), &req.policy.reads)?;
     let precondition = precondition_of_read_set(&change.base, &read_set);
+    let concluded = conclude(Findings {
+        store: &store,
+        policy: req.policy,
+        base: &change.base,
+        change_id,
+        rules,
+        checks,
+        read_set: &read_set,
+        offered: req.approvals,
+        top: &tree.top,
+    })?;
     Ok(Decision {
         tree,
         change,
         change_id,
-        evidence,
-        evidence_id,
-        verdict,
+        evidence: concluded.evidence,
+        evidence_id: concluded.evidence_id,
+        verdict: concluded.verdict,
+        approvals: concluded.approvals,
+        escalation: concluded.escalation,
         read_set,
         precondition,
         store,
     })
 }
 
-/// Admit with the evidence as proof, or deny naming the failed check.
-pub fn verdict_of(failed: Option<String>, evidence_id: Digest) -> Verdict {
-    match failed {
-        None => Verdict::Admit { proof: evidence_id },
-        Some(name) => Verdict::Deny {
-            reasons: vec![format!("check.{name}.failed")],
-        },
-    }
+/// What the policy's rules say about the change whose `input` is made by
+/// `input` (only when the policy has rules).
+pub fn rules_of(
+    policy: &Policy,
+    evaluator: &Evaluator,
+    input: impl FnOnce() -> Value,
+) -> Result<Option<RuleOutcome>, GateError> {
+    let Some(module) = &policy.rules else {
+        return Ok(None);
+    };
+    let rules = Rules::new(module.clone(), evaluator.clone());
+    Ok(Some(rules.evaluate(&input())?))
+}
+
+/// Bytes of the file at `path` under `top` now.
+pub fn file_size(top: &Path, path: &str) -> Option<u64> {
+    std::fs::symlink_metadata(top.join(path))
+        .ok()
+        .map(|m| m.len())
 }
 
 /// Refuse, before any check runs, a change whose receipt would be over

@@ -25,10 +25,13 @@
 //! or a store that cannot hold the evidence is a [`GateError`]: no verdict.
 
 pub mod apply;
+pub mod approval;
 pub mod change;
 pub mod check;
 pub mod clean;
+pub mod decide;
 pub mod error;
+pub mod escalation;
 pub mod evidence;
 pub mod git;
 pub mod inverse;
@@ -42,6 +45,7 @@ pub mod run;
 pub mod show;
 pub mod store;
 pub mod undo;
+pub mod verdict;
 
 pub use check::{Decision, Request, evaluate, identify};
 pub use error::GateError;

@@ -16,6 +16,7 @@ use super::evidence::Evidence;
 use super::issue::{Signer, sign};
 use super::journal::{self, JournalError};
 use super::store::GateStore;
+use super::verdict::Concluded;
 use crate::digest::Digest;
 use crate::fresh::HEAD;
 use crate::limits::MAX_GATE_PREIMAGE_BYTES;
@@ -144,6 +145,8 @@ pub fn undo(req: &UndoRequest<'_>) -> Result<Outcome, GateError> {
         policy_id,
         policy: UNDO_POLICY.to_string(),
         checks: Vec::new(),
+        rules: None,
+        approvals: Vec::new(),
     };
     let evidence_id = store.put_record(&evidence.to_value())?;
     let receipt = Receipt {
@@ -173,9 +176,14 @@ pub fn undo(req: &UndoRequest<'_>) -> Result<Outcome, GateError> {
         change_id,
         record: back,
         inverse: Some(back_id),
-        evidence,
-        evidence_id,
         signed,
         applied: true,
+        concluded: Concluded {
+            verdict: receipt.verdict,
+            evidence,
+            evidence_id,
+            approvals: Vec::new(),
+            escalation: None,
+        },
     })
 }

@@ -31,6 +31,9 @@ pub const EXIT_FAILED: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 /// Exit status: nothing failed, but something could not be evaluated.
 pub const EXIT_NOT_EVALUATED: u8 = 3;
+/// Exit status of `rcpt gate check|apply`: the change is escalated (an
+/// approval is needed; nothing was applied).
+pub const EXIT_ESCALATED: u8 = 4;
 
 /// `--format` of the commands that print a line per input (`log append`,
 /// `log submit`, `log consistency`, `receipt inspect`): `human`, or `json`

@@ -1,24 +1,24 @@
 //! `rcpt gate apply` and `rcpt gate undo` (spec/gate.md "The apply
 //! protocol", "Undo").
 
+use super::check::{
+    exit_of, interrupt_flag, key_and_issuer, now, offered, print_approvals, print_escalated,
+    print_rules, read_policy,
+};
 use super::{
     ApplyArgs, IssueArgs, UndoArgs, here, log_target_of, publish, report_recovered, verdict_line,
 };
-use crate::cli::{EXIT_FAILED, EXIT_OK, UsageError, read_input, write_target};
+use crate::cli::{EXIT_FAILED, read_input, write_target};
 use anyhow::Context as _;
 use rcpt::gate::apply::{ApplyRequest, Outcome};
 use rcpt::gate::journal::{Locked, lock_and_recover};
-use rcpt::gate::policy::Policy;
 use rcpt::gate::undo::UndoRequest;
 use rcpt::gate::{self, GateError, Signer};
-use rcpt::keys::SigningKey;
 use rcpt::limits::MAX_BUNDLE_BYTES;
 use rcpt::receipt::Verdict;
 use rcpt::receipt::dsse::Envelope;
 use std::io::Write as _;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 /// Fault injection of the crash trials (spec/gate.md), compiled only with
 /// the cargo feature `fault-injection` (the tests enable it; a release
@@ -64,37 +64,17 @@ fn locked_store(given: Option<&Path>) -> anyhow::Result<Locked> {
     Ok(locked)
 }
 
-fn key_and_issuer(args: &IssueArgs) -> anyhow::Result<(SigningKey, String)> {
-    let pem = rcpt::keys::read_key_file(&args.key)
-        .with_context(|| format!("reading the gate key {}", args.key.display()))
-        .map_err(|e| UsageError(format!("{e:#}")))?;
-    let key = rcpt::keys::signing_key_from_pem(&pem)
-        .map_err(|e| UsageError(format!("the gate key {}: {e}", args.key.display())))?;
-    let issuer = gate::issuer_name(&args.key, &key, args.issuer.as_deref())
-        .map_err(|e| UsageError(format!("{:#}", anyhow::Error::new(e))))?;
-    Ok((key, issuer))
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-}
-
 pub fn apply(args: &ApplyArgs) -> anyhow::Result<u8> {
-    let policy = Policy::read(&args.policy)
-        .map_err(|e| UsageError(format!("{:#}", anyhow::Error::new(e))))?;
-    let (key, issuer) = key_and_issuer(&args.issue)?;
+    let policy = read_policy(&args.policy)?;
+    let (key, issuer) = key_and_issuer(&args.issue.key, args.issue.issuer.as_deref(), "gate key")?;
+    let approvals = offered(&args.approval)?;
+    let evaluator = super::rules::evaluator()?;
     let log = log_target_of(
         &args.issue.log,
         &args.issue.log_key,
         &args.issue.log_key_file,
     )?;
-    let interrupted = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&interrupted))
-            .context("installing the interrupt handler")?;
-    }
+    let interrupted = interrupt_flag()?;
     let crash = crash_hook();
     let locked = locked_store(args.issue.store.as_deref())?;
     let request = ApplyRequest {
@@ -108,15 +88,24 @@ pub fn apply(args: &ApplyArgs) -> anyhow::Result<u8> {
             issuer: &issuer,
             now: now(),
         },
+        evaluator: &evaluator,
+        approvals: &approvals,
         crash: &crash,
     };
     let outcome = gate::apply::apply(&request)?;
     report(&outcome, &policy.id.to_string())?;
+    print_escalated(
+        &mut std::io::stderr().lock(),
+        &outcome.signed.valid.receipt.verdict,
+        &policy,
+        args.issue.out.as_ref(),
+        args.issue.store.as_deref(),
+    )?;
     finish(&outcome, log.as_ref(), &args.issue)
 }
 
 pub fn undo(args: &UndoArgs) -> anyhow::Result<u8> {
-    let (key, issuer) = key_and_issuer(&args.issue)?;
+    let (key, issuer) = key_and_issuer(&args.issue.key, args.issue.issuer.as_deref(), "gate key")?;
     let log = log_target_of(
         &args.issue.log,
         &args.issue.log_key,
@@ -142,7 +131,7 @@ pub fn undo(args: &UndoArgs) -> anyhow::Result<u8> {
         crash: &crash,
     };
     let outcome = gate::undo::undo(&request)?;
-    report(&outcome, &outcome.evidence.policy_id.to_string())?;
+    report(&outcome, &outcome.concluded.evidence.policy_id.to_string())?;
     finish(&outcome, log.as_ref(), &args.issue)
 }
 
@@ -150,13 +139,15 @@ fn report(o: &Outcome, policy_id: &str) -> anyhow::Result<()> {
     let mut err = std::io::stderr().lock();
     writeln!(err, "change_id: {}", o.change_id)?;
     writeln!(err, "policy_id: {policy_id}")?;
-    for c in &o.evidence.checks {
+    print_rules(&mut err, o.concluded.evidence.rules.as_ref())?;
+    for c in &o.concluded.evidence.checks {
         writeln!(
             err,
             "check {}: exit {} in {} ms",
             c.name, c.exit, c.duration_ms
         )?;
     }
+    print_approvals(&mut err, &o.concluded.approvals)?;
     let receipt = &o.signed.valid;
     writeln!(err, "verdict: {}", verdict_line(&receipt.receipt.verdict))?;
     match o.inverse {
@@ -190,7 +181,7 @@ fn finish(o: &Outcome, log: Option<&super::LogTarget>, args: &IssueArgs) -> anyh
         write_target(out, text.as_bytes())?;
     }
     Ok(match o.signed.valid.receipt.verdict {
-        Verdict::Admit { .. } if o.applied => EXIT_OK,
-        _ => EXIT_FAILED,
+        Verdict::Admit { .. } if !o.applied => EXIT_FAILED,
+        ref v => exit_of(v),
     })
 }

@@ -8,7 +8,7 @@
 use crate::cli::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError, read_input};
 use anyhow::Context as _;
 use clap::Subcommand;
-use rcpt::gate::{self, GateError, policy::Policy, store::GateStore};
+use rcpt::gate::{self, GateError, store::GateStore};
 use rcpt::io::{Source, Target};
 use rcpt::keys::NoteVerifier;
 use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES};
@@ -16,10 +16,10 @@ use rcpt::receipt::Verdict;
 use rcpt::receipt::dsse::Envelope;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 mod apply;
+mod approve;
+mod check;
 mod rules;
 
 #[derive(Subcommand)]
@@ -56,6 +56,13 @@ pub enum GateCommand {
         3 not evaluated (the store lacks an object), 2 bad invocation."
     )]
     Undo(Box<UndoArgs>),
+    /// Approve (or refuse) an escalated change: an approval receipt by the approver's key.
+    #[command(
+        after_help = "Example:\n  rcpt gate approve escalated.json --key alice.key --gate-key-file gate.vkey -o approval.json\n\
+        Exit status: 0 the approval (or refusal) issued, 1 refused (not an escalation \
+        signed by the gate key), 2 bad invocation, 3 not evaluated."
+    )]
+    Approve(Box<ApproveArgs>),
     /// Evaluate a rules module (Rego, package rcpt) against an input, as the gate does.
     #[command(
         after_help = "Example:\n  rcpt gate rules gate.rego --input input.json\n\
@@ -105,6 +112,56 @@ pub struct CheckArgs {
     /// Write the bundle (with --log) or the envelope here; '-' for standard output.
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     out: Option<Target>,
+    /// An approval receipt (bundle or envelope) of this change's escalation; repeatable.
+    #[arg(long, value_name = "FILE")]
+    approval: Vec<PathBuf>,
+}
+
+/// `rcpt gate approve`.
+#[derive(clap::Args)]
+pub struct ApproveArgs {
+    /// The escalate receipt: a DSSE envelope or a bundle.
+    #[arg(value_name = "RECEIPT")]
+    receipt: Source,
+    /// The gate's verifier key (NAME+HASH+KEY): the escalation must be signed by it.
+    #[arg(
+        long,
+        value_name = "VKEY",
+        conflicts_with = "gate_key_file",
+        required_unless_present = "gate_key_file"
+    )]
+    gate_key: Option<String>,
+    /// File holding the gate's verifier key (its .vkey).
+    #[arg(long, value_name = "FILE")]
+    gate_key_file: Option<PathBuf>,
+    /// Refuse instead of approving (the change is then denied).
+    #[arg(long, requires = "reason")]
+    deny: bool,
+    /// The refusal's reason (1 to 64 of a-z 0-9 . _ -), with --deny.
+    #[arg(long, value_name = "R", requires = "deny")]
+    reason: Option<String>,
+    /// The approver's signing key (PKCS#8 PEM); its name is read from the .vkey beside it.
+    #[arg(long, value_name = "APPROVER.key")]
+    key: PathBuf,
+    /// The approver's name, when no .vkey is beside the key (must match it when one is).
+    #[arg(long, value_name = "NAME")]
+    issuer: Option<String>,
+    /// Append the approval to a log directory, or submit it to a log service URL.
+    #[arg(long, value_name = "DIR|URL")]
+    log: Option<String>,
+    /// The log service's verifier key (with --log URL).
+    #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]
+    log_key: Option<String>,
+    /// File holding the log service's verifier key (with --log URL).
+    #[arg(long, value_name = "FILE")]
+    log_key_file: Option<PathBuf>,
+    /// The store to keep the approval in, where gate check|apply of that store find it;
+    /// default .git/rcpt/store of the repository here (none outside a repository).
+    #[arg(long, value_name = "DIR")]
+    store: Option<PathBuf>,
+    /// Write the bundle (with --log) or the envelope here; '-' for standard output.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    out: Option<Target>,
 }
 
 /// `rcpt gate rules`.
@@ -130,6 +187,9 @@ pub struct ApplyArgs {
     /// The policy file (JSON).
     #[arg(long, value_name = "FILE")]
     policy: PathBuf,
+    /// An approval receipt (bundle or envelope) of this change's escalation; repeatable.
+    #[arg(long, value_name = "FILE")]
+    approval: Vec<PathBuf>,
     #[command(flatten)]
     issue: IssueArgs,
 }
@@ -175,7 +235,10 @@ pub fn run(cmd: GateCommand) -> anyhow::Result<u8> {
     // undo under the store lock they hold (apply.rs), the others here.
     let result = match cmd {
         GateCommand::Id { base, json } => recover(None).and_then(|()| id(&base, json)),
-        GateCommand::Check(args) => recover(args.store.as_deref()).and_then(|()| check(&args)),
+        GateCommand::Check(args) => {
+            recover(args.store.as_deref()).and_then(|()| check::check(&args))
+        }
+        GateCommand::Approve(args) => approve::approve(&args),
         GateCommand::Apply(args) => apply::apply(&args),
         GateCommand::Rules(args) => rules::run(&args),
         GateCommand::Undo(args) => apply::undo(&args),
@@ -265,7 +328,7 @@ pub(super) enum LogTarget {
     Url(String, Box<NoteVerifier>),
 }
 
-fn log_target(args: &CheckArgs) -> anyhow::Result<Option<LogTarget>> {
+pub(super) fn log_target(args: &CheckArgs) -> anyhow::Result<Option<LogTarget>> {
     log_target_of(&args.log, &args.log_key, &args.log_key_file)
 }
 
@@ -308,63 +371,6 @@ pub(super) fn log_target_of(
         return Err(UsageError(msg).into());
     }
     Ok(Some(LogTarget::Dir(dir)))
-}
-
-fn check(args: &CheckArgs) -> anyhow::Result<u8> {
-    let policy = Policy::read(&args.policy)
-        .map_err(|e| UsageError(format!("{:#}", anyhow::Error::new(e))))?;
-    let pem = rcpt::keys::read_key_file(&args.key)
-        .with_context(|| format!("reading the gate key {}", args.key.display()))
-        .map_err(|e| UsageError(format!("{e:#}")))?;
-    let key = rcpt::keys::signing_key_from_pem(&pem)
-        .map_err(|e| UsageError(format!("the gate key {}: {e}", args.key.display())))?;
-    let issuer = gate::issuer_name(&args.key, &key, args.issuer.as_deref())
-        .map_err(|e| UsageError(format!("{:#}", anyhow::Error::new(e))))?;
-    let log = log_target(args)?;
-    let interrupted = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&interrupted))
-            .context("installing the interrupt handler")?;
-    }
-    let request = gate::Request {
-        dir: &here()?,
-        base: &args.base,
-        policy: &policy,
-        store: args.store.as_deref(),
-        interrupted: &interrupted,
-    };
-    let decision = gate::evaluate(&request)?;
-    let mut err = std::io::stderr().lock();
-    writeln!(err, "change_id: {}", decision.change_id)?;
-    writeln!(err, "policy_id: {}", policy.id)?;
-    for c in &decision.evidence.checks {
-        writeln!(
-            err,
-            "check {}: exit {} in {} ms",
-            c.name, c.exit, c.duration_ms
-        )?;
-    }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    let receipt = decision.receipt(&issuer, now);
-    let (valid, envelope) = gate::issue(&receipt, &key, &decision.store, &decision.evidence_id)?;
-    writeln!(err, "verdict: {}", verdict_line(&receipt.verdict))?;
-    writeln!(err, "evidence: {}", decision.evidence_id)?;
-    writeln!(err, "receipt_id: {}", valid.id)?;
-    drop(err);
-    let text = match &log {
-        None => format!("{}\n", envelope.to_json()),
-        Some(target) => publish(target, &envelope)
-            .context("the receipt was issued (it is in the store) but not logged")?,
-    };
-    if let Some(out) = &args.out {
-        crate::cli::write_target(out, text.as_bytes())?;
-    }
-    Ok(match receipt.verdict {
-        Verdict::Admit { .. } => EXIT_OK,
-        _ => EXIT_FAILED,
-    })
 }
 
 pub(super) fn verdict_line(v: &Verdict) -> String {
