@@ -25,16 +25,7 @@ use crate::receipt::dsse::{Envelope, SignatureCheck, TrustedKeys};
 use crate::receipt::{PayloadError, ReadItem, Receipt, Replay, Substrate, Verdict};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The name of the approval's rule.
-pub const APPROVE_POLICY: &str = "rcpt.approve";
-
-/// `policy_id` of every approval receipt: the identity of `{"name": "rcpt.approve"}`.
-pub fn approve_policy_id() -> Digest {
-    identity(&dagcbor::encode(&Value::Map(BTreeMap::from([(
-        "name".to_string(),
-        Value::Text(APPROVE_POLICY.to_string()),
-    )]))))
-}
+pub use crate::receipt::require::{APPROVAL_POLICY, approval_policy_id, describe};
 
 /// The record an approval's proof is the identity of.
 pub fn approval_record(approves: &Digest, ticket: &Digest) -> Value {
@@ -46,7 +37,7 @@ pub fn approval_record(approves: &Digest, ticket: &Digest) -> Value {
 
 /// Whether `receipt` is an approval receipt (by its `policy_id`).
 pub fn is_approval(receipt: &Receipt) -> bool {
-    receipt.policy_id == approve_policy_id()
+    receipt.policy_id == approval_policy_id()
 }
 
 /// Why no approval receipt was made.
@@ -155,7 +146,7 @@ pub fn approve(req: &ApproveRequest<'_>) -> Result<Approved, ApprovalError> {
         reversibility: None,
         read_set: escalated_receipt.read_set,
         precondition: Some(ticket),
-        policy_id: approve_policy_id(),
+        policy_id: approval_policy_id(),
         verdict,
         applied: false,
         replay: Replay::Unknown,
@@ -304,7 +295,7 @@ fn standing(r: &Receipt, key: &NoteVerifier, ctx: &Context<'_>) -> Standing {
             r.issuer, key.name
         ));
     }
-    if r.policy_id != approve_policy_id() || r.applied || r.substrate != ctx.substrate {
+    if r.policy_id != approval_policy_id() || r.applied || r.substrate != ctx.substrate {
         return void("not an approval receipt (rcpt gate approve makes them)".into());
     }
     if r.change_id != ctx.change_id {

@@ -50,4 +50,4 @@ pub mod verdict;
 pub use check::{Decision, Request, evaluate, identify};
 pub use error::GateError;
 pub use issue::{IssuerError, Signed, Signer, issue, issuer_name, sign};
-pub use show::{ShowError, Shown, show};
+pub use show::{ShowError, Shown, ShownApproval, show, show_approval};

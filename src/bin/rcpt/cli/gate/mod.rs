@@ -8,10 +8,10 @@
 use crate::cli::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError, read_input};
 use anyhow::Context as _;
 use clap::Subcommand;
-use rcpt::gate::{self, GateError, store::GateStore};
+use rcpt::gate::{self, GateError};
 use rcpt::io::{Source, Target};
 use rcpt::keys::NoteVerifier;
-use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES};
+use rcpt::limits::MAX_KEY_FILE_BYTES;
 use rcpt::receipt::Verdict;
 use rcpt::receipt::dsse::Envelope;
 use std::io::Write as _;
@@ -21,6 +21,7 @@ mod apply;
 mod approve;
 mod check;
 mod rules;
+mod show;
 
 #[derive(Subcommand)]
 pub enum GateCommand {
@@ -243,7 +244,7 @@ pub fn run(cmd: GateCommand) -> anyhow::Result<u8> {
         GateCommand::Rules(args) => rules::run(&args),
         GateCommand::Undo(args) => apply::undo(&args),
         GateCommand::Show { receipt, store } => {
-            recover(store.as_deref()).and_then(|()| show(&receipt, store.as_deref()))
+            recover(store.as_deref()).and_then(|()| show::show(&receipt, store.as_deref()))
         }
     };
     // No verdict is exit 3, a bad invocation exit 2, a refusal to write
@@ -377,7 +378,7 @@ pub(super) fn verdict_line(v: &Verdict) -> String {
     match v {
         Verdict::Admit { proof } => format!("admit (proof {proof})"),
         Verdict::Deny { reasons } => format!("deny ({})", reasons.join(", ")),
-        Verdict::Escalate { ticket } => format!("escalate ({ticket})"),
+        Verdict::Escalate { ticket } => format!("escalate (ticket {ticket})"),
     }
 }
 
@@ -446,57 +447,4 @@ fn append(dir: &Path, json: &[u8]) -> anyhow::Result<String> {
         text.push('\n');
     }
     Ok(text)
-}
-
-fn show(source: &Source, store: Option<&Path>) -> anyhow::Result<u8> {
-    let bytes = read_input(source, MAX_BUNDLE_BYTES, "receipt")?;
-    let envelope = match rcpt::bundle::RawBundle::parse(&bytes) {
-        Ok(b) => Envelope::from_json(b.envelope.get().as_bytes())?,
-        Err(_) => Envelope::from_json(&bytes)
-            .with_context(|| format!("{source} is neither a bundle nor an envelope"))?,
-    };
-    let (receipt, receipt_id) = rcpt::receipt::receipt_from_cbor(&envelope.payload)?;
-    let dir = match store {
-        Some(d) => d.to_path_buf(),
-        None => {
-            // Only the repository is needed: showing works mid-merge too.
-            let here = here()?;
-            let tree = rcpt::gate::git::WorkTree::discover(&here)
-                .map_err(|e| GateError::from(rcpt::gate::change::ChangeError::from(e)))?
-                .ok_or_else(|| {
-                    GateError::from(rcpt::gate::change::ChangeError::NotAWorkTree(here))
-                })?;
-            gate::store::default_dir(&tree)
-        }
-    };
-    let store = GateStore::open(&dir)?;
-    let gate::Shown {
-        id: evidence_id,
-        evidence,
-        outputs,
-    } = gate::show(&store, &receipt, &receipt_id)?;
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "receipt_id: {receipt_id}")?;
-    writeln!(out, "verdict: {}", verdict_line(&receipt.verdict))?;
-    writeln!(out, "evidence: {evidence_id}")?;
-    writeln!(out, "base: {}", evidence.base)?;
-    writeln!(out, "change_id: {}", evidence.change_id)?;
-    writeln!(out, "policy: {} ({})", evidence.policy, evidence.policy_id)?;
-    for (c, (stdout, stderr)) in evidence.checks.iter().zip(&outputs) {
-        writeln!(
-            out,
-            "check {}: {:?} exit {} in {} ms",
-            c.name, c.run, c.exit, c.duration_ms
-        )?;
-        for (label, digest, bytes) in [("stdout", &c.stdout, stdout), ("stderr", &c.stderr, stderr)]
-        {
-            writeln!(out, "--- {label} ({} bytes, {digest})", bytes.len())?;
-            out.write_all(bytes)?;
-            if !bytes.is_empty() && !bytes.ends_with(b"\n") {
-                writeln!(out)?;
-            }
-        }
-    }
-    writeln!(out, "ok: every object re-hashed")?;
-    Ok(EXIT_OK)
 }
