@@ -304,15 +304,16 @@ fn standing(r: &Receipt, key: &NoteVerifier, ctx: &Context<'_>) -> Standing {
             r.change_id, ctx.change_id
         ));
     }
-    if r.precondition != Some(ctx.ticket) {
-        return void(format!(
-            "its ticket is not this escalation's ({}): the reasons, the policy or the reads \
-             changed since it was approved",
-            ctx.ticket
-        ));
-    }
+    // Its reads first (the ticket covers them too): the more precise why.
     if let Err(why) = (ctx.fresh)(&r.read_set) {
         return void(format!("stale: {why}"));
+    }
+    if r.precondition != Some(ctx.ticket) {
+        return void(format!(
+            "its ticket is not this escalation's ({}): the reasons or the policy changed \
+             since it was approved",
+            ctx.ticket
+        ));
     }
     match &r.verdict {
         Verdict::Admit { .. } => Standing::Counts,
