@@ -629,3 +629,30 @@ fn verify_tells_an_escalation_and_an_approval_for_what_they_are() {
     assert!(inspect("esc.json").contains("decision:       escalated (ticket blake3:"));
     assert!(inspect("ok.json").contains("decision:       approval by alice.example"));
 }
+
+/// The README's rules walkthrough, run as a script (bash -euo pipefail,
+/// `rcpt` on PATH) in a fresh directory: a rule denial, an escalation, an
+/// approval by a second key, the re-check admitting, the deploy job's
+/// verify passing; a forged approval not counting.
+#[test]
+fn the_readme_rules_walkthrough_runs_as_written() {
+    let script = support::readme::block_after(
+        "<!-- rules walkthrough: tests/gate_decide.rs runs the next block -->",
+    );
+    assert!(script.contains("rcpt gate approve") && script.contains("gate.rego"));
+    let (stdout, err, status) = support::readme::run_script(&script);
+    assert!(
+        status.success(),
+        "exit {status:?}\nstdout:\n{stdout}\nstderr:\n{err}"
+    );
+    for want in [
+        "verdict: deny (rule.file.too_large)",
+        "verdict: escalate (ticket blake3:",
+        "counts, by alice.example",
+        "verdict: admit",
+        "does not count: not signed by any of the policy's approvers",
+    ] {
+        assert!(err.contains(want), "{want}\n{err}");
+    }
+    assert!(stdout.contains("VERIFIED"), "{stdout}");
+}
