@@ -103,17 +103,27 @@ fn restorable(
     record
         .check_objects(store, true, false)
         .map_err(JournalError::from)?;
+    let mut moved = None;
+    let mut all_pre = true;
     for t in &record.files {
         let now = journal::side_now(top, &t.path)?;
-        if now != t.post {
-            return Err(JournalError::Mismatch {
-                path: t.path.clone(),
-                why: "it is no longer what the receipt's change left; nothing was written".into(),
-            }
-            .into());
+        all_pre &= now == t.pre;
+        if now != t.post && moved.is_none() {
+            moved = Some(t.path.clone());
         }
     }
-    Ok(record)
+    match moved {
+        None => Ok(record),
+        Some(_) if all_pre => Err(refused(
+            "already undone: every file it touched is back at its state before the change; \
+             nothing was written",
+        )),
+        Some(path) => Err(JournalError::Mismatch {
+            path,
+            why: "it is no longer what the receipt's change left".into(),
+        }
+        .into()),
+    }
 }
 
 /// Undo the change of `req.envelope`'s receipt.

@@ -252,7 +252,7 @@ pub fn run(cmd: GateCommand) -> anyhow::Result<u8> {
     result.or_else(|e| match e.downcast_ref::<GateError>() {
         Some(g) if g.is_usage() => Err(UsageError(format!("{e:#}")).into()),
         Some(g) if g.is_refusal() => {
-            let _ = writeln!(std::io::stderr(), "rcpt: {e:#}");
+            let _ = writeln!(std::io::stderr(), "rcpt: error: {e:#}");
             Ok(EXIT_FAILED)
         }
         Some(_) => {
