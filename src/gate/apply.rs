@@ -77,18 +77,21 @@ pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
     let current = super::change::read_change(&tree, HEAD)?;
     let clean = CleanTree::create(&tree, &current)?;
     let (record, change) = patched(req, &tree, &clean, &current)?;
-    let rules = rules_of(req.policy, req.evaluator, || {
-        let files = input::files_of(&change, |p| file_size(clean.path(), p));
-        input::git_input(
-            req.signer.issuer,
-            req.signer.now,
-            &current.base,
-            true,
-            &files,
-        )
-    })?;
-    let reversible = keepable(store, &tree.top, clean.path(), &record, req.policy)?;
-    let inverse = keep(store, &tree.top, clean.path(), &record, reversible)?;
+    // The rules are evaluated while the pre-images are kept.
+    let (policy, evaluator, signer) = (req.policy, req.evaluator, req.signer);
+    let (rules, inverse) = std::thread::scope(|scope| {
+        let rules = scope.spawn(|| {
+            rules_of(policy, evaluator, || {
+                let files = input::files_of(&change, |p| file_size(clean.path(), p));
+                input::git_input(signer.issuer, signer.now, &current.base, true, &files)
+            })
+        });
+        let inverse = keepable(store, &tree.top, clean.path(), &record, req.policy)
+            .and_then(|reversible| keep(store, &tree.top, clean.path(), &record, reversible));
+        (rules.join(), inverse)
+    });
+    let rules = rules.map_err(|_| GateError::RulesPanicked)??;
+    let inverse = inverse?;
     // Rules first: a rule denial means the checks do not run.
     let checks = match &rules {
         Some(r) if !r.deny.is_empty() => (Vec::new(), None),

@@ -92,14 +92,22 @@ pub fn evaluate(req: &Request<'_>) -> Result<Decision, GateError> {
         &req.store
             .map_or_else(|| store::default_dir(&tree), Path::to_path_buf),
     )?;
-    let rules = rules_of(req.policy, req.evaluator, || {
-        let files = input::files_of(&change, |p| file_size(&tree.top, p));
-        input::git_input(req.issuer, req.now, &change.base, false, &files)
-    })?;
-    // Rules first: a rule denial means the checks do not run.
-    let checks = match &rules {
-        Some(r) if !r.deny.is_empty() => (Vec::new(), None),
-        _ => run_checks(&tree, &change, req, &store)?,
+    // The rules are evaluated while the clean copy is made (it is only
+    // used once they have not denied: a rule denial means no check runs).
+    let (rules, clean) = std::thread::scope(|scope| {
+        let rules = scope.spawn(|| {
+            rules_of(req.policy, req.evaluator, || {
+                let files = input::files_of(&change, |p| file_size(&tree.top, p));
+                input::git_input(req.issuer, req.now, &change.base, false, &files)
+            })
+        });
+        let clean = CleanTree::create(&tree, &change);
+        (rules.join(), clean)
+    });
+    let rules = rules.map_err(|_| GateError::RulesPanicked)??;
+    let checks = match (&rules, clean) {
+        (Some(r), _) if !r.deny.is_empty() => (Vec::new(), None),
+        (_, clean) => run_checks_in(&clean?, req.policy, &store, req.interrupted)?,
     };
     let change_id = change.id();
     let read_set = read_set_tested(&tree, &change, head.as_deref(), &req.policy.reads)?;
@@ -204,18 +212,6 @@ pub fn fits_resources<'a>(
         return Err(GateError::TooLarge { files, bytes });
     }
     Ok(())
-}
-
-/// The checks in order in a clean worktree, stopping at the first failure
-/// (its name). The worktree is removed before this returns, whatever happens.
-fn run_checks(
-    tree: &WorkTree,
-    change: &Change,
-    req: &Request<'_>,
-    store: &GateStore,
-) -> Result<(Vec<Ran>, Option<String>), GateError> {
-    let clean = CleanTree::create(tree, change)?;
-    run_checks_in(&clean, req.policy, store, req.interrupted)
 }
 
 /// The checks of `policy` in order in `clean`, stopping at the first

@@ -73,6 +73,9 @@ pub enum GateError {
     /// The policy's rules gave no result.
     #[error(transparent)]
     Rules(#[from] super::rules::RulesError),
+    /// The thread evaluating the rules panicked (a defect of rcpt).
+    #[error("the rules' evaluation failed unexpectedly (a defect: please report it)")]
+    RulesPanicked,
     /// Refused: the receipt cannot be undone, or the like.
     #[error("refused: {0}")]
     Refused(String),
