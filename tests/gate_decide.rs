@@ -3,7 +3,12 @@
 //! from `rcpt gate check` and `gate apply`, approvals that count and the
 //! ones that do not, each saying why.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod support;
 

@@ -4,7 +4,12 @@
 //! runs) or bounded at run (exit 3, no verdict): never a hang, a network
 //! call, a crash of rcpt, a deny or an admit.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod support;
 

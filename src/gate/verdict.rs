@@ -148,6 +148,6 @@ fn notes(judged: &[Judged]) -> Vec<ApprovalNote> {
             })
         })
         .collect();
-    notes.sort_by(|a, b| a.receipt.to_string().cmp(&b.receipt.to_string()));
+    notes.sort_by_key(|a| a.receipt.to_string());
     notes
 }
