@@ -95,6 +95,18 @@ fn repository(dir: &Path, files: usize, change: usize) -> std::path::PathBuf {
     repo
 }
 
+/// A gate key named `bench.example/gate` under `dir` (its prefix).
+fn gate_keys(dir: &Path) -> std::path::PathBuf {
+    let keys = dir.join("gate");
+    let st = Command::new(env!("CARGO_BIN_EXE_rcpt"))
+        .args(["key", "generate", "--name", "bench.example/gate", "--out"])
+        .arg(&keys)
+        .output()
+        .unwrap();
+    assert!(st.status.success());
+    keys
+}
+
 const CHECK: &str = "git ls-files -z | xargs -0 cat > /dev/null";
 
 fn median(mut xs: Vec<Duration>) -> Duration {
@@ -107,13 +119,7 @@ fn measure(files: usize, change: usize, runs: usize) -> (Duration, Duration, Dur
     let tmp = tempfile::tempdir().unwrap();
     let repo = repository(tmp.path(), files, change);
     let bin = env!("CARGO_BIN_EXE_rcpt");
-    let keys = tmp.path().join("gate");
-    let st = Command::new(bin)
-        .args(["key", "generate", "--name", "bench.example/gate", "--out"])
-        .arg(&keys)
-        .output()
-        .unwrap();
-    assert!(st.status.success());
+    let keys = gate_keys(tmp.path());
     let policy = tmp.path().join("policy.json");
     let doc = serde_json::json!({"name": "bench", "reads": [],
         "checks": [{"name": "read", "run": ["sh", "-c", CHECK], "timeout_s": 600}]});
@@ -233,13 +239,7 @@ fn time_gate_with_rules(
     let tmp = tempfile::tempdir().unwrap();
     let repo = repository(tmp.path(), files, change);
     let bin = env!("CARGO_BIN_EXE_rcpt");
-    let keys = tmp.path().join("gate");
-    let st = Command::new(bin)
-        .args(["key", "generate", "--name", "bench.example/gate", "--out"])
-        .arg(&keys)
-        .output()
-        .unwrap();
-    assert!(st.status.success());
+    let keys = gate_keys(tmp.path());
     std::fs::write(tmp.path().join("gate.rego"), module).unwrap();
     let checks = serde_json::json!([{"name": "true", "run": ["true"], "timeout_s": 60}]);
     let plain = tmp.path().join("plain.json");

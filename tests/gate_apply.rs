@@ -306,8 +306,8 @@ fn undo_refuses_a_moved_file_and_a_foreign_receipt() {
     assert_eq!(g.files(), after);
 }
 
-/// Undoing a receipt whose change was undone already says so, whichever
-/// way it was undone (by `gate undo`, or by hand), and writes nothing.
+/// Undoing a receipt whose change was undone already says so (asked
+/// twice more), and writes nothing.
 #[test]
 fn undo_of_an_undone_change_says_already_undone() {
     let g = project();

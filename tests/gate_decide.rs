@@ -100,6 +100,18 @@ impl Setup {
             .unwrap()
     }
 
+    /// `gate check` into `again.json`, with `--store STORE` and an
+    /// `--approval` for each of `files`.
+    fn check_with(&self, store: &Path, files: &[&str]) -> Output {
+        let mut args = vec!["--store".to_string(), store.display().to_string()];
+        for f in files {
+            args.push("--approval".into());
+            args.push(self.out(f).display().to_string());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.check("again.json", &args)
+    }
+
     fn runs(&self) -> usize {
         std::fs::read_to_string(&self.marker)
             .unwrap_or_default()
@@ -396,18 +408,7 @@ fn approvals_that_do_not_count_say_why() {
         code(&s.approve("esc.json", "alice", "alice.json", &mine)),
         Some(0)
     );
-    let with = |files: &[&str]| -> Output {
-        let mut args = store.to_vec();
-        let paths: Vec<String> = files
-            .iter()
-            .map(|f| s.out(f).display().to_string())
-            .collect();
-        for p in &paths {
-            args.push("--approval");
-            args.push(p);
-        }
-        s.check("again.json", &args)
-    };
+    let with = |files: &[&str]| s.check_with(&none, files);
     let out = with(&["forged.json"]);
     assert_eq!(code(&out), Some(4), "{}", shown(&out));
     assert!(
@@ -474,18 +475,7 @@ fn two_approvers_must_be_distinct_and_a_refusal_denies() {
         code(&s.approve("esc.json", "alice", "a2.json", &mine)),
         Some(0)
     );
-    let with = |files: &[&str]| -> Output {
-        let mut args = store.to_vec();
-        let paths: Vec<String> = files
-            .iter()
-            .map(|f| s.out(f).display().to_string())
-            .collect();
-        for p in &paths {
-            args.push("--approval");
-            args.push(p);
-        }
-        s.check("again.json", &args)
-    };
+    let with = |files: &[&str]| s.check_with(&none, files);
     let out = with(&["a1.json", "a2.json"]);
     assert_eq!(code(&out), Some(4), "{}", shown(&out));
     assert!(

@@ -83,28 +83,25 @@ fn members(name: &str, value: &Value) -> Result<Vec<String>, String> {
         other => {
             return Err(format!(
                 "is {}, not a set (write `{name} contains REASON if {{ ... }}`)",
-                other
-                    .to_json_str()
-                    .unwrap_or_default()
-                    .chars()
-                    .take(80)
-                    .collect::<String>()
+                shown(other)
             ));
         }
     };
     set.iter()
         .map(|m| match m {
             Value::String(s) => Ok(s.to_string()),
-            other => Err(format!(
-                "holds {}, not a text",
-                other
-                    .to_json_str()
-                    .unwrap_or_default()
-                    .chars()
-                    .take(80)
-                    .collect::<String>()
-            )),
+            other => Err(format!("holds {}, not a text", shown(other))),
         })
+        .collect()
+}
+
+/// The start of `value` as JSON, for a message.
+fn shown(value: &Value) -> String {
+    value
+        .to_json_str()
+        .unwrap_or_default()
+        .chars()
+        .take(80)
         .collect()
 }
 
