@@ -19,7 +19,7 @@ use super::inverse::{Record, Side, Transition};
 use super::issue::{Signed, Signer, sign};
 use super::journal::{self, Entry, Locked};
 use super::policy::Policy;
-use super::rules::{Evaluator, input};
+use super::rules::{Evaluator, RuleOutcome, input};
 use super::store::GateStore;
 use super::verdict::{Concluded, Findings, conclude};
 use crate::digest::{Algorithm, Digest};
@@ -77,21 +77,7 @@ pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
     let current = super::change::read_change(&tree, HEAD)?;
     let clean = CleanTree::create(&tree, &current)?;
     let (record, change) = patched(req, &tree, &clean, &current)?;
-    // The rules are evaluated while the pre-images are kept.
-    let (policy, evaluator, signer) = (req.policy, req.evaluator, req.signer);
-    let (rules, inverse) = std::thread::scope(|scope| {
-        let rules = scope.spawn(|| {
-            rules_of(policy, evaluator, || {
-                let files = input::files_of(&change, |p| file_size(clean.path(), p));
-                input::git_input(signer.issuer, signer.now, &current.base, true, &files)
-            })
-        });
-        let inverse = keepable(store, &tree.top, clean.path(), &record, req.policy)
-            .and_then(|reversible| keep(store, &tree.top, clean.path(), &record, reversible));
-        (rules.join(), inverse)
-    });
-    let rules = rules.map_err(|_| GateError::RulesPanicked)??;
-    let inverse = inverse?;
+    let (rules, inverse) = rules_and_inverse(req, &tree, &clean, &current, &change, &record)?;
     // Rules first: a rule denial means the checks do not run.
     let checks = match &rules {
         Some(r) if !r.deny.is_empty() => (Vec::new(), None),
@@ -112,10 +98,9 @@ pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
         top: &tree.top,
     })?;
     let admit = matches!(concluded.verdict, Verdict::Admit { .. });
-    let read_set = if admit {
-        read_set_written(&tree.top, &record, &req.policy.reads)?
-    } else {
-        untouched
+    let read_set = match admit {
+        true => read_set_written(&tree.top, &record, &req.policy.reads)?,
+        false => untouched,
     };
     let receipt = Receipt {
         issuer: req.signer.issuer.to_string(),
@@ -133,10 +118,9 @@ pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
     };
     let signed = sign(&receipt, req.signer.key)?;
     let id = concluded.evidence_id;
-    if admit {
-        write_admitted(store, &tree.top, &record, inverse, id, &signed, req.crash)?;
-    } else {
-        store.link_receipt(&signed.valid.id, &id)?;
+    match admit {
+        true => write_admitted(store, &tree.top, &record, inverse, id, &signed, req.crash)?,
+        false => store.link_receipt(&signed.valid.id, &id)?,
     }
     Ok(Outcome {
         change_id,
@@ -146,6 +130,33 @@ pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
         applied: admit,
         concluded,
     })
+}
+
+/// The rules' outcome (evaluated while the pre-images are kept) and the
+/// inverse record's identity (`None`: irreversible, as the policy allows).
+fn rules_and_inverse(
+    req: &ApplyRequest<'_>,
+    tree: &WorkTree,
+    clean: &CleanTree,
+    current: &Change,
+    change: &Change,
+    record: &Record,
+) -> Result<(Option<RuleOutcome>, Option<Digest>), GateError> {
+    let store = req.store.store();
+    let (policy, evaluator, signer) = (req.policy, req.evaluator, req.signer);
+    let (rules, inverse) = std::thread::scope(|scope| {
+        let rules = scope.spawn(|| {
+            rules_of(policy, evaluator, || {
+                let files = input::files_of(change, |p| file_size(clean.path(), p));
+                input::git_input(signer.issuer, signer.now, &current.base, true, &files)
+            })
+        });
+        let inverse = keepable(store, &tree.top, clean.path(), record, policy)
+            .and_then(|reversible| keep(store, &tree.top, clean.path(), record, reversible));
+        (rules.join(), inverse)
+    });
+    let rules = rules.map_err(|_| GateError::RulesPanicked)??;
+    Ok((rules, inverse?))
 }
 
 /// The patch read, copied beside the clean copy and applied there: its

@@ -126,6 +126,27 @@ fn restorable(
     }
 }
 
+/// The current state first: each file's bytes stored (re-hashed against
+/// `post`), and the swapped record stored and checked: the undo's own
+/// inverse, and its identity.
+fn keep_current(
+    store: &GateStore,
+    top: &Path,
+    record: &super::inverse::Record,
+    head: &str,
+) -> Result<(super::inverse::Record, Digest), GateError> {
+    for t in &record.files {
+        if let Some(side) = t.post {
+            put_side(store, top, &t.path, side, MAX_GATE_PREIMAGE_BYTES)?;
+        }
+    }
+    let back = record.swapped(head);
+    let id = back
+        .store_checked(store, true, true)
+        .map_err(JournalError::from)?;
+    Ok((back, id))
+}
+
 /// Undo the change of `req.envelope`'s receipt.
 pub fn undo(req: &UndoRequest<'_>) -> Result<Outcome, GateError> {
     let tree = super::change::work_tree(req.dir)?;
@@ -136,16 +157,7 @@ pub fn undo(req: &UndoRequest<'_>) -> Result<Outcome, GateError> {
         .commit(HEAD)
         .map_err(super::change::ChangeError::from)?
         .ok_or_else(|| super::change::ChangeError::NoCommit(HEAD.into()))?;
-    // The current state first: the undo's own inverse.
-    for t in &record.files {
-        if let Some(side) = t.post {
-            put_side(store, &tree.top, &t.path, side, MAX_GATE_PREIMAGE_BYTES)?;
-        }
-    }
-    let back = record.swapped(&head);
-    let back_id = back
-        .store_checked(store, true, true)
-        .map_err(JournalError::from)?;
+    let (back, back_id) = keep_current(store, &tree.top, &record, &head)?;
     let change = change_of(&back, &BTreeSet::new());
     let change_id = change.id();
     let policy_id = undo_policy_id(&receipt_id);
@@ -188,12 +200,6 @@ pub fn undo(req: &UndoRequest<'_>) -> Result<Outcome, GateError> {
         inverse: Some(back_id),
         signed,
         applied: true,
-        concluded: Concluded {
-            verdict: receipt.verdict,
-            evidence,
-            evidence_id,
-            approvals: Vec::new(),
-            escalation: None,
-        },
+        concluded: Concluded::plain(receipt.verdict, evidence, evidence_id),
     })
 }

@@ -55,6 +55,19 @@ pub struct Concluded {
     pub escalation: Option<Escalation>,
 }
 
+impl Concluded {
+    /// A verdict with its evidence, without rules or approvals (an undo).
+    pub fn plain(verdict: Verdict, evidence: Evidence, evidence_id: Digest) -> Concluded {
+        Concluded {
+            verdict,
+            evidence,
+            evidence_id,
+            approvals: Vec::new(),
+            escalation: None,
+        }
+    }
+}
+
 /// Judge, combine, store the evidence, and give the verdict.
 pub fn conclude(mut f: Findings<'_>) -> Result<Concluded, GateError> {
     let rules = f.rules.clone().unwrap_or_default();

@@ -5,7 +5,7 @@ use super::check::{envelope_of, key_and_issuer, now};
 use super::{ApproveArgs, here, log_target_of, publish, verdict_line};
 use crate::cli::{EXIT_OK, UsageError, read_input, write_target};
 use anyhow::Context as _;
-use rcpt::gate::approval::{self, ApprovalError, ApproveRequest};
+use rcpt::gate::approval::{self, ApprovalError, ApproveRequest, Approved};
 use rcpt::gate::store::{self, GateStore};
 use rcpt::gate::{GateError, Signer};
 use rcpt::io::Source;
@@ -45,6 +45,32 @@ fn store_of(args: &ApproveArgs) -> anyhow::Result<Option<GateStore>> {
     Ok(Some(GateStore::open(&dir).map_err(GateError::from)?))
 }
 
+/// What was issued, on standard error.
+fn report(approved: &Approved, store: Option<&GateStore>) -> anyhow::Result<()> {
+    let receipt = &approved.signed.valid;
+    let mut err = std::io::stderr().lock();
+    writeln!(
+        err,
+        "approves: {} (ticket {})",
+        approved.escalated, approved.ticket
+    )?;
+    writeln!(err, "change_id: {}", receipt.receipt.change_id)?;
+    writeln!(err, "verdict: {}", verdict_line(&receipt.receipt.verdict))?;
+    writeln!(err, "receipt_id: {}", receipt.id)?;
+    match store {
+        Some(s) => writeln!(
+            err,
+            "store: {} (gate check|apply of this store find it)",
+            s.dir().display()
+        )?,
+        None => writeln!(
+            err,
+            "store: none (outside a repository; give the receipt with --approval)"
+        )?,
+    }
+    Ok(())
+}
+
 pub(super) fn approve(args: &ApproveArgs) -> anyhow::Result<u8> {
     let gate_key = gate_key(args)?;
     let (key, issuer) = key_and_issuer(&args.key, args.issuer.as_deref(), "approver key")?;
@@ -74,35 +100,7 @@ pub(super) fn approve(args: &ApproveArgs) -> anyhow::Result<u8> {
     if let Some(s) = &store {
         approval::keep(s, &approved).map_err(GateError::from)?;
     }
-    let mut err = std::io::stderr().lock();
-    writeln!(
-        err,
-        "approves: {} (ticket {})",
-        approved.escalated, approved.ticket
-    )?;
-    writeln!(
-        err,
-        "change_id: {}",
-        approved.signed.valid.receipt.change_id
-    )?;
-    writeln!(
-        err,
-        "verdict: {}",
-        verdict_line(&approved.signed.valid.receipt.verdict)
-    )?;
-    writeln!(err, "receipt_id: {}", approved.signed.valid.id)?;
-    match &store {
-        Some(s) => writeln!(
-            err,
-            "store: {} (gate check|apply of this store find it)",
-            s.dir().display()
-        )?,
-        None => writeln!(
-            err,
-            "store: none (outside a repository; give the receipt with --approval)"
-        )?,
-    }
-    drop(err);
+    report(&approved, store.as_ref())?;
     let envelope = &approved.signed.envelope;
     let text = match &log {
         None => format!("{}\n", envelope.to_json()),
