@@ -73,18 +73,36 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Generate and show Ed25519 keys.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  rcpt key generate --name gate.example/ci --prefix gate\n  \
+        rcpt key show gate.pub --name gate.example/ci --format vkey"
+    )]
     Key(key::KeyCommand),
     /// Issue and inspect receipts.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  rcpt receipt template --issuer gate.example/ci > payload.json\n  \
+        rcpt receipt issue --key gate.key -o receipt.json payload.json\n  \
+        rcpt receipt inspect receipt.json"
+    )]
     Receipt(receipt::ReceiptCommand),
     /// Write and read a transparency log.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  rcpt log init ./log --origin log.example/receipts --key logkey.key\n  \
+        rcpt log append ./log receipt.json\n  \
+        rcpt log prove ./log --receipt receipt.json -o bundle.json\n  \
+        rcpt log check ./log"
+    )]
     Log(log::LogCommand),
     /// Verify receipt bundles offline.
     Verify(Box<verify::VerifyArgs>),
     /// Write trust files (the keys a verifier trusts).
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Example:\n  rcpt trust new --issuer gate.vkey --log logkey.vkey -o trust.json"
+    )]
     Trust(trust::TrustCommand),
     /// Print a shell completion script.
     #[command(
@@ -104,10 +122,19 @@ enum Command {
         command: Vec<String>,
     },
     /// Witness logs: cosign checkpoints that extend the last one cosigned.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  rcpt witness init wdir --name witness.example/w1 --key w1.key --policy logs.policy\n  \
+        rcpt witness serve wdir --listen 127.0.0.1:8081"
+    )]
     Witness(witness::WitnessCommand),
     /// Receipts from a git work tree: the change's id, checks in a clean worktree, evidence.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  rcpt gate id\n  \
+        rcpt gate check --policy gate.json --key gate.key --log ./log -o bundle.json\n  \
+        rcpt gate show bundle.json"
+    )]
     Gate(gate::GateCommand),
 }
 
@@ -383,8 +410,8 @@ mod tests {
                     arg.get_id()
                 );
             }
-            let is_leaf = cmd.get_subcommands().next().is_none();
-            if is_leaf && cmd.get_name() != "help" {
+            // Leaves and groups alike: `rcpt log --help` ends with examples too.
+            if cmd.get_name() != "help" {
                 let after = cmd
                     .get_after_help()
                     .map(|s| s.to_string())

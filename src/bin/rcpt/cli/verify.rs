@@ -55,7 +55,7 @@ pub struct VerifyArgs {
         conflicts_with = "corpus"
     )]
     pub bundles: Vec<Source>,
-    /// Trust file: {"issuers": [{"name", "public_key"}], "logs": [{"verifier_key"}]}.
+    /// Trust file, as `rcpt trust new` writes it: {"issuers": [{"verifier_key": "NAME+HASH+KEY"}], "logs": [{"verifier_key": "ORIGIN+HASH+KEY"}]} (an issuer may also be {"name", "public_key"}).
     #[arg(long, value_name = "FILE")]
     pub trust: Option<Source>,
     /// A trusted issuer key as text: a verifier key NAME+HASH+KEY (the
