@@ -8,6 +8,7 @@
 use super::approval::{Candidate, Judged};
 use super::change::{self, Change, ChangeError};
 use super::clean::CleanTree;
+use super::conclude::{Findings, conclude};
 use super::error::GateError;
 use super::escalation::Escalation;
 use super::evidence::Evidence;
@@ -16,7 +17,6 @@ use super::policy::Policy;
 use super::rules::{Evaluator, RuleOutcome, Rules, input};
 use super::run::{self, Ran};
 use super::store::{self, GateStore};
-use super::verdict::{Findings, conclude};
 use crate::digest::{Algorithm, Digest};
 use crate::fresh::HEAD;
 use crate::receipt::canonical::{Value, dagcbor, identity};

@@ -17,18 +17,25 @@
 //! | [`apply`] | `gate apply`: a patch's change, its inverse kept, the compare and swap |
 //! | [`undo`] | `gate undo`: an applied receipt's inverse restored |
 //! | [`journal`] | writing files so a crash leaves all before or all after; recovery |
+//! | [`rules`] | the policy's Rego module, evaluated in a confined process |
+//! | [`decide`] | the combination of rules, checks and approvals (every substrate) |
+//! | [`conclude`] | the end of a git evaluation: approvals judged, evidence, verdict |
+//! | [`approval`] | `gate approve`'s receipts, and whether one counts |
+//! | [`escalation`] | the record an escalate verdict's ticket names |
 //! | [`issue`] | who signs ([`Signer`]) and signing a checked receipt |
 //! | [`show`] | a receipt's evidence, re-hashed |
 //!
-//! Three outcomes apart: a [`check::Decision`] carries a verdict (admit or
-//! deny); a check that could not run, a change that cannot be identified,
-//! or a store that cannot hold the evidence is a [`GateError`]: no verdict.
+//! Three outcomes apart: a [`check::Decision`] carries a verdict (admit,
+//! deny or escalate); rules that could not be evaluated, a check that
+//! could not run, a change that cannot be identified, or a store that
+//! cannot hold the evidence is a [`GateError`]: no verdict.
 
 pub mod apply;
 pub mod approval;
 pub mod change;
 pub mod check;
 pub mod clean;
+pub mod conclude;
 pub mod decide;
 pub mod error;
 pub mod escalation;
@@ -45,7 +52,6 @@ pub mod run;
 pub mod show;
 pub mod store;
 pub mod undo;
-pub mod verdict;
 
 pub use check::{Decision, Request, evaluate, identify};
 pub use error::GateError;

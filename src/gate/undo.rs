@@ -11,12 +11,12 @@
 use super::apply::{
     Outcome, Plan, change_of, execute, precondition_of_transition, put_side, read_set_written,
 };
+use super::conclude::Concluded;
 use super::error::GateError;
 use super::evidence::Evidence;
 use super::issue::{Signer, sign};
 use super::journal::{self, JournalError};
 use super::store::GateStore;
-use super::verdict::Concluded;
 use crate::digest::Digest;
 use crate::fresh::HEAD;
 use crate::limits::MAX_GATE_PREIMAGE_BYTES;

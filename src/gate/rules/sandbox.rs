@@ -11,11 +11,12 @@
 //! the stack overflows or crashes the interpreter ends that child, never
 //! the gate: the parent reports it as no verdict.
 
-use super::vm::{self, Answer};
-use super::{
+use super::bounds::{
     MAX_RULES_ANSWER_BYTES, MAX_RULES_MEMORY_BYTES, MAX_RULES_REQUEST_BYTES, RULES_CPU_LIMIT_S,
-    RULES_DEADLINE, RulesError,
+    RULES_DEADLINE,
 };
+use super::error::RulesError;
+use super::vm::{self, Answer};
 use crate::receipt::canonical::{Value, json};
 use std::ffi::OsString;
 use std::io::{Read, Write};

@@ -7,7 +7,9 @@
 //! the interpreter) is why the gate runs this in a confined child process
 //! ([`super::sandbox`]); this file is what that child runs.
 
-use super::{MAX_RULES_INSTRUCTIONS, MAX_RULES_MODULE_BYTES, REFUSED_BUILTINS, RULES_TIME_LIMIT};
+use super::bounds::{
+    MAX_RULES_INSTRUCTIONS, MAX_RULES_MODULE_BYTES, REFUSED_BUILTINS, RULES_TIME_LIMIT,
+};
 use regorus::languages::rego::compiler::Compiler;
 use regorus::rvm::program::Program;
 use regorus::rvm::vm::RegoVM;

@@ -1,4 +1,4 @@
-//! verdict: the end of one git evaluation, shared by `gate check` and
+//! conclude: the end of one git evaluation, shared by `gate check` and
 //! `gate apply`: the approvals of an escalation judged, the combination
 //! ([`super::decide::combine`]), the evidence record stored, and the
 //! verdict (admit with the evidence as proof, deny with its reasons, or
