@@ -278,6 +278,9 @@ fn undo_refuses_a_moved_file_and_a_foreign_receipt() {
         err.contains("new/dir/created.txt") && err.contains("nothing was written"),
         "{err}"
     );
+    // A refusal reads as an error, and says "nothing was written" once.
+    assert!(err.starts_with("rcpt: error: "), "{err}");
+    assert_eq!(err.matches("nothing was written").count(), 1, "{err}");
     assert_eq!(g.files(), after);
     // Under another key: not this gate's receipt.
     let other = g.world.dir().join("other.key");
@@ -297,8 +300,91 @@ fn undo_refuses_a_moved_file_and_a_foreign_receipt() {
         .output()
         .unwrap();
     assert_eq!(code(&out), 1, "{}", shown(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not signed by this gate key"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not signed by this gate key"), "{err}");
+    assert!(err.starts_with("rcpt: error: "), "{err}");
     assert_eq!(g.files(), after);
+}
+
+/// Undoing a receipt whose change was undone already says so (asked
+/// twice more), and writes nothing.
+#[test]
+fn undo_of_an_undone_change_says_already_undone() {
+    let g = project();
+    let patch = big_patch(&g);
+    let before = g.files();
+    let receipt = g.world.dir().join("apply.json");
+    assert_eq!(code(&g.apply(&patch, &policy(&g), &receipt, &[])), 0);
+    let out = g.undo(&receipt, &g.world.dir().join("u1.json"), &[]);
+    assert_eq!(code(&out), 0, "{}", shown(&out));
+    assert_eq!(g.files(), before);
+    for attempt in ["u2.json", "u3.json"] {
+        let out = g.undo(&receipt, &g.world.dir().join(attempt), &[]);
+        assert_eq!(code(&out), 1, "{}", shown(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with("rcpt: error: "), "{err}");
+        assert!(err.contains("already undone"), "{err}");
+        assert_eq!(err.matches("nothing was written").count(), 1, "{err}");
+        assert_eq!(g.files(), before);
+    }
+}
+
+/// A file that is no patch at all (text, empty, random bytes) is no
+/// verdict, said plainly: git's hints about git's own flags are not
+/// passed on (rcpt has no such flags).
+#[test]
+fn a_non_patch_is_said_so_without_gits_flag_hints() {
+    let g = project();
+    let before = g.files();
+    for (name, bytes) in [
+        ("text.patch", b"this is not a patch\n".to_vec()),
+        ("empty.patch", Vec::new()),
+        ("noise.patch", (0..=255u8).cycle().take(4096).collect()),
+    ] {
+        let patch = g.world.dir().join(name);
+        std::fs::write(&patch, bytes).unwrap();
+        let out = g.apply(&patch, &policy(&g), &g.world.dir().join("r.json"), &[]);
+        assert_eq!(code(&out), 3, "{}", shown(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("not a patch"), "{name}: {err}");
+        assert!(!err.contains("--"), "{name}: {err}");
+        assert_eq!(g.files(), before);
+    }
+}
+
+/// An apply interrupted by a crash is recovered once by the next apply,
+/// under its lock, and the recovery is reported (issue 33: it ran twice
+/// and its result was never read).
+#[test]
+fn the_next_apply_recovers_an_interrupted_one_once_and_says_so() {
+    let g = project();
+    let patch = big_patch(&g);
+    let before = g.files();
+    let receipt = g.world.dir().join("apply.json");
+    let out = g
+        .rcpt()
+        .env("RCPT_GATE_CRASH_AFTER", "3")
+        .args(["gate", "apply"])
+        .arg(&patch)
+        .arg("--policy")
+        .arg(policy(&g))
+        .arg("--key")
+        .arg(&g.key)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "killed: {}", shown(&out));
+    assert!(g.repo.join(".git/rcpt/store/journal").exists());
+    let out = g.apply(&patch, &policy(&g), &receipt, &[]);
+    assert_eq!(code(&out), 0, "{}", shown(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("recovered an interrupted gate apply: rolled back")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert_ne!(g.files(), before, "the second apply wrote its change");
+    assert!(!g.repo.join(".git/rcpt/store/journal").exists());
 }
 
 /// The number of durable write steps of an apply or undo of `n` files:
@@ -470,8 +556,8 @@ fn a_pre_image_over_the_limit_is_refused_or_irreversible_when_allowed() {
 #[test]
 fn the_store_limit_refuses_before_anything_is_written() {
     let max = rcpt::limits::MAX_GATE_STORE_BYTES;
-    assert!(rcpt::gate::limits_check(&[("a".into(), 10)], max - 10).is_ok());
-    let err = rcpt::gate::limits_check(&[("a".into(), 10)], max - 9).unwrap_err();
+    assert!(rcpt::gate::apply::store_limits(&[("a".into(), 10)], max - 10).is_ok());
+    let err = rcpt::gate::apply::store_limits(&[("a".into(), 10)], max - 9).unwrap_err();
     assert!(err.to_string().contains("MAX_GATE_STORE_BYTES"), "{err}");
 }
 

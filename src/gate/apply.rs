@@ -9,18 +9,23 @@
 //! [`execute`] writes the files under the journal with a compare and swap
 //! over every one of them.
 
+use super::approval::Candidate;
 use super::change::{Change, FileChange, Status};
+use super::check::{file_size, fits_resources, rules_of, run_checks_in};
 use super::clean::CleanTree;
-use super::evidence::Evidence;
+use super::conclude::{Concluded, Findings, conclude};
+use super::error::GateError;
+use super::git::WorkTree;
 use super::inverse::{Record, Side, Transition};
-use super::journal::{self, Entry, Recovered};
+use super::issue::{Signed, Signer, sign};
+use super::journal::{self, Entry, Locked};
 use super::policy::Policy;
+use super::rules::{Evaluator, RuleOutcome, input};
 use super::store::GateStore;
-use super::{GateError, Signed, Signer, fits_resources, run_checks_in};
 use crate::digest::{Algorithm, Digest};
 use crate::fresh::HEAD;
 use crate::limits::{MAX_CHANGE_FILE_BYTES, MAX_GATE_PATCH_BYTES, MAX_GATE_PREIMAGE_BYTES};
-use crate::receipt::{ReadItem, Receipt, Replay, Substrate};
+use crate::receipt::{ReadItem, Receipt, Replay, Substrate, Verdict};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -33,12 +38,16 @@ pub struct ApplyRequest<'a> {
     pub patch: &'a Path,
     /// The policy.
     pub policy: &'a Policy,
-    /// The store directory; default `<git common dir>/rcpt/store`.
-    pub store: Option<&'a Path>,
+    /// The store, locked and recovered ([`journal::lock_and_recover`]).
+    pub store: &'a Locked,
     /// Set by the caller's SIGINT/SIGTERM handler.
     pub interrupted: &'a AtomicBool,
     /// Who signs, and when.
     pub signer: Signer<'a>,
+    /// Runs the policy's rules.
+    pub evaluator: &'a Evaluator,
+    /// Approvals offered (`--approval`); those the store keeps are added.
+    pub approvals: &'a [Candidate],
     /// Called after each durable write step of [`execute`] with its number
     /// (crash trials stop the process there).
     pub crash: &'a dyn Fn(u32),
@@ -53,59 +62,45 @@ pub struct Outcome {
     pub record: Record,
     /// `inverse_delta_id`.
     pub inverse: Option<Digest>,
-    /// The evidence and its identity.
-    pub evidence: Evidence,
-    /// The evidence record's identity.
-    pub evidence_id: Digest,
     /// The receipt, signed.
     pub signed: Signed,
     /// Whether the work tree was written.
     pub applied: bool,
-    /// An interrupted operation recovered first.
-    pub recovered: Option<Recovered>,
-    /// The store.
-    pub store: GateStore,
+    /// The verdict, its evidence, the approvals judged.
+    pub concluded: Concluded,
 }
 
 /// Apply `req.patch` if the policy admits it.
 pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
     let tree = super::change::work_tree(req.dir)?;
-    let store = GateStore::open(
-        &req.store
-            .map_or_else(|| super::default_store(&tree), Path::to_path_buf),
-    )?;
-    let _lock = journal::lock(&store)?;
-    let recovered = journal::recover(&store)?;
+    let store = req.store.store();
     let current = super::change::read_change(&tree, HEAD)?;
-    let bytes = crate::io::read_path(req.patch, MAX_GATE_PATCH_BYTES)
-        .map_err(super::patch::PatchError::Read)?;
     let clean = CleanTree::create(&tree, &current)?;
-    let scratch = clean.scratch().map_err(GateError::Scratch)?;
-    let patch_file = scratch.join("change.patch");
-    crate::io::write_scratch(&patch_file, &bytes, 0o600).map_err(super::patch::PatchError::Copy)?;
-    let (record, renamed) = transitions(&tree.top, clean.path(), &patch_file, &current)?;
-    let change = change_of(&record, &renamed);
-    let post_paths: Vec<&str> = change.existing().map(|f| f.path.as_str()).collect();
-    fits_resources(change.files.len(), post_paths, req.policy)?;
-    let reversible = keepable(&store, &tree.top, clean.path(), &record, req.policy)?;
-    let inverse = keep(&store, &tree.top, clean.path(), &record, reversible)?;
-    let (checks, failed) = run_checks_in(&clean, req.policy, &store, req.interrupted)?;
+    let (record, change) = patched(req, &tree, &clean, &current)?;
+    let (rules, inverse) = rules_and_inverse(req, &tree, &clean, &current, &change, &record)?;
+    // Rules first: a rule denial means the checks do not run.
+    let checks = match &rules {
+        Some(r) if !r.deny.is_empty() => (Vec::new(), None),
+        _ => run_checks_in(&clean, req.policy, store, req.interrupted)?,
+    };
     drop(clean);
     let change_id = change.id();
-    let evidence = Evidence {
-        base: current.base.clone(),
+    let untouched = read_set_untouched(&tree.top, &record, &req.policy.reads)?;
+    let concluded = conclude(Findings {
+        store,
+        policy: req.policy,
+        base: &current.base,
         change_id,
-        policy_id: req.policy.id,
-        policy: req.policy.name.clone(),
+        rules,
         checks,
-    };
-    let evidence_id = store.put_record(&evidence.to_value())?;
-    let admit = failed.is_none();
-    let verdict = super::verdict_of(failed, evidence_id);
-    let read_set = if admit {
-        read_set_after(&tree.top, &record, &req.policy.reads)?
-    } else {
-        read_set_now(&tree.top, &record, &req.policy.reads)?
+        read_set: &untouched,
+        offered: req.approvals,
+        top: &tree.top,
+    })?;
+    let admit = matches!(concluded.verdict, Verdict::Admit { .. });
+    let read_set = match admit {
+        true => read_set_written(&tree.top, &record, &req.policy.reads)?,
+        false => untouched,
     };
     let receipt = Receipt {
         issuer: req.signer.issuer.to_string(),
@@ -115,37 +110,73 @@ pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
         inverse_delta_id: inverse,
         reversibility: Some(inverse.is_some()),
         read_set,
-        precondition: Some(precondition(&record, inverse)),
+        precondition: Some(precondition_of_transition(&record, inverse)),
         policy_id: req.policy.id,
-        verdict,
+        verdict: concluded.verdict.clone(),
         applied: admit,
         replay: Replay::DeterministicReplay,
     };
-    let signed = super::sign(&receipt, req.signer.key)?;
-    if admit {
-        write_admitted(
-            &store,
-            &tree.top,
-            &record,
-            inverse,
-            evidence_id,
-            &signed,
-            req.crash,
-        )?;
-    } else {
-        store.link_receipt(&signed.valid.id, &evidence_id)?;
+    let signed = sign(&receipt, req.signer.key)?;
+    let id = concluded.evidence_id;
+    match admit {
+        true => write_admitted(store, &tree.top, &record, inverse, id, &signed, req.crash)?,
+        false => store.link_receipt(&signed.valid.id, &id)?,
     }
     Ok(Outcome {
         change_id,
         record,
         inverse,
-        evidence,
-        evidence_id,
         signed,
         applied: admit,
-        recovered,
-        store,
+        concluded,
     })
+}
+
+/// The rules' outcome (evaluated while the pre-images are kept) and the
+/// inverse record's identity (`None`: irreversible, as the policy allows).
+fn rules_and_inverse(
+    req: &ApplyRequest<'_>,
+    tree: &WorkTree,
+    clean: &CleanTree,
+    current: &Change,
+    change: &Change,
+    record: &Record,
+) -> Result<(Option<RuleOutcome>, Option<Digest>), GateError> {
+    let store = req.store.store();
+    let (policy, evaluator, signer) = (req.policy, req.evaluator, req.signer);
+    let (rules, inverse) = std::thread::scope(|scope| {
+        let rules = scope.spawn(|| {
+            rules_of(policy, evaluator, || {
+                let files = input::files_of(change, |p| file_size(clean.path(), p));
+                input::git_input(signer.issuer, signer.now, &current.base, true, &files)
+            })
+        });
+        let inverse = keepable(store, &tree.top, clean.path(), record, policy)
+            .and_then(|reversible| keep(store, &tree.top, clean.path(), record, reversible));
+        (rules.join(), inverse)
+    });
+    let rules = rules.map_err(|_| GateError::RulesPanicked)??;
+    Ok((rules, inverse?))
+}
+
+/// The patch read, copied beside the clean copy and applied there: its
+/// transitions and its change (refused when its receipt would be too large).
+fn patched(
+    req: &ApplyRequest<'_>,
+    tree: &WorkTree,
+    clean: &CleanTree,
+    current: &Change,
+) -> Result<(Record, Change), GateError> {
+    let bytes = crate::io::read_path(req.patch, MAX_GATE_PATCH_BYTES)
+        .map_err(super::patch::PatchError::Read)?;
+    let scratch = clean.scratch().map_err(GateError::Scratch)?;
+    let patch_file = scratch.join("change.patch");
+    crate::io::write_scratch(&patch_file, &bytes, 0o600).map_err(super::patch::PatchError::Copy)?;
+    let (record, renamed) = transitions(&tree.top, clean.path(), &patch_file, current)?;
+    let change = change_of(&record, &renamed);
+    let post_paths: Vec<&str> = change.existing().map(|f| f.path.as_str()).collect();
+    fits_resources(change.files.len(), post_paths, req.policy)?;
+    Ok((record, change))
 }
 
 /// Write an admitted change: reversible, committed after the writes; else
@@ -277,6 +308,30 @@ pub fn change_of(record: &Record, renamed: &BTreeSet<String>) -> Change {
     }
 }
 
+/// Refuse pre-images over `MAX_GATE_PREIMAGE_BYTES`, or a store that would
+/// pass `MAX_GATE_STORE_BYTES` with them (`used` bytes plus their sum).
+pub fn store_limits(pre: &[(String, u64)], used: u64) -> Result<(), GateError> {
+    use crate::limits::{MAX_GATE_PREIMAGE_BYTES, MAX_GATE_STORE_BYTES};
+    if let Some((path, n)) = pre
+        .iter()
+        .find(|(_, n)| *n > MAX_GATE_PREIMAGE_BYTES as u64)
+    {
+        return Err(GateError::OverLimit(format!(
+            "{path}: a pre-image of {n} bytes, over the limit of {MAX_GATE_PREIMAGE_BYTES} \
+             (MAX_GATE_PREIMAGE_BYTES); a policy with \"allow_irreversible\": true issues \
+             the receipt with reversibility false and no inverse"
+        )));
+    }
+    let total = pre.iter().fold(used, |a, (_, n)| a.saturating_add(*n));
+    if total > MAX_GATE_STORE_BYTES {
+        return Err(GateError::OverLimit(format!(
+            "the store would hold {total} bytes, over the limit of {MAX_GATE_STORE_BYTES} \
+             (MAX_GATE_STORE_BYTES)"
+        )));
+    }
+    Ok(())
+}
+
 /// Bytes on disk of `path` under `top` (0 when absent).
 fn size_of(top: &Path, path: &str) -> u64 {
     std::fs::symlink_metadata(top.join(path)).map_or(0, |m| m.len())
@@ -307,8 +362,8 @@ fn keepable(
     let post = sizes(clean, |t| t.post.is_some());
     let used = store.size()?;
     let post_total: u64 = post.iter().map(|(_, n)| n).sum();
-    super::limits_check(&[], used.saturating_add(post_total))?;
-    match super::limits_check(&pre, used.saturating_add(post_total)) {
+    store_limits(&[], used.saturating_add(post_total))?;
+    match store_limits(&pre, used.saturating_add(post_total)) {
         Ok(()) => Ok(true),
         Err(_) if policy.allow_irreversible => Ok(false),
         Err(e) => Err(e),
@@ -364,7 +419,7 @@ pub fn put_side(
 /// The read set once the change is written: every file it leaves (its new
 /// digest), `HEAD`, and the policy's reads (read now; a touched one at its
 /// new digest).
-pub(super) fn read_set_after(
+pub fn read_set_written(
     top: &Path,
     record: &Record,
     reads: &[String],
@@ -394,7 +449,11 @@ pub(super) fn read_set_after(
 }
 
 /// The read set now (nothing written): the touched files that exist, `HEAD`, the reads.
-fn read_set_now(top: &Path, record: &Record, reads: &[String]) -> Result<Vec<ReadItem>, GateError> {
+fn read_set_untouched(
+    top: &Path,
+    record: &Record,
+    reads: &[String],
+) -> Result<Vec<ReadItem>, GateError> {
     let mut resources: Vec<String> = record
         .files
         .iter()
@@ -415,7 +474,7 @@ fn read_set_now(top: &Path, record: &Record, reads: &[String]) -> Result<Vec<Rea
 
 /// `precondition` of apply and undo: the identity of `{"base", "inverse",
 /// "pre": [{"path", "digest" or null}]}`, what the compare and swap requires.
-pub fn precondition(record: &Record, inverse: Option<Digest>) -> Digest {
+pub fn precondition_of_transition(record: &Record, inverse: Option<Digest>) -> Digest {
     use crate::receipt::canonical::{Value, dagcbor, identity};
     let pre = record
         .files

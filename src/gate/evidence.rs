@@ -7,16 +7,38 @@
 //!              "stdout": D, "stdout_bytes": n, "stderr": D, "stderr_bytes": n}]}
 //! ```
 //!
+//! A policy with rules writes version 2, which adds what the rules said
+//! and the approvals that decided:
+//!
+//! ```text
+//! {"version": 2, ..., "rules": {"deny": [R...], "escalate": [R...]},
+//!  "approvals": [{"receipt": D, "approver": NAME, "verdict": "admit"|"deny"}, ...]}
+//! ```
+//!
 //! Stored as canonical DAG-CBOR in the gate store; read back strictly
 //! (every field, no other) and every output it names re-hashed.
 
+use super::rules::RuleOutcome;
 use super::run::Ran;
 use crate::digest::Digest;
 use crate::receipt::canonical::Value;
 use std::collections::BTreeMap;
 
-/// Version of the evidence record.
+/// Version of the evidence record of a policy without rules.
 pub const EVIDENCE_VERSION: i64 = 1;
+/// Version of the evidence record of a policy with rules.
+pub const EVIDENCE_VERSION_RULES: i64 = 2;
+
+/// An approval that decided: it counted, or it refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApprovalNote {
+    /// The approval receipt's id.
+    pub receipt: Digest,
+    /// The approver's name.
+    pub approver: String,
+    /// True for a refusal.
+    pub refused: bool,
+}
 
 /// The evidence of one evaluation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,6 +53,10 @@ pub struct Evidence {
     pub policy: String,
     /// The checks that ran, in order (up to the first failure).
     pub checks: Vec<Ran>,
+    /// What the policy's rules said (`None`: it has none; version 1).
+    pub rules: Option<RuleOutcome>,
+    /// The approvals that counted or refused, by receipt id.
+    pub approvals: Vec<ApprovalNote>,
 }
 
 /// Why a stored record is not evidence.
@@ -68,32 +94,70 @@ impl Evidence {
                 ]))
             })
             .collect();
-        Value::Map(BTreeMap::from([
+        let mut map = BTreeMap::from([
             ("version".into(), Value::Integer(EVIDENCE_VERSION)),
             ("base".into(), text(&self.base)),
             ("change_id".into(), text(&self.change_id.to_string())),
             ("policy_id".into(), text(&self.policy_id.to_string())),
             ("policy".into(), text(&self.policy)),
             ("checks".into(), Value::Array(checks)),
-        ]))
+        ]);
+        if let Some(rules) = &self.rules {
+            let set = |s: &std::collections::BTreeSet<String>| {
+                Value::Array(s.iter().map(|r| text(r)).collect())
+            };
+            let approvals = self
+                .approvals
+                .iter()
+                .map(|a| {
+                    Value::Map(BTreeMap::from([
+                        ("receipt".into(), text(&a.receipt.to_string())),
+                        ("approver".into(), text(&a.approver)),
+                        (
+                            "verdict".into(),
+                            text(if a.refused { "deny" } else { "admit" }),
+                        ),
+                    ]))
+                })
+                .collect();
+            map.insert("version".into(), Value::Integer(EVIDENCE_VERSION_RULES));
+            map.insert(
+                "rules".into(),
+                Value::Map(BTreeMap::from([
+                    ("deny".into(), set(&rules.deny)),
+                    ("escalate".into(), set(&rules.escalate)),
+                ])),
+            );
+            map.insert("approvals".into(), Value::Array(approvals));
+        }
+        Value::Map(map)
     }
 
     /// Read a record back, strictly.
     pub fn from_value(value: &Value) -> Result<Evidence, EvidenceError> {
-        let top = exact(
-            value,
-            &[
-                "version",
-                "base",
-                "change_id",
-                "policy_id",
-                "policy",
-                "checks",
-            ],
-        )?;
-        if top.get("version") != Some(&Value::Integer(EVIDENCE_VERSION)) {
-            return Err(EvidenceError("unsupported version".into()));
-        }
+        let v1 = [
+            "version",
+            "base",
+            "change_id",
+            "policy_id",
+            "policy",
+            "checks",
+        ];
+        let version = value.as_map().and_then(|m| m.get("version"));
+        let top = match version {
+            Some(Value::Integer(EVIDENCE_VERSION)) => exact(value, &v1)?,
+            Some(Value::Integer(EVIDENCE_VERSION_RULES)) => {
+                exact(value, &[&v1[..], &["rules", "approvals"]].concat())?
+            }
+            _ => return Err(EvidenceError("unsupported version".into())),
+        };
+        let (rules, approvals) = match top.get("rules") {
+            None => (None, Vec::new()),
+            Some(r) => (
+                Some(rule_outcome(r)?),
+                approval_notes(top.get("approvals"))?,
+            ),
+        };
         let Some(Value::Array(list)) = top.get("checks") else {
             return Err(EvidenceError("checks is not an array".into()));
         };
@@ -104,8 +168,51 @@ impl Evidence {
             policy_id: get_digest(top, "policy_id")?,
             policy: get_text(top, "policy")?,
             checks,
+            rules,
+            approvals,
         })
     }
+}
+
+fn rule_outcome(value: &Value) -> Result<RuleOutcome, EvidenceError> {
+    let map = exact(value, &["deny", "escalate"])?;
+    let set = |k: &str| match map.get(k) {
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(|v| v.as_text().map(str::to_string))
+            .collect::<Option<_>>()
+            .ok_or_else(|| EvidenceError(format!("rules.{k} holds a non-text"))),
+        _ => Err(EvidenceError(format!("rules.{k} is not an array"))),
+    };
+    Ok(RuleOutcome {
+        deny: set("deny")?,
+        escalate: set("escalate")?,
+    })
+}
+
+fn approval_notes(value: Option<&Value>) -> Result<Vec<ApprovalNote>, EvidenceError> {
+    let Some(Value::Array(list)) = value else {
+        return Err(EvidenceError("approvals is not an array".into()));
+    };
+    list.iter()
+        .map(|v| {
+            let m = exact(v, &["receipt", "approver", "verdict"])?;
+            let refused = match get_text(m, "verdict")?.as_str() {
+                "admit" => false,
+                "deny" => true,
+                _ => {
+                    return Err(EvidenceError(
+                        "an approval's verdict is not admit or deny".into(),
+                    ));
+                }
+            };
+            Ok(ApprovalNote {
+                receipt: get_digest(m, "receipt")?,
+                approver: get_text(m, "approver")?,
+                refused,
+            })
+        })
+        .collect()
 }
 
 fn exact<'a>(

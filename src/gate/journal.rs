@@ -223,8 +223,32 @@ pub fn recover_at(dir: &Path) -> Result<Option<Recovered>, JournalError> {
     recover(&GateStore::open(dir)?)
 }
 
+/// A store locked for one apply or undo (the lock is released on drop).
+#[derive(Debug)]
+pub struct Locked {
+    store: GateStore,
+    _lock: Lock,
+}
+
+impl Locked {
+    /// The locked store.
+    pub fn store(&self) -> &GateStore {
+        &self.store
+    }
+}
+
+/// Open the store at `dir`, lock it, and recover an interrupted apply or
+/// undo under that lock: the one recovery an apply or undo runs, its
+/// result for the caller to report.
+pub fn lock_and_recover(dir: &Path) -> Result<(Locked, Option<Recovered>), JournalError> {
+    let store = GateStore::open(dir)?;
+    let lock = lock(&store)?;
+    let recovered = recover(&store)?;
+    Ok((Locked { store, _lock: lock }, recovered))
+}
+
 /// [`recover_at`] for an open store whose lock the caller holds.
-pub fn recover(store: &GateStore) -> Result<Option<Recovered>, JournalError> {
+fn recover(store: &GateStore) -> Result<Option<Recovered>, JournalError> {
     let path = journal_path(store);
     let bytes = match crate::io::read_path(&path, MAX_JOURNAL_BYTES) {
         Ok(b) => b,

@@ -66,9 +66,54 @@ fn git_apply(clean: &Path, patch: &Path, extra: &[&str]) -> Result<Vec<u8>, Patc
     args.extend_from_slice(extra);
     args.push(&patch);
     git::run(clean, &args).map_err(|e| match e {
-        GitError::Failed { stderr, .. } => PatchError::NotApplicable(stderr),
+        GitError::Failed { stderr, .. } => PatchError::NotApplicable(without_flag_hints(&stderr)),
         e => PatchError::Git(e),
     })
+}
+
+/// `line` without the parenthesised parts that name a flag (`--...`).
+fn drop_flag_parentheses(line: &str) -> String {
+    let mut kept = String::new();
+    let mut rest = line;
+    while let Some((before, after)) = rest.split_once('(') {
+        kept.push_str(before);
+        match after.split_once(')') {
+            Some((inside, tail)) => {
+                if !inside.contains("--") {
+                    kept.push('(');
+                    kept.push_str(inside);
+                    kept.push(')');
+                }
+                rest = tail;
+            }
+            None => {
+                kept.push('(');
+                rest = after;
+                break;
+            }
+        }
+    }
+    kept.push_str(rest);
+    kept.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// git's message without its hints about git's own flags (`(allow with
+/// "--allow-empty")`, `hint:` lines): rcpt does not take them, and the
+/// patch is to be fixed, not git told to accept it. A file that holds no
+/// patch at all is said so.
+fn without_flag_hints(stderr: &str) -> String {
+    let lines: Vec<String> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("hint:"))
+        .map(drop_flag_parentheses)
+        .collect();
+    let text = lines.join("; ");
+    if text.contains("No valid patches in input") {
+        format!("not a patch: it holds nothing in git diff format ({text})")
+    } else {
+        text
+    }
 }
 
 /// The paths `patch` touches, as git reads it (in the clean copy `clean`).
@@ -153,4 +198,33 @@ pub fn changed_paths(clean: &Path) -> Result<Vec<String>, PatchError> {
         }
     }
     Ok(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn gits_hints_about_its_own_flags_are_not_passed_on() {
+        for (git_says, want) in [
+            (
+                "error: No valid patches in input (allow with \"--allow-empty\")\n",
+                "not a patch: it holds nothing in git diff format (error: No valid patches in input)",
+            ),
+            (
+                "error: patch failed: a.txt:1\nerror: a.txt: patch does not apply\nhint: use --reject\n",
+                "error: patch failed: a.txt:1; error: a.txt: patch does not apply",
+            ),
+            (
+                "error: corrupt patch at line 3 (try --recount) (line 3)\n",
+                "error: corrupt patch at line 3 (line 3)",
+            ),
+            ("error: unbalanced (paren\n", "error: unbalanced (paren"),
+        ] {
+            let said = without_flag_hints(git_says);
+            assert_eq!(said, want, "{git_says:?}");
+            assert!(!said.contains("--"), "{said}");
+        }
+    }
 }

@@ -2,13 +2,18 @@
 //! `policy_id` (spec/gate.md "Policy").
 //!
 //! `{"name": text, "checks": [{"name": text, "run": [argv...], "timeout_s":
-//! n}], "reads": [resource, ...]}`, every field required, no other field.
-//! The JSON is read as a receipt data-model value (duplicate keys, floats
-//! and out-of-range integers refused), so `policy_id` is the identity of
-//! exactly the value the file holds.
+//! n}], "reads": [resource, ...]}`, every field required; optional
+//! `allow_irreversible`, `rules` (a Rego module, a path relative to the
+//! policy file), `approvers` (verifier keys) with `approvals_required`; no
+//! other field. The JSON is read as a receipt data-model value (duplicate
+//! keys, floats and out-of-range integers refused), so `policy_id` is the
+//! identity of exactly the value the file holds, with `rules` standing for
+//! the BLAKE3 digest of the module's bytes (never its file name).
 
+use super::rules::{Module, RulesError};
 use crate::digest::Digest;
 use crate::fresh::{HEAD, check_relative};
+use crate::keys::NoteVerifier;
 use crate::limits::{
     MAX_GATE_ARGV, MAX_GATE_CHECKS, MAX_GATE_POLICY_BYTES, MAX_GATE_TIMEOUT_S, MAX_READ_SET_ITEMS,
     MAX_TEXT_BYTES,
@@ -42,9 +47,27 @@ pub struct Policy {
     /// pre-images are over the store's limits, with `reversibility` false
     /// and no inverse (absent: false, such a change is refused).
     pub allow_irreversible: bool,
+    /// `"rules"`: the Rego module, read.
+    pub rules: Option<Module>,
+    /// `"approvers"`: the keys whose approval receipts count.
+    pub approvers: Vec<NoteVerifier>,
+    /// `"approvals_required"`: distinct approvers an escalation needs
+    /// (0 when the policy names none: an escalation then stays one).
+    pub approvals_required: usize,
     /// `policy_id`.
     pub id: Digest,
 }
+
+/// Most approvers a policy names.
+pub const MAX_GATE_APPROVERS: usize = 64;
+
+/// Optional fields of a policy.
+const OPTIONAL: [&str; 4] = [
+    "allow_irreversible",
+    "rules",
+    "approvers",
+    "approvals_required",
+];
 
 /// Why a policy file was refused.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +82,9 @@ pub enum PolicyError {
         #[source]
         source: crate::io::InputError,
     },
+    /// The rules module named by `rules` is unusable.
+    #[error(transparent)]
+    Rules(#[from] RulesError),
     /// Not a data-model JSON value.
     #[error("the policy is not valid JSON for rcpt")]
     Json(#[source] json::JsonError),
@@ -76,12 +102,18 @@ impl Policy {
                 source,
             }
         })?;
-        Policy::parse(&bytes)
+        Policy::parse_in(&bytes, path.parent())
     }
 
-    /// Check policy JSON.
+    /// Check policy JSON without `rules` (they are read relative to the
+    /// policy file: [`Policy::read`]).
     pub fn parse(bytes: &[u8]) -> Result<Policy, PolicyError> {
-        let value = json::from_json(bytes).map_err(PolicyError::Json)?;
+        Policy::parse_in(bytes, None)
+    }
+
+    /// Check policy JSON; `rules` is read relative to `dir`.
+    fn parse_in(bytes: &[u8], dir: Option<&Path>) -> Result<Policy, PolicyError> {
+        let mut value = json::from_json(bytes).map_err(PolicyError::Json)?;
         let map = value
             .as_map()
             .ok_or_else(|| schema("the policy must be an object"))?;
@@ -91,9 +123,7 @@ impl Policy {
             Some(_) => return Err(schema("allow_irreversible must be true or false")),
         };
         let mut keys = vec!["name", "checks", "reads"];
-        if map.contains_key("allow_irreversible") {
-            keys.push("allow_irreversible");
-        }
+        keys.extend(OPTIONAL.iter().filter(|k| map.contains_key(**k)));
         let top = fields(&value, "the policy", &keys)?;
         let name = text(top.get("name"), "name")?;
         let Some(Value::Array(list)) = top.get("checks") else {
@@ -115,14 +145,77 @@ impl Policy {
             )));
         }
         let reads = reads(top.get("reads"))?;
+        let (approvers, approvals_required) = approvers(top)?;
+        let rules = match top.get("rules") {
+            None => None,
+            Some(v) => Some(rules_module(v, dir)?),
+        };
+        if let (Some(m), Value::Map(map)) = (&rules, &mut value) {
+            // The module's bytes, never its file name, are in the identity.
+            map.insert("rules".into(), Value::Text(m.digest.to_string()));
+        }
         Ok(Policy {
             name,
             checks,
             reads,
             allow_irreversible,
+            rules,
+            approvers,
+            approvals_required,
             id: identity(&dagcbor::encode(&value)),
         })
     }
+}
+
+/// The module `rules` names, read relative to `dir`.
+fn rules_module(value: &Value, dir: Option<&Path>) -> Result<Module, PolicyError> {
+    let rel = text(Some(value), "rules")?;
+    check_relative(&rel).map_err(|e| schema(format!("rules: {e}")))?;
+    let dir = dir.ok_or_else(|| schema("rules: read the policy from its file"))?;
+    Ok(Module::read(&dir.join(rel))?)
+}
+
+/// `approvers` and `approvals_required`: both or neither; distinct keys
+/// and names; 1 to the number of approvers required.
+fn approvers(top: &BTreeMap<String, Value>) -> Result<(Vec<NoteVerifier>, usize), PolicyError> {
+    let (list, required) = match (top.get("approvers"), top.get("approvals_required")) {
+        (None, None) => return Ok((Vec::new(), 0)),
+        (Some(Value::Array(list)), Some(Value::Integer(n))) => (list, *n),
+        _ => {
+            return Err(schema(
+                "approvers (an array of verifier keys) and approvals_required (an integer) \
+                 go together",
+            ));
+        }
+    };
+    if list.is_empty() || list.len() > MAX_GATE_APPROVERS {
+        return Err(schema(format!(
+            "approvers must hold 1 to {MAX_GATE_APPROVERS} verifier keys"
+        )));
+    }
+    let mut keys: Vec<NoteVerifier> = Vec::with_capacity(list.len());
+    for v in list {
+        let text = text(Some(v), "each of approvers")?;
+        let key =
+            NoteVerifier::parse(&text).map_err(|e| schema(format!("approvers: {text:?}: {e}")))?;
+        if keys.iter().any(|k| k.key == key.key || k.name == key.name) {
+            return Err(schema(format!(
+                "approvers: {} is named twice (each approver is one key with one name)",
+                key.name
+            )));
+        }
+        keys.push(key);
+    }
+    let required = usize::try_from(required)
+        .ok()
+        .filter(|n| (1..=keys.len()).contains(n))
+        .ok_or_else(|| {
+            schema(format!(
+                "approvals_required must be from 1 to the {} approvers",
+                keys.len()
+            ))
+        })?;
+    Ok((keys, required))
 }
 
 fn schema(msg: impl Into<String>) -> PolicyError {

@@ -4,6 +4,7 @@
 //! STORE/objects/<2 hex>/<62 hex>   bytes whose BLAKE3 is the 64 hex digits
 //! STORE/receipts/<64 hex>          "blake3:<evidence id>\n" for a receipt id
 //! STORE/tmp/                       temporary files of atomic writes
+//! STORE/approvals/<ticket hex>/<receipt hex>   an approval's envelope, under the ticket it approves
 //! ```
 //!
 //! Outputs of checks, evidence records (canonical DAG-CBOR), and (for `gate
@@ -22,6 +23,9 @@ use std::path::{Path, PathBuf};
 
 /// Age under which a temporary file of `tmp/` may be a write in flight.
 const TMP_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Most approvals kept under one ticket that are read back.
+pub const MAX_STORED_APPROVALS: usize = 64;
 
 /// Mode of stored objects and pointers (before the umask).
 const OBJECT_MODE: u32 = 0o644;
@@ -77,6 +81,11 @@ pub enum StoreError {
     /// Only BLAKE3 names objects.
     #[error("{0} is not a blake3 digest; store objects are named by BLAKE3")]
     NotBlake3(Digest),
+}
+
+/// The default store of `tree`: `<git common dir>/rcpt/store`.
+pub fn default_dir(tree: &crate::gate::git::WorkTree) -> PathBuf {
+    tree.common_dir.join("rcpt").join("store")
 }
 
 /// A gate store at a directory.
@@ -240,6 +249,66 @@ impl GateStore {
             .parse()
             .map(Some)
             .map_err(|_| StoreError::BadPointer { path })
+    }
+}
+
+impl GateStore {
+    fn approvals_dir(&self, ticket: &Digest) -> PathBuf {
+        self.dir.join("approvals").join(to_hex(&ticket.bytes))
+    }
+
+    /// Keep the envelope (JSON) of approval receipt `receipt_id` under the
+    /// ticket it approves, where `gate check|apply` (and the tool proxy)
+    /// of this store find it.
+    pub fn put_approval(
+        &self,
+        ticket: &Digest,
+        receipt_id: &Digest,
+        envelope: &[u8],
+    ) -> Result<(), StoreError> {
+        let dir = self.approvals_dir(ticket);
+        std::fs::create_dir_all(&dir).map_err(|source| StoreError::Create {
+            path: dir.clone(),
+            source,
+        })?;
+        crate::io::write_atomic_via(
+            &self.dir.join("tmp"),
+            &dir.join(to_hex(&receipt_id.bytes)),
+            envelope,
+            OBJECT_MODE,
+        )
+        .map_err(StoreError::Write)
+    }
+
+    /// The envelopes kept under `ticket` (by receipt id, at most
+    /// [`MAX_STORED_APPROVALS`]); none when there is no such directory.
+    pub fn approvals(&self, ticket: &Digest) -> Result<Vec<Vec<u8>>, StoreError> {
+        let dir = self.approvals_dir(ticket);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return Ok(Vec::new());
+        };
+        let mut names: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.len() == 64 && n.bytes().all(|b| b.is_ascii_hexdigit()))
+            })
+            .collect();
+        names.sort();
+        names.truncate(MAX_STORED_APPROVALS);
+        names
+            .iter()
+            .map(|path| {
+                crate::io::read_path(path, crate::limits::MAX_ENVELOPE_BYTES).map_err(|source| {
+                    StoreError::Read {
+                        digest: *ticket,
+                        source,
+                    }
+                })
+            })
+            .collect()
     }
 }
 

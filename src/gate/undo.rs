@@ -8,11 +8,15 @@
 //! way; then the files are written under the journal ([`execute`]), and
 //! the undo gets its receipt.
 
-use super::apply::{Outcome, Plan, change_of, execute, precondition, put_side, read_set_after};
+use super::apply::{
+    Outcome, Plan, change_of, execute, precondition_of_transition, put_side, read_set_written,
+};
+use super::conclude::Concluded;
+use super::error::GateError;
 use super::evidence::Evidence;
+use super::issue::{Signer, sign};
 use super::journal::{self, JournalError};
 use super::store::GateStore;
-use super::{GateError, Signer};
 use crate::digest::Digest;
 use crate::fresh::HEAD;
 use crate::limits::MAX_GATE_PREIMAGE_BYTES;
@@ -41,8 +45,8 @@ pub struct UndoRequest<'a> {
     pub dir: &'a Path,
     /// The receipt's envelope.
     pub envelope: &'a Envelope,
-    /// The store directory; default `<git common dir>/rcpt/store`.
-    pub store: Option<&'a Path>,
+    /// The store, locked and recovered ([`journal::lock_and_recover`]).
+    pub store: &'a journal::Locked,
     /// Who signs, and when; its key must have signed the receipt.
     pub signer: Signer<'a>,
     /// Called after each durable write step.
@@ -99,44 +103,61 @@ fn restorable(
     record
         .check_objects(store, true, false)
         .map_err(JournalError::from)?;
+    let mut moved = None;
+    let mut all_pre = true;
     for t in &record.files {
         let now = journal::side_now(top, &t.path)?;
-        if now != t.post {
-            return Err(JournalError::Mismatch {
-                path: t.path.clone(),
-                why: "it is no longer what the receipt's change left; nothing was written".into(),
-            }
-            .into());
+        all_pre &= now == t.pre;
+        if now != t.post && moved.is_none() {
+            moved = Some(t.path.clone());
         }
     }
-    Ok(record)
+    match moved {
+        None => Ok(record),
+        Some(_) if all_pre => Err(refused(
+            "already undone: every file it touched is back at its state before the change; \
+             nothing was written",
+        )),
+        Some(path) => Err(JournalError::Mismatch {
+            path,
+            why: "it is no longer what the receipt's change left".into(),
+        }
+        .into()),
+    }
+}
+
+/// The current state first: each file's bytes stored (re-hashed against
+/// `post`), and the swapped record stored and checked: the undo's own
+/// inverse, and its identity.
+fn keep_current(
+    store: &GateStore,
+    top: &Path,
+    record: &super::inverse::Record,
+    head: &str,
+) -> Result<(super::inverse::Record, Digest), GateError> {
+    for t in &record.files {
+        if let Some(side) = t.post {
+            put_side(store, top, &t.path, side, MAX_GATE_PREIMAGE_BYTES)?;
+        }
+    }
+    let back = record.swapped(head);
+    let id = back
+        .store_checked(store, true, true)
+        .map_err(JournalError::from)?;
+    Ok((back, id))
 }
 
 /// Undo the change of `req.envelope`'s receipt.
 pub fn undo(req: &UndoRequest<'_>) -> Result<Outcome, GateError> {
     let tree = super::change::work_tree(req.dir)?;
-    let store = GateStore::open(
-        &req.store
-            .map_or_else(|| super::default_store(&tree), Path::to_path_buf),
-    )?;
-    let _lock = journal::lock(&store)?;
-    let recovered = journal::recover(&store)?;
+    let store = req.store.store();
     let (_, receipt_id, inverse) = authentic(req.envelope, &req.signer)?;
-    let record = restorable(&store, &tree.top, &inverse)?;
+    let record = restorable(store, &tree.top, &inverse)?;
     let head = tree
         .commit(HEAD)
         .map_err(super::change::ChangeError::from)?
         .ok_or_else(|| super::change::ChangeError::NoCommit(HEAD.into()))?;
-    // The current state first: the undo's own inverse.
-    for t in &record.files {
-        if let Some(side) = t.post {
-            put_side(&store, &tree.top, &t.path, side, MAX_GATE_PREIMAGE_BYTES)?;
-        }
-    }
-    let back = record.swapped(&head);
-    let back_id = back
-        .store_checked(&store, true, true)
-        .map_err(JournalError::from)?;
+    let (back, back_id) = keep_current(store, &tree.top, &record, &head)?;
     let change = change_of(&back, &BTreeSet::new());
     let change_id = change.id();
     let policy_id = undo_policy_id(&receipt_id);
@@ -146,6 +167,8 @@ pub fn undo(req: &UndoRequest<'_>) -> Result<Outcome, GateError> {
         policy_id,
         policy: UNDO_POLICY.to_string(),
         checks: Vec::new(),
+        rules: None,
+        approvals: Vec::new(),
     };
     let evidence_id = store.put_record(&evidence.to_value())?;
     let receipt = Receipt {
@@ -155,14 +178,14 @@ pub fn undo(req: &UndoRequest<'_>) -> Result<Outcome, GateError> {
         change_id,
         inverse_delta_id: Some(back_id),
         reversibility: Some(true),
-        read_set: read_set_after(&tree.top, &back, &[])?,
-        precondition: Some(precondition(&back, Some(back_id))),
+        read_set: read_set_written(&tree.top, &back, &[])?,
+        precondition: Some(precondition_of_transition(&back, Some(back_id))),
         policy_id,
         verdict: Verdict::Admit { proof: evidence_id },
         applied: true,
         replay: Replay::DeterministicReplay,
     };
-    let signed = super::sign(&receipt, req.signer.key)?;
+    let signed = sign(&receipt, req.signer.key)?;
     let plan = Plan {
         op: "undo",
         record: &back,
@@ -170,16 +193,13 @@ pub fn undo(req: &UndoRequest<'_>) -> Result<Outcome, GateError> {
         evidence_id,
         link_first: false,
     };
-    execute(&store, &tree.top, &plan, &signed, req.crash)?;
+    execute(store, &tree.top, &plan, &signed, req.crash)?;
     Ok(Outcome {
         change_id,
         record: back,
         inverse: Some(back_id),
-        evidence,
-        evidence_id,
         signed,
         applied: true,
-        recovered,
-        store,
+        concluded: Concluded::plain(receipt.verdict, evidence, evidence_id),
     })
 }

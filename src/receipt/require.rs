@@ -18,6 +18,46 @@ pub const MAX_AGE_LIMIT_S: i64 = 100 * 365 * 24 * 3600;
 /// Most values in one "any of" requirement list.
 pub const MAX_REQUIRE_VALUES: usize = 256;
 
+/// The name in the `policy_id` of every approval receipt (`rcpt gate approve`).
+pub const APPROVAL_POLICY: &str = "rcpt.approve";
+
+/// `policy_id` of every approval receipt: the identity of `{"name":
+/// "rcpt.approve"}`, by which an approval is told from other receipts.
+pub fn approval_policy_id() -> Digest {
+    use crate::receipt::canonical::{Value, dagcbor, identity};
+    identity(&dagcbor::encode(&Value::Map(
+        std::collections::BTreeMap::from([(
+            "name".to_string(),
+            Value::Text(APPROVAL_POLICY.to_string()),
+        )]),
+    )))
+}
+
+/// What an escalation or an approval receipt is, in words (`receipt
+/// inspect`, `verify`); `None` for any other receipt.
+pub fn describe(receipt: &Receipt) -> Option<String> {
+    let approval = receipt.policy_id == approval_policy_id();
+    let held = receipt
+        .precondition
+        .map_or_else(|| "none".to_string(), |d| d.to_string());
+    match (&receipt.verdict, approval) {
+        (Verdict::Escalate { ticket }, _) => Some(format!(
+            "escalated (ticket {ticket}): nothing applied; the change waits for an approval \
+             (rcpt gate approve)"
+        )),
+        (Verdict::Admit { .. }, true) => Some(format!(
+            "approval by {} of the escalation with ticket {held}",
+            receipt.issuer
+        )),
+        (Verdict::Deny { reasons }, true) => Some(format!(
+            "refusal by {} of the escalation with ticket {held} ({})",
+            receipt.issuer,
+            reasons.join(", ")
+        )),
+        _ => None,
+    }
+}
+
 /// The arm of a verdict, without its contents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]

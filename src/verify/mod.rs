@@ -144,6 +144,8 @@ pub struct PayloadSummary {
     pub reasons: Vec<String>,
     /// `reversibility` (`None`: null, not known).
     pub reversibility: Option<bool>,
+    /// An escalation or an approval, in words (human output only).
+    pub decision: Option<String>,
 }
 
 impl PayloadSummary {
@@ -162,6 +164,7 @@ impl PayloadSummary {
                 crate::receipt::Verdict::Deny { reasons } => reasons.clone(),
                 _ => Vec::new(),
             },
+            decision: crate::receipt::require::describe(receipt),
         }
     }
 }

@@ -174,6 +174,9 @@ fn human(out: &mut impl Write, file: &str, report: &Report) -> io::Result<()> {
             None => writeln!(out, "    note: applied; reversibility not known (null)")?,
         }
     }
+    if let Some(d) = report.summary.as_ref().and_then(|p| p.decision.as_ref()) {
+        writeln!(out, "    note: {d}")?;
+    }
     for check in &report.checks {
         // Skipped checks follow from a problem already listed: keep the output short.
         if let Some((reason, detail)) =
@@ -429,6 +432,7 @@ mod tests {
                 1 => Some(false),
                 _ => None,
             },
+            decision: None,
         };
         vec![
             Report {

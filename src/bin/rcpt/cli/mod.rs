@@ -31,6 +31,9 @@ pub const EXIT_FAILED: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 /// Exit status: nothing failed, but something could not be evaluated.
 pub const EXIT_NOT_EVALUATED: u8 = 3;
+/// Exit status of `rcpt gate check|apply`: the change is escalated (an
+/// approval is needed; nothing was applied).
+pub const EXIT_ESCALATED: u8 = 4;
 
 /// `--format` of the commands that print a line per input (`log append`,
 /// `log submit`, `log consistency`, `receipt inspect`): `human`, or `json`
@@ -307,6 +310,10 @@ exist or is not a regular file, standard input named twice, a key in the wrong f
 \\fB3\\fR
 Nothing failed, but something could not be evaluated (verify: no trusted key for a signer; \
 log submit: the log unreachable, so inputs were not sent). When both 1 and 3 apply, 1 wins.
+.TP
+\\fB4\\fR
+gate check and gate apply: the change is escalated (its receipt is issued, nothing is applied; \
+an approver of the policy runs rcpt gate approve).
 ";
 
 /// Text for roff: backslashes and dashes escaped, no line read as a request.

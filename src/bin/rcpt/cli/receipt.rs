@@ -247,6 +247,9 @@ struct Inspection {
     payload_type: String,
     keyids: Vec<String>,
     payload: Option<serde_json::Value>,
+    /// What the receipt is in the gate's terms, for an escalation or an
+    /// approval (rcpt::receipt::require::describe).
+    decision: Option<String>,
     problems: Vec<(Reason, String)>,
 }
 
@@ -297,7 +300,7 @@ fn examine(envelope: &Envelope) -> Inspection {
         );
         problems.push((Reason::EnvelopePayloadTypeUnsupported, detail));
     }
-    let (mut interop_digest, mut payload) = (None, None);
+    let (mut interop_digest, mut payload, mut decision) = (None, None, None);
     match dagcbor::decode(&envelope.payload) {
         Err(e) => problems.push((e.reason_code(), e.to_string())),
         Ok(value) => {
@@ -305,11 +308,14 @@ fn examine(envelope: &Envelope) -> Inspection {
             payload = Some(json::to_json(&value));
             match Receipt::from_value(&value) {
                 Err(e) => problems.push((e.reason_code(), e.to_string())),
-                Ok(r) => problems.extend(
-                    r.violations()
-                        .into_iter()
-                        .map(|v| (v.invariant.reason_code(), v.detail)),
-                ),
+                Ok(r) => {
+                    decision = rcpt::receipt::require::describe(&r);
+                    problems.extend(
+                        r.violations()
+                            .into_iter()
+                            .map(|v| (v.invariant.reason_code(), v.detail)),
+                    )
+                }
             }
         }
     }
@@ -323,6 +329,7 @@ fn examine(envelope: &Envelope) -> Inspection {
             .map(|s| s.keyid.clone())
             .collect(),
         payload,
+        decision,
         problems,
     }
 }
@@ -345,6 +352,7 @@ fn render_json(r: &Inspection) -> String {
         "payload_type": r.payload_type,
         "signatures": signatures,
         "payload": r.payload,
+        "decision": r.decision,
         "valid": r.problems.is_empty(),
         "problems": problems,
     });
@@ -371,6 +379,9 @@ fn render_human(r: &Inspection) -> String {
         for (k, v) in fields {
             s.push_str(&format!("  {k}: {v}\n"));
         }
+    }
+    if let Some(d) = &r.decision {
+        s.push_str(&format!("decision:       {d}\n"));
     }
     if r.problems.is_empty() {
         s.push_str("valid:          yes (schema and invariants)\n");

@@ -1,27 +1,34 @@
 //! `rcpt gate apply` and `rcpt gate undo` (spec/gate.md "The apply
 //! protocol", "Undo").
 
-use super::{ApplyArgs, IssueArgs, UndoArgs, here, log_target_of, publish, verdict_line};
-use crate::cli::{EXIT_FAILED, EXIT_OK, UsageError, read_input, write_target};
+use super::check::{
+    exit_of, interrupt_flag, key_and_issuer, now, offered, print_approvals, print_escalated,
+    print_rules, read_policy,
+};
+use super::{
+    ApplyArgs, IssueArgs, UndoArgs, here, log_target_of, publish, report_recovered, verdict_line,
+};
+use crate::cli::{EXIT_FAILED, read_input, write_target};
 use anyhow::Context as _;
 use rcpt::gate::apply::{ApplyRequest, Outcome};
-use rcpt::gate::policy::Policy;
+use rcpt::gate::journal::{Locked, lock_and_recover};
 use rcpt::gate::undo::UndoRequest;
-use rcpt::gate::{self, Signer};
-use rcpt::keys::SigningKey;
+use rcpt::gate::{self, GateError, Signer};
 use rcpt::limits::MAX_BUNDLE_BYTES;
 use rcpt::receipt::Verdict;
 use rcpt::receipt::dsse::Envelope;
 use std::io::Write as _;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::path::Path;
 
-/// Test hook of the crash trials (spec/gate.md): `RCPT_GATE_CRASH_AFTER=N`
-/// makes the process SIGKILL itself right after durable write step N.
-const CRASH_ENV: &str = "RCPT_GATE_CRASH_AFTER";
-
+/// Fault injection of the crash trials (spec/gate.md), compiled only with
+/// the cargo feature `fault-injection` (the tests enable it; a release
+/// build has no such hook): `RCPT_GATE_CRASH_AFTER=N` makes the process
+/// SIGKILL itself right after durable write step N.
+#[cfg(feature = "fault-injection")]
 fn crash_hook() -> impl Fn(u32) {
-    let at: Option<u32> = std::env::var(CRASH_ENV).ok().and_then(|v| v.parse().ok());
+    let at: Option<u32> = std::env::var("RCPT_GATE_CRASH_AFTER")
+        .ok()
+        .and_then(|v| v.parse().ok());
     move |step| {
         if Some(step) == at {
             let _ = rustix::process::kill_process(
@@ -32,58 +39,73 @@ fn crash_hook() -> impl Fn(u32) {
     }
 }
 
-fn key_and_issuer(args: &IssueArgs) -> anyhow::Result<(SigningKey, String)> {
-    let pem = rcpt::keys::read_key_file(&args.key)
-        .with_context(|| format!("reading the gate key {}", args.key.display()))
-        .map_err(|e| UsageError(format!("{e:#}")))?;
-    let key = rcpt::keys::signing_key_from_pem(&pem)
-        .map_err(|e| UsageError(format!("the gate key {}: {e}", args.key.display())))?;
-    let issuer = gate::issuer_name(&args.key, &key, args.issuer.as_deref())
-        .map_err(|e| UsageError(format!("{:#}", anyhow::Error::new(e))))?;
-    Ok((key, issuer))
+/// Without the feature `fault-injection`: no hook.
+#[cfg(not(feature = "fault-injection"))]
+fn crash_hook() -> impl Fn(u32) {
+    |_| {}
 }
 
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+/// The store of `given` (`--store`) or of the work tree here, locked, with
+/// an interrupted apply or undo recovered and reported: the command's one
+/// recovery.
+fn locked_store(given: Option<&Path>) -> anyhow::Result<Locked> {
+    let dir = match given {
+        Some(d) => d.to_path_buf(),
+        None => {
+            let here = here()?;
+            let tree = rcpt::gate::change::work_tree(&here).map_err(GateError::from)?;
+            rcpt::gate::store::default_dir(&tree)
+        }
+    };
+    let (locked, recovered) = lock_and_recover(&dir).map_err(GateError::from)?;
+    if let Some(r) = &recovered {
+        report_recovered(r)?;
+    }
+    Ok(locked)
 }
 
 pub fn apply(args: &ApplyArgs) -> anyhow::Result<u8> {
-    let policy = Policy::read(&args.policy)
-        .map_err(|e| UsageError(format!("{:#}", anyhow::Error::new(e))))?;
-    let (key, issuer) = key_and_issuer(&args.issue)?;
+    let policy = read_policy(&args.policy)?;
+    let (key, issuer) = key_and_issuer(&args.issue.key, args.issue.issuer.as_deref(), "gate key")?;
+    let approvals = offered(&args.approval)?;
+    let evaluator = super::rules::evaluator()?;
     let log = log_target_of(
         &args.issue.log,
         &args.issue.log_key,
         &args.issue.log_key_file,
     )?;
-    let interrupted = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&interrupted))
-            .context("installing the interrupt handler")?;
-    }
+    let interrupted = interrupt_flag()?;
     let crash = crash_hook();
+    let locked = locked_store(args.issue.store.as_deref())?;
     let request = ApplyRequest {
         dir: &here()?,
         patch: &args.patch,
         policy: &policy,
-        store: args.issue.store.as_deref(),
+        store: &locked,
         interrupted: &interrupted,
         signer: Signer {
             key: &key,
             issuer: &issuer,
             now: now(),
         },
+        evaluator: &evaluator,
+        approvals: &approvals,
         crash: &crash,
     };
     let outcome = gate::apply::apply(&request)?;
     report(&outcome, &policy.id.to_string())?;
+    print_escalated(
+        &mut std::io::stderr().lock(),
+        &outcome.signed.valid.receipt.verdict,
+        &policy,
+        args.issue.out.as_ref(),
+        args.issue.store.as_deref(),
+    )?;
     finish(&outcome, log.as_ref(), &args.issue)
 }
 
 pub fn undo(args: &UndoArgs) -> anyhow::Result<u8> {
-    let (key, issuer) = key_and_issuer(&args.issue)?;
+    let (key, issuer) = key_and_issuer(&args.issue.key, args.issue.issuer.as_deref(), "gate key")?;
     let log = log_target_of(
         &args.issue.log,
         &args.issue.log_key,
@@ -96,10 +118,11 @@ pub fn undo(args: &UndoArgs) -> anyhow::Result<u8> {
             .with_context(|| format!("{} is neither a bundle nor an envelope", args.receipt))?,
     };
     let crash = crash_hook();
+    let locked = locked_store(args.issue.store.as_deref())?;
     let request = UndoRequest {
         dir: &here()?,
         envelope: &envelope,
-        store: args.issue.store.as_deref(),
+        store: &locked,
         signer: Signer {
             key: &key,
             issuer: &issuer,
@@ -108,7 +131,7 @@ pub fn undo(args: &UndoArgs) -> anyhow::Result<u8> {
         crash: &crash,
     };
     let outcome = gate::undo::undo(&request)?;
-    report(&outcome, &outcome.evidence.policy_id.to_string())?;
+    report(&outcome, &outcome.concluded.evidence.policy_id.to_string())?;
     finish(&outcome, log.as_ref(), &args.issue)
 }
 
@@ -116,13 +139,15 @@ fn report(o: &Outcome, policy_id: &str) -> anyhow::Result<()> {
     let mut err = std::io::stderr().lock();
     writeln!(err, "change_id: {}", o.change_id)?;
     writeln!(err, "policy_id: {policy_id}")?;
-    for c in &o.evidence.checks {
+    print_rules(&mut err, o.concluded.evidence.rules.as_ref())?;
+    for c in &o.concluded.evidence.checks {
         writeln!(
             err,
             "check {}: exit {} in {} ms",
             c.name, c.exit, c.duration_ms
         )?;
     }
+    print_approvals(&mut err, &o.concluded.approvals)?;
     let receipt = &o.signed.valid;
     writeln!(err, "verdict: {}", verdict_line(&receipt.receipt.verdict))?;
     match o.inverse {
@@ -156,7 +181,7 @@ fn finish(o: &Outcome, log: Option<&super::LogTarget>, args: &IssueArgs) -> anyh
         write_target(out, text.as_bytes())?;
     }
     Ok(match o.signed.valid.receipt.verdict {
-        Verdict::Admit { .. } if o.applied => EXIT_OK,
-        _ => EXIT_FAILED,
+        Verdict::Admit { .. } if !o.applied => EXIT_FAILED,
+        ref v => exit_of(v),
     })
 }

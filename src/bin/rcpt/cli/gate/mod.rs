@@ -8,18 +8,20 @@
 use crate::cli::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError, read_input};
 use anyhow::Context as _;
 use clap::Subcommand;
-use rcpt::gate::{self, GateError, policy::Policy, store::GateStore};
+use rcpt::gate::{self, GateError};
 use rcpt::io::{Source, Target};
 use rcpt::keys::NoteVerifier;
-use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES};
+use rcpt::limits::MAX_KEY_FILE_BYTES;
 use rcpt::receipt::Verdict;
 use rcpt::receipt::dsse::Envelope;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 mod apply;
+mod approve;
+mod check;
+mod rules;
+mod show;
 
 #[derive(Subcommand)]
 pub enum GateCommand {
@@ -55,6 +57,20 @@ pub enum GateCommand {
         3 not evaluated (the store lacks an object), 2 bad invocation."
     )]
     Undo(Box<UndoArgs>),
+    /// Approve (or refuse) an escalated change: an approval receipt by the approver's key.
+    #[command(
+        after_help = "Example:\n  rcpt gate approve escalated.json --key alice.key --gate-key-file gate.vkey -o approval.json\n\
+        Exit status: 0 the approval (or refusal) issued, 1 refused (not an escalation \
+        signed by the gate key), 2 bad invocation, 3 not evaluated."
+    )]
+    Approve(Box<ApproveArgs>),
+    /// Evaluate a rules module (Rego, package rcpt) against an input, as the gate does.
+    #[command(
+        after_help = "Example:\n  rcpt gate rules gate.rego --input input.json\n\
+        Prints {\"deny\": [...], \"escalate\": [...]}. Exit status: 0 evaluated, \
+        2 the module is refused, 3 not evaluated (an error, a budget, the deadline)."
+    )]
+    Rules(RulesArgs),
     /// Print the evidence of a receipt (commands, exits, outputs) from the store, re-hashing every object.
     #[command(after_help = "Example:\n  rcpt gate show bundle.json")]
     Show {
@@ -97,6 +113,70 @@ pub struct CheckArgs {
     /// Write the bundle (with --log) or the envelope here; '-' for standard output.
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     out: Option<Target>,
+    /// An approval receipt (bundle or envelope) of this change's escalation; repeatable.
+    #[arg(long, value_name = "FILE")]
+    approval: Vec<PathBuf>,
+}
+
+/// `rcpt gate approve`.
+#[derive(clap::Args)]
+pub struct ApproveArgs {
+    /// The escalate receipt: a DSSE envelope or a bundle.
+    #[arg(value_name = "RECEIPT")]
+    receipt: Source,
+    /// The gate's verifier key (NAME+HASH+KEY): the escalation must be signed by it.
+    #[arg(
+        long,
+        value_name = "VKEY",
+        conflicts_with = "gate_key_file",
+        required_unless_present = "gate_key_file"
+    )]
+    gate_key: Option<String>,
+    /// File holding the gate's verifier key (its .vkey).
+    #[arg(long, value_name = "FILE")]
+    gate_key_file: Option<PathBuf>,
+    /// Refuse instead of approving (the change is then denied).
+    #[arg(long, requires = "reason")]
+    deny: bool,
+    /// The refusal's reason (1 to 64 of a-z 0-9 . _ -), with --deny.
+    #[arg(long, value_name = "R", requires = "deny")]
+    reason: Option<String>,
+    /// The approver's signing key (PKCS#8 PEM); its name is read from the .vkey beside it.
+    #[arg(long, value_name = "APPROVER.key")]
+    key: PathBuf,
+    /// The approver's name, when no .vkey is beside the key (must match it when one is).
+    #[arg(long, value_name = "NAME")]
+    issuer: Option<String>,
+    /// Append the approval to a log directory, or submit it to a log service URL.
+    #[arg(long, value_name = "DIR|URL")]
+    log: Option<String>,
+    /// The log service's verifier key (with --log URL).
+    #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]
+    log_key: Option<String>,
+    /// File holding the log service's verifier key (with --log URL).
+    #[arg(long, value_name = "FILE")]
+    log_key_file: Option<PathBuf>,
+    /// The store to keep the approval in, where gate check|apply of that store find it;
+    /// default .git/rcpt/store of the repository here (none outside a repository).
+    #[arg(long, value_name = "DIR")]
+    store: Option<PathBuf>,
+    /// Write the bundle (with --log) or the envelope here; '-' for standard output.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    out: Option<Target>,
+}
+
+/// `rcpt gate rules`.
+#[derive(clap::Args)]
+pub struct RulesArgs {
+    /// The rules module (Rego, package rcpt).
+    #[arg(value_name = "RULES", required_unless_present = "evaluator")]
+    rules: Option<PathBuf>,
+    /// The input document (JSON; '-' for standard input).
+    #[arg(long, value_name = "FILE", required_unless_present = "evaluator")]
+    input: Option<Source>,
+    /// Be the confined evaluator process the gate starts (one request on standard input).
+    #[arg(long, hide = true, conflicts_with_all = ["rules", "input"])]
+    evaluator: bool,
 }
 
 /// `rcpt gate apply`.
@@ -108,6 +188,9 @@ pub struct ApplyArgs {
     /// The policy file (JSON).
     #[arg(long, value_name = "FILE")]
     policy: PathBuf,
+    /// An approval receipt (bundle or envelope) of this change's escalation; repeatable.
+    #[arg(long, value_name = "FILE")]
+    approval: Vec<PathBuf>,
     #[command(flatten)]
     issue: IssueArgs,
 }
@@ -149,26 +232,27 @@ pub struct IssueArgs {
 }
 
 pub fn run(cmd: GateCommand) -> anyhow::Result<u8> {
-    let store = match &cmd {
-        GateCommand::Check(a) => a.store.clone(),
-        GateCommand::Apply(a) => a.issue.store.clone(),
-        GateCommand::Undo(a) => a.issue.store.clone(),
-        GateCommand::Show { store, .. } => store.clone(),
-        GateCommand::Id { .. } => None,
-    };
-    let result = recover(store.as_deref()).and_then(|()| match cmd {
-        GateCommand::Id { base, json } => id(&base, json),
-        GateCommand::Check(args) => check(&args),
+    // Each command recovers an interrupted apply or undo once: apply and
+    // undo under the store lock they hold (apply.rs), the others here.
+    let result = match cmd {
+        GateCommand::Id { base, json } => recover(None).and_then(|()| id(&base, json)),
+        GateCommand::Check(args) => {
+            recover(args.store.as_deref()).and_then(|()| check::check(&args))
+        }
+        GateCommand::Approve(args) => approve::approve(&args),
         GateCommand::Apply(args) => apply::apply(&args),
+        GateCommand::Rules(args) => rules::run(&args),
         GateCommand::Undo(args) => apply::undo(&args),
-        GateCommand::Show { receipt, store } => show(&receipt, store.as_deref()),
-    });
+        GateCommand::Show { receipt, store } => {
+            recover(store.as_deref()).and_then(|()| show::show(&receipt, store.as_deref()))
+        }
+    };
     // No verdict is exit 3, a bad invocation exit 2, a refusal to write
     // exit 1; each says why.
     result.or_else(|e| match e.downcast_ref::<GateError>() {
         Some(g) if g.is_usage() => Err(UsageError(format!("{e:#}")).into()),
         Some(g) if g.is_refusal() => {
-            let _ = writeln!(std::io::stderr(), "rcpt: {e:#}");
+            let _ = writeln!(std::io::stderr(), "rcpt: error: {e:#}");
             Ok(EXIT_FAILED)
         }
         Some(_) => {
@@ -185,13 +269,18 @@ fn recover(store: Option<&Path>) -> anyhow::Result<()> {
     let dir = match store {
         Some(d) => d.to_path_buf(),
         None => match rcpt::gate::git::WorkTree::discover(&here()?) {
-            Ok(Some(tree)) => gate::default_store(&tree),
+            Ok(Some(tree)) => gate::store::default_dir(&tree),
             _ => return Ok(()),
         },
     };
-    let Some(r) = gate::journal::recover_at(&dir).map_err(GateError::from)? else {
-        return Ok(());
-    };
+    match gate::journal::recover_at(&dir).map_err(GateError::from)? {
+        Some(r) => report_recovered(&r),
+        None => Ok(()),
+    }
+}
+
+/// Say what a recovery did, on standard error.
+pub(super) fn report_recovered(r: &gate::journal::Recovered) -> anyhow::Result<()> {
     let mut err = std::io::stderr().lock();
     if r.forward {
         writeln!(
@@ -240,7 +329,7 @@ pub(super) enum LogTarget {
     Url(String, Box<NoteVerifier>),
 }
 
-fn log_target(args: &CheckArgs) -> anyhow::Result<Option<LogTarget>> {
+pub(super) fn log_target(args: &CheckArgs) -> anyhow::Result<Option<LogTarget>> {
     log_target_of(&args.log, &args.log_key, &args.log_key_file)
 }
 
@@ -285,68 +374,11 @@ pub(super) fn log_target_of(
     Ok(Some(LogTarget::Dir(dir)))
 }
 
-fn check(args: &CheckArgs) -> anyhow::Result<u8> {
-    let policy = Policy::read(&args.policy)
-        .map_err(|e| UsageError(format!("{:#}", anyhow::Error::new(e))))?;
-    let pem = rcpt::keys::read_key_file(&args.key)
-        .with_context(|| format!("reading the gate key {}", args.key.display()))
-        .map_err(|e| UsageError(format!("{e:#}")))?;
-    let key = rcpt::keys::signing_key_from_pem(&pem)
-        .map_err(|e| UsageError(format!("the gate key {}: {e}", args.key.display())))?;
-    let issuer = gate::issuer_name(&args.key, &key, args.issuer.as_deref())
-        .map_err(|e| UsageError(format!("{:#}", anyhow::Error::new(e))))?;
-    let log = log_target(args)?;
-    let interrupted = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&interrupted))
-            .context("installing the interrupt handler")?;
-    }
-    let request = gate::Request {
-        dir: &here()?,
-        base: &args.base,
-        policy: &policy,
-        store: args.store.as_deref(),
-        interrupted: &interrupted,
-    };
-    let decision = gate::evaluate(&request)?;
-    let mut err = std::io::stderr().lock();
-    writeln!(err, "change_id: {}", decision.change_id)?;
-    writeln!(err, "policy_id: {}", policy.id)?;
-    for c in &decision.evidence.checks {
-        writeln!(
-            err,
-            "check {}: exit {} in {} ms",
-            c.name, c.exit, c.duration_ms
-        )?;
-    }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    let receipt = decision.receipt(&issuer, now);
-    let (valid, envelope) = gate::issue(&receipt, &key, &decision.store, &decision.evidence_id)?;
-    writeln!(err, "verdict: {}", verdict_line(&receipt.verdict))?;
-    writeln!(err, "evidence: {}", decision.evidence_id)?;
-    writeln!(err, "receipt_id: {}", valid.id)?;
-    drop(err);
-    let text = match &log {
-        None => format!("{}\n", envelope.to_json()),
-        Some(target) => publish(target, &envelope)
-            .context("the receipt was issued (it is in the store) but not logged")?,
-    };
-    if let Some(out) = &args.out {
-        crate::cli::write_target(out, text.as_bytes())?;
-    }
-    Ok(match receipt.verdict {
-        Verdict::Admit { .. } => EXIT_OK,
-        _ => EXIT_FAILED,
-    })
-}
-
 pub(super) fn verdict_line(v: &Verdict) -> String {
     match v {
         Verdict::Admit { proof } => format!("admit (proof {proof})"),
         Verdict::Deny { reasons } => format!("deny ({})", reasons.join(", ")),
-        Verdict::Escalate { ticket } => format!("escalate ({ticket})"),
+        Verdict::Escalate { ticket } => format!("escalate (ticket {ticket})"),
     }
 }
 
@@ -415,57 +447,4 @@ fn append(dir: &Path, json: &[u8]) -> anyhow::Result<String> {
         text.push('\n');
     }
     Ok(text)
-}
-
-fn show(source: &Source, store: Option<&Path>) -> anyhow::Result<u8> {
-    let bytes = read_input(source, MAX_BUNDLE_BYTES, "receipt")?;
-    let envelope = match rcpt::bundle::RawBundle::parse(&bytes) {
-        Ok(b) => Envelope::from_json(b.envelope.get().as_bytes())?,
-        Err(_) => Envelope::from_json(&bytes)
-            .with_context(|| format!("{source} is neither a bundle nor an envelope"))?,
-    };
-    let (receipt, receipt_id) = rcpt::receipt::receipt_from_cbor(&envelope.payload)?;
-    let dir = match store {
-        Some(d) => d.to_path_buf(),
-        None => {
-            // Only the repository is needed: showing works mid-merge too.
-            let here = here()?;
-            let tree = rcpt::gate::git::WorkTree::discover(&here)
-                .map_err(|e| GateError::from(rcpt::gate::change::ChangeError::from(e)))?
-                .ok_or_else(|| {
-                    GateError::from(rcpt::gate::change::ChangeError::NotAWorkTree(here))
-                })?;
-            gate::default_store(&tree)
-        }
-    };
-    let store = GateStore::open(&dir)?;
-    let gate::Shown {
-        id: evidence_id,
-        evidence,
-        outputs,
-    } = gate::show(&store, &receipt, &receipt_id)?;
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "receipt_id: {receipt_id}")?;
-    writeln!(out, "verdict: {}", verdict_line(&receipt.verdict))?;
-    writeln!(out, "evidence: {evidence_id}")?;
-    writeln!(out, "base: {}", evidence.base)?;
-    writeln!(out, "change_id: {}", evidence.change_id)?;
-    writeln!(out, "policy: {} ({})", evidence.policy, evidence.policy_id)?;
-    for (c, (stdout, stderr)) in evidence.checks.iter().zip(&outputs) {
-        writeln!(
-            out,
-            "check {}: {:?} exit {} in {} ms",
-            c.name, c.run, c.exit, c.duration_ms
-        )?;
-        for (label, digest, bytes) in [("stdout", &c.stdout, stdout), ("stderr", &c.stderr, stderr)]
-        {
-            writeln!(out, "--- {label} ({} bytes, {digest})", bytes.len())?;
-            out.write_all(bytes)?;
-            if !bytes.is_empty() && !bytes.ends_with(b"\n") {
-                writeln!(out)?;
-            }
-        }
-    }
-    writeln!(out, "ok: every object re-hashed")?;
-    Ok(EXIT_OK)
 }
