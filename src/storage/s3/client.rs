@@ -6,8 +6,8 @@
 //! |-------------|---------------------------------|-----------------------------------------|
 //! | [`get`]     | `GET /bucket/key`               | 200 body + ETag, 404 absent             |
 //! | [`head`]    | `HEAD /bucket/key`              | 200 ETag + length, 404 absent           |
-//! | [`create`]  | `PUT` + `If-None-Match: *`      | 200 new; 412 then compare bytes         |
-//! | [`replace`] | `PUT` + `If-Match: ETAG`        | 200 new ETag; 412/404 then compare      |
+//! | [`create`]  | `PUT` + `If-None-Match: *`      | 200 new; 412, or no answer, then compare bytes |
+//! | [`replace`] | `PUT` + `If-Match: ETAG`        | 200 new ETag; 412/404, or no answer, then compare |
 //! | [`delete`]  | `DELETE /bucket/key`            | 204/200, 404 (already gone)             |
 //! | [`list`]    | `GET /bucket?list-type=2&prefix`| keys, page by page, capped in count     |
 //!
@@ -16,7 +16,10 @@
 //! retried conditional write may meet its own first attempt: its 412 then
 //! finds its own bytes, which [`create`] and [`replace`] report as success.
 //! That is also why a 412 is always resolved by reading the object: the
-//! object's bytes, not the status, say what happened.
+//! object's bytes, not the status, say what happened. The same read
+//! settles a conditional write whose every attempt went unanswered (a
+//! broken connection, a timeout, a 5xx): the store may have applied one
+//! and the answer been lost ([`answer_lost`]); our bytes there mean it did.
 //!
 //! [`get`]: Client::get
 //! [`head`]: Client::head
@@ -258,27 +261,29 @@ impl Client {
     ///
     /// On a refusal the object is read: the same bytes are [`Created::Identical`]
     /// (our own retried write, or the same write repeated), other bytes are
-    /// [`S3Error::ExistsDifferent`], and the caller decides.
+    /// [`S3Error::ExistsDifferent`], and the caller decides. When no attempt
+    /// got an answer (a lost answer: the store may have applied one), the
+    /// object is read too ([`Client::read_back`]): our bytes are
+    /// [`Created::Identical`]; no object, or no answer to the read either,
+    /// leaves the write's own error.
     pub async fn create(&self, key: &str, body: Bytes) -> Result<Created, S3Error> {
-        match self.put(key, body.clone(), Some(Condition::Absent)).await? {
-            Some(etag) => Ok(Created::New(etag)),
-            None => match self.get(key, body.len()).await {
-                Ok(Some(current)) if current.body == body => Ok(Created::Identical(current.etag)),
-                Ok(Some(current)) => Err(S3Error::ExistsDifferent {
-                    key: key.to_string(),
-                    current: current.etag,
-                }),
-                // A larger object than ours is different bytes; read its tag.
-                Err(S3Error::TooLarge { .. }) => match self.head(key).await? {
-                    Some(meta) => Err(S3Error::ExistsDifferent {
-                        key: key.to_string(),
-                        current: meta.etag,
-                    }),
-                    None => Err(self.vanished(key)),
-                },
-                Ok(None) => Err(self.vanished(key)),
-                Err(e) => Err(e),
-            },
+        let lost = match self.put(key, body.clone(), Some(Condition::Absent)).await {
+            Ok(Some(etag)) => return Ok(Created::New(etag)),
+            Ok(None) => None,
+            Err(e) if answer_lost(&e) => Some(e),
+            Err(e) => return Err(e),
+        };
+        match (self.read_back(key, &body).await, lost) {
+            (Ok(Current::Ours(etag)), _) => Ok(Created::Identical(etag)),
+            (Ok(Current::Other(Some(current))), _) => Err(S3Error::ExistsDifferent {
+                key: key.to_string(),
+                current,
+            }),
+            // A refused create, and then nothing there.
+            (Ok(Current::Other(None)), None) => Err(self.vanished(key)),
+            (Err(e), None) => Err(e),
+            // Not applied (yet), or not known: the write's own failure.
+            (_, Some(lost)) => Err(lost),
         }
     }
 
@@ -288,22 +293,31 @@ impl Client {
     /// if it holds exactly `body` the write is done (our retried write);
     /// if its ETag is still `expected`, the server wanted the other quoting
     /// of the tag, so the write is tried once more with it (and the client
-    /// keeps that quoting); otherwise it is [`S3Error::Conflict`].
+    /// keeps that quoting); otherwise it is [`S3Error::Conflict`]. When no
+    /// attempt got an answer (a lost answer), the object is read too
+    /// ([`Client::read_back`]): our bytes mean the write is done, another
+    /// ETag than `expected` is [`S3Error::Conflict`], and `expected` still
+    /// there (not applied, or not yet) or no answer to the read leaves the
+    /// write's own error.
     pub async fn replace(&self, key: &str, body: Bytes, expected: &Etag) -> Result<Etag, S3Error> {
         let mut switched_quoting = false;
         loop {
-            if let Some(etag) = self
-                .put(key, body.clone(), Some(Condition::Matches(expected)))
-                .await?
-            {
-                return Ok(etag);
-            }
-            let current = match self.get(key, body.len()).await {
-                Ok(Some(current)) if current.body == body => return Ok(current.etag),
-                Ok(Some(current)) => Some(current.etag),
+            let put = self.put(key, body.clone(), Some(Condition::Matches(expected)));
+            let lost = match put.await {
+                Ok(Some(etag)) => return Ok(etag),
                 Ok(None) => None,
-                Err(S3Error::TooLarge { .. }) => self.head(key).await?.map(|m| m.etag),
+                Err(e) if answer_lost(&e) => Some(e),
                 Err(e) => return Err(e),
+            };
+            let current = match (self.read_back(key, &body).await, lost) {
+                (Ok(Current::Ours(etag)), _) => return Ok(etag),
+                // Still the tag we expect: not applied, or not yet.
+                (Ok(Current::Other(Some(now))), Some(lost)) if now == *expected => {
+                    return Err(lost);
+                }
+                (Ok(Current::Other(current)), _) => current,
+                (Err(e), None) => return Err(e),
+                (Err(_), Some(lost)) => return Err(lost),
             };
             if current.as_ref() == Some(expected) && !switched_quoting {
                 // The tag matched and the server still refused: it reads the
@@ -318,6 +332,22 @@ impl Client {
                 expected: expected.clone(),
                 current,
             });
+        }
+    }
+
+    /// What `key` holds after a conditional write of `body` was refused or
+    /// lost its answer: our own bytes (the write, or our earlier attempt,
+    /// was applied), or another object's ETag, or nothing.
+    pub async fn read_back(&self, key: &str, body: &Bytes) -> Result<Current, S3Error> {
+        match self.get(key, body.len()).await {
+            Ok(Some(current)) if current.body == *body => Ok(Current::Ours(current.etag)),
+            Ok(Some(current)) => Ok(Current::Other(Some(current.etag))),
+            Ok(None) => Ok(Current::Other(None)),
+            // A larger object than ours is other bytes; read its tag.
+            Err(S3Error::TooLarge { .. }) => {
+                Ok(Current::Other(self.head(key).await?.map(|m| m.etag)))
+            }
+            Err(e) => Err(e),
         }
     }
 
@@ -617,6 +647,28 @@ impl Client {
             detail: "the object refused our conditional write and then was gone".into(),
             attempts: 1,
         }
+    }
+}
+
+/// What an object holds, read back after a conditional write ([`Client::read_back`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Current {
+    /// Exactly the bytes we wrote: our write was applied (this one or an
+    /// earlier attempt of it).
+    Ours(Etag),
+    /// Something else, with its ETag, or nothing (`None`).
+    Other(Option<Etag>),
+}
+
+/// A failed write whose answer may have been lost after the store applied
+/// it: every attempt ended without an answer (a broken connection, a
+/// timeout) or with a 5xx or 409, which a proxy or a store may give after
+/// applying the write. A 4xx other than 409 is the store's refusal.
+pub fn answer_lost(e: &S3Error) -> bool {
+    match e {
+        S3Error::Transport { .. } | S3Error::Timeout { .. } => true,
+        S3Error::Status { status, .. } => *status >= 500 || *status == 409,
+        _ => false,
     }
 }
 

@@ -18,7 +18,7 @@ pub mod sigv4;
 pub mod store;
 
 pub use blocking::BlockingClient;
-pub use client::{Client, Created, Etag, Meta, Object, S3Error};
+pub use client::{Client, Created, Current, Etag, Meta, Object, S3Error};
 pub use config::{ConfigError, Endpoint, Location, Settings};
 pub use lease::{Lease, LeaseConfig, LeaseError, LeaseWatch, LostReason};
 pub use store::S3Store;
