@@ -20,5 +20,5 @@ pub mod store;
 pub use blocking::BlockingClient;
 pub use client::{Client, Created, Current, Etag, Meta, Object, S3Error};
 pub use config::{ConfigError, Endpoint, Location, Settings};
-pub use lease::{Lease, LeaseConfig, LeaseError, LeaseWatch, LostReason};
+pub use lease::{FormerHolders, Lease, LeaseConfig, LeaseError, LeaseWatch, LostReason};
 pub use store::S3Store;

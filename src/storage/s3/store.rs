@@ -30,7 +30,7 @@ use bytes::Bytes;
 use super::blocking::BlockingClient;
 use super::client::{Created, Etag, S3Error};
 use super::config::Location;
-use super::lease::{Lease, LeaseConfig, LeaseError, LeaseWatch};
+use super::lease::{FormerHolders, Lease, LeaseConfig, LeaseError, LeaseWatch};
 use crate::storage::{
     Family, PrivateDir, PrivateKey, PublicKey, PublicRead, RandomRead, Staged, StagedWrite,
     StoreError, TileKey, Version, Versioned, WriterLock,
@@ -56,6 +56,9 @@ pub struct S3Store {
     lease_config: LeaseConfig,
     /// The lease taken through this store, if any: every write checks it.
     fence: Arc<Mutex<Option<LeaseWatch>>>,
+    /// Holders of the lease this store had that no longer run: a lease
+    /// object naming one is taken back without waiting out a TTL.
+    former: FormerHolders,
     /// Staged private objects, by temporary name.
     staging: Arc<Mutex<HashMap<String, Vec<u8>>>>,
     next_stage: AtomicU64,
@@ -74,6 +77,7 @@ impl S3Store {
             location,
             lease_config,
             fence: Arc::new(Mutex::new(None)),
+            former: FormerHolders::new(),
             staging: Arc::new(Mutex::new(HashMap::new())),
             next_stage: AtomicU64::new(0),
         }
@@ -332,11 +336,12 @@ impl CheckpointStore for S3Store {
         let key = self.lease_key();
         let lease = self
             .s3
-            .block_on(Lease::acquire(
+            .block_on(Lease::acquire_after(
                 self.s3.client(),
                 &key,
                 self.lease_config,
                 wait,
+                &self.former,
             ))
             .map_err(|e| match e {
                 LeaseError::Held { .. } => StoreError::Locked {
