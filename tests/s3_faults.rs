@@ -306,11 +306,9 @@ fn a_listing_past_the_key_limit_stops_at_the_limit() {
 /// Every attempt of a conditional PUT failed with a 5xx (the store may
 /// have applied one and the answer been lost): the client reads the
 /// object and decides by its bytes: ours is done, another object is a
-/// conflict, and the expected tag still there (or nothing, for a create)
-/// leaves the write's own error, flagged as an answer lost.
+/// conflict.
 #[test]
 fn a_conditional_write_that_got_no_answer_is_settled_by_reading_the_object() {
-    use rcpt::storage::s3::client::answer_lost;
     use rcpt::storage::s3::{Created, Etag};
     let failed = response(
         "503 Service Unavailable",
@@ -346,8 +344,28 @@ fn a_conditional_write_that_got_no_answer_is_settled_by_reading_the_object() {
         }
         other => panic!("expected a conflict, got {other:?}"),
     }
+}
 
-    // Not applied, or not yet: unknown, and said so.
+/// As above, when the read finds nothing of ours: the expected tag still
+/// there (not applied, or not yet), or nothing for a create: the write's
+/// own error, flagged as an answer lost. A refusal by the store (403) is
+/// final and not read back.
+#[test]
+fn a_conditional_write_that_got_no_answer_and_is_not_there_stays_unknown() {
+    use rcpt::storage::s3::Etag;
+    use rcpt::storage::s3::answer_lost;
+    let failed = response(
+        "503 Service Unavailable",
+        "",
+        "<Error><Code>SlowDown</Code></Error>",
+    );
+    let then = |read: Vec<u8>| {
+        let mut r = vec![failed.clone(); MAX_ATTEMPTS as usize];
+        r.push(read);
+        canned(r)
+    };
+    let body = || bytes::Bytes::from_static(b"ours");
+    let expected = Etag::from_unquoted("e0");
     let unchanged = then(response("200 OK", "ETag: \"e0\"\r\n", "before"));
     let err = client(unchanged.port)
         .replace("log/checkpoint", body(), &expected)

@@ -1,4 +1,4 @@
-//! store: the log's [`Store`] on an S3 bucket (spec/storage.md "An object
+//! store: the log's [`Store`](crate::storage::Store) on an S3 bucket (spec/storage.md "An object
 //! store"). Public objects under `PREFIX/` are exactly the tlog-tiles
 //! layout; private state lives under `PREFIX/.rcpt/`, the lease at
 //! `PREFIX/.rcpt/lease`.

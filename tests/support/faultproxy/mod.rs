@@ -478,60 +478,52 @@ fn serve_connection(client: TcpStream, s: &Shared) {
         s.counts.requests.fetch_add(1, Ordering::Relaxed);
         let (kind, path) = classify(s, &request);
         let (fault, then_down) = draw(s, kind);
-        let go_down = || {
-            if !then_down.is_zero() {
-                *s.down_until.lock().unwrap() = Some(Instant::now() + then_down);
-            }
-        };
-        if let Some(open) = before_store(fault, s, &mut to_client) {
-            go_down();
-            if open {
-                continue;
-            }
-            return;
-        }
-        let Ok(answer) = exchange(&mut upstream, s.upstream, &request, &method) else {
-            let _ = to_client.shutdown(Shutdown::Both);
-            return;
-        };
-        note_answer(s, kind, &path, &request, &answer);
-        match fault {
-            Fault::DropAnswer => {
-                s.counts.drop_answer.fetch_add(1, Ordering::Relaxed);
-                let _ = to_client.shutdown(Shutdown::Both);
-                go_down();
-                return;
-            }
-            Fault::LostAs(code) => {
-                s.counts.lost_as.fetch_add(1, Ordering::Relaxed);
-                go_down();
-                if answer.close {
-                    upstream = None;
+        let open = match before_store(fault, s, &mut to_client) {
+            Some(open) => open,
+            None => match exchange(&mut upstream, s.upstream, &request, &method) {
+                Ok(answer) => {
+                    note_answer(s, kind, &path, &request, &answer);
+                    if answer.close {
+                        upstream = None;
+                    }
+                    after_store(fault, s, &answer, &mut to_client) && !request.close
                 }
-                if to_client.write_all(&status_answer(code)).is_err() {
-                    return;
-                }
-                continue;
-            }
-            Fault::Stall(d) => {
-                s.counts.stall.fetch_add(1, Ordering::Relaxed);
-                thread::sleep(d);
-            }
-            Fault::Pass => {
-                s.counts.passed.fetch_add(1, Ordering::Relaxed);
-            }
-            _ => {}
+                Err(_) => false,
+            },
+        };
+        if !then_down.is_zero() {
+            *s.down_until.lock().unwrap() = Some(Instant::now() + then_down);
         }
-        go_down();
-        if answer.close {
-            upstream = None;
-        }
-        let sent = to_client
-            .write_all(&answer.head)
-            .and_then(|()| to_client.write_all(&answer.body));
-        if sent.is_err() || answer.close || request.close {
+        if !open {
             let _ = to_client.shutdown(Shutdown::Both);
             return;
         }
     }
+}
+
+/// After the store answered: passes the answer on, stalled, lost or
+/// replaced as `fault` says; `false` when the connection is done.
+fn after_store(fault: Fault, s: &Shared, answer: &Message, to_client: &mut TcpStream) -> bool {
+    match fault {
+        Fault::DropAnswer => {
+            s.counts.drop_answer.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        Fault::LostAs(code) => {
+            s.counts.lost_as.fetch_add(1, Ordering::Relaxed);
+            return to_client.write_all(&status_answer(code)).is_ok();
+        }
+        Fault::Stall(d) => {
+            s.counts.stall.fetch_add(1, Ordering::Relaxed);
+            thread::sleep(d);
+        }
+        Fault::Pass => {
+            s.counts.passed.fetch_add(1, Ordering::Relaxed);
+        }
+        _ => {}
+    }
+    let sent = to_client
+        .write_all(&answer.head)
+        .and_then(|()| to_client.write_all(&answer.body));
+    sent.is_ok() && !answer.close
 }

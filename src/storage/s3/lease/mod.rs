@@ -1,13 +1,13 @@
 //! lease: one sequencer at a time on a bucket, by conditional writes to one
 //! lease object (spec/storage.md "The lease").
 //!
-//! - **Take** ([`claim`]): `If-None-Match: *` when there is no lease
+//! - **Take** (`claim`): `If-None-Match: *` when there is no lease
 //!   object; `If-Match` on its ETag when it says `released`, when it names
 //!   one of this process's [`FormerHolders`] (no one renews it: taken as
 //!   soon as none of that holder's writes can still land), or when a
 //!   contender has seen the same ETag unchanged for longer than the TTL
 //!   (the holder stopped renewing).
-//! - **Renew** ([`held`]): every `ttl / 4` (contenders look every
+//! - **Renew** (`held`): every `ttl / 4` (contenders look every
 //!   `ttl / 8`), `If-Match` on the holder's last ETag, with a body that
 //!   always differs (its `seq` grows with every write sent, answered or
 //!   not), so the ETag always moves and a late answer is never mistaken
