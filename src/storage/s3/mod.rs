@@ -15,6 +15,7 @@ mod conditional;
 pub mod config;
 pub mod lease;
 mod list;
+mod objects;
 pub mod sigv4;
 pub mod store;
 
