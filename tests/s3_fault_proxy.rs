@@ -296,6 +296,19 @@ fn every_attempt(kind: Kind, first: Fault) -> Script {
     }
 }
 
+/// A checkpoint key under a fresh prefix, a client of the store, a fault
+/// proxy in front of it (no faults until scripted) and a client through it.
+fn checkpoint_behind_proxy(
+    name: &str,
+) -> Option<(BlockingClient, FaultProxy, BlockingClient, String)> {
+    let (settings, bucket) = s3_support::server()?;
+    let loc = s3_support::fresh_location(&bucket, name);
+    let direct = BlockingClient::new(settings.clone(), &loc).unwrap();
+    let proxy = FaultProxy::start(&settings.endpoint.url(), Plan::clean());
+    let s3 = through(&proxy, &settings, &loc);
+    Some((direct, proxy, s3, loc.key("checkpoint")))
+}
+
 /// The proxy produces the sequence that used to stop a served log: the
 /// store applies a conditional PUT of the checkpoint and every attempt's
 /// answer is lost (a reset or a 500, then 503s). The client settles it by
@@ -305,14 +318,9 @@ fn every_attempt(kind: Kind, first: Fault) -> Script {
 /// and the object shows the store did apply it.
 #[test]
 fn a_conditional_write_whose_answers_are_all_lost_is_settled_by_reading_back() {
-    let Some((settings, bucket)) = s3_support::server() else {
+    let Some((direct, proxy, s3, key)) = checkpoint_behind_proxy("lost-answer") else {
         return;
     };
-    let loc = s3_support::fresh_location(&bucket, "lost-answer");
-    let direct = BlockingClient::new(settings.clone(), &loc).unwrap();
-    let proxy = FaultProxy::start(&settings.endpoint.url(), Plan::clean());
-    let s3 = through(&proxy, &settings, &loc);
-    let key = loc.key("checkpoint");
     let b = |s: &'static str| Bytes::from_static(s.as_bytes());
 
     // Create: applied, answer dropped, retries refused.
@@ -362,14 +370,9 @@ fn a_conditional_write_whose_answers_are_all_lost_is_settled_by_reading_back() {
 /// (What the log and the service then do: tests/s3_recover.rs.)
 #[test]
 fn a_conditional_write_whose_answer_and_read_back_are_lost_is_reported_unknown() {
-    let Some((settings, bucket)) = s3_support::server() else {
+    let Some((direct, proxy, s3, key)) = checkpoint_behind_proxy("lost-unknown") else {
         return;
     };
-    let loc = s3_support::fresh_location(&bucket, "lost-unknown");
-    let direct = BlockingClient::new(settings.clone(), &loc).unwrap();
-    let proxy = FaultProxy::start(&settings.endpoint.url(), Plan::clean());
-    let s3 = through(&proxy, &settings, &loc);
-    let key = loc.key("checkpoint");
     let b = |s: &'static str| Bytes::from_static(s.as_bytes());
     let before = s3.create(&key, b("size 1")).unwrap().etag().clone();
     // Applied, answer lost, and the store down past the client's retries

@@ -44,6 +44,18 @@ fn acquire(s3: &BlockingClient, key: &str, wait: bool) -> Result<Lease, LeaseErr
     s3.block_on(Lease::acquire(s3.client(), key, config(), wait))
 }
 
+/// [`Lease::acquire_after`] without waiting, by a process that
+/// remembers its `former` holders.
+fn taken_back(s3: &BlockingClient, key: &str, former: &FormerHolders) -> Result<Lease, LeaseError> {
+    s3.block_on(Lease::acquire_after(
+        s3.client(),
+        key,
+        config(),
+        false,
+        former,
+    ))
+}
+
 /// Polls `f` every 5 ms until it is true, for at most `limit`; false if never.
 fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
@@ -277,6 +289,17 @@ fn through(proxy: &FaultProxy, settings: &Settings, location: &Location) -> Bloc
     contender(&via, location)
 }
 
+/// A lease key under a fresh prefix, a fault proxy in front of the store
+/// (no faults until scripted), and a client talking through it.
+fn behind_proxy(name: &str) -> Option<(Settings, Location, String, FaultProxy, BlockingClient)> {
+    let (settings, bucket) = s3_support::server()?;
+    let loc = s3_support::fresh_location(&bucket, name);
+    let key = loc.key(".rcpt/lease");
+    let proxy = FaultProxy::start(&settings.endpoint.url(), Plan::clean());
+    let a = through(&proxy, &settings, &loc);
+    Some((settings, loc, key, proxy, a))
+}
+
 /// The lease object's `state` and `holder`, read directly.
 fn lease_record(s3: &BlockingClient, key: &str) -> (String, String) {
     let body = s3.get(key, 4096).unwrap().unwrap().body;
@@ -311,13 +334,9 @@ fn take_at_once(settings: &Settings, location: &Location, key: &str) -> Duration
 /// waiting out the TTL.
 #[test]
 fn a_release_racing_a_renewal_answered_late_still_releases() {
-    let Some((settings, bucket)) = s3_support::server() else {
+    let Some((settings, loc, key, proxy, a)) = behind_proxy("lease-release-race") else {
         return;
     };
-    let loc = s3_support::fresh_location(&bucket, "lease-release-race");
-    let key = loc.key(".rcpt/lease");
-    let proxy = FaultProxy::start(&settings.endpoint.url(), Plan::clean());
-    let a = through(&proxy, &settings, &loc);
     let lease = acquire(&a, &key, false).unwrap();
     proxy.script(Script {
         kind: Kind::LeaseRenew,
@@ -362,13 +381,9 @@ fn a_release_racing_a_renewal_answered_late_still_releases() {
 /// takes it at once.
 #[test]
 fn a_release_whose_answers_are_lost_still_hands_over() {
-    let Some((settings, bucket)) = s3_support::server() else {
+    let Some((settings, loc, key, proxy, a)) = behind_proxy("lease-release-lost") else {
         return;
     };
-    let loc = s3_support::fresh_location(&bucket, "lease-release-lost");
-    let key = loc.key(".rcpt/lease");
-    let proxy = FaultProxy::start(&settings.endpoint.url(), Plan::clean());
-    let a = through(&proxy, &settings, &loc);
     let lease = acquire(&a, &key, false).unwrap();
     proxy.script(Script {
         kind: Kind::LeaseRelease,
@@ -394,18 +409,14 @@ fn a_release_whose_answers_are_lost_still_hands_over() {
 /// process without that memory would wait out the TTL.
 #[test]
 fn a_take_whose_answers_were_lost_is_taken_back_at_once() {
-    let Some((settings, bucket)) = s3_support::server() else {
+    let Some((settings, loc, key, proxy, a)) = behind_proxy("lease-take-lost") else {
         return;
     };
-    let loc = s3_support::fresh_location(&bucket, "lease-take-lost");
-    let key = loc.key(".rcpt/lease");
-    let proxy = FaultProxy::start(&settings.endpoint.url(), Plan::clean());
-    let a = through(&proxy, &settings, &loc);
     let former = FormerHolders::new();
     let direct = contender(&settings, &loc);
     // First a lease to take over (its holder releases it), so the lost take
     // is an If-Match; then one on a fresh key, an If-None-Match.
-    let fresh = s3_support::fresh_location(&bucket, "lease-take-lost").key(".rcpt/lease");
+    let fresh = s3_support::fresh_location(&loc.bucket, "lease-take-lost").key(".rcpt/lease");
     for (n, key) in [key.clone(), fresh].iter().enumerate() {
         if n == 0 {
             let first = acquire(&direct, key, false).unwrap();
@@ -416,27 +427,13 @@ fn a_take_whose_answers_were_lost_is_taken_back_at_once() {
             faults: vec![Fault::DropAnswer],
             then_down: Duration::from_secs(6),
         });
-        let lost = a.block_on(Lease::acquire_after(
-            a.client(),
-            key,
-            config(),
-            false,
-            &former,
-        ));
+        let lost = taken_back(&a, key, &former);
         assert!(matches!(lost, Err(LeaseError::Store { .. })), "{lost:?}");
         proxy.set_down(false);
         let (state, ghost) = lease_record(&direct, key);
         assert_eq!(state, "held", "the lost take was applied");
         let started = Instant::now();
-        let lease = a
-            .block_on(Lease::acquire_after(
-                a.client(),
-                key,
-                config(),
-                false,
-                &former,
-            ))
-            .unwrap();
+        let lease = taken_back(&a, key, &former).unwrap();
         let took = started.elapsed();
         assert!(took < TTL, "took {took:?}: waited out its own lost take");
         assert_ne!(lease.holder(), ghost);
@@ -455,23 +452,11 @@ fn a_take_whose_answers_were_lost_is_taken_back_at_once() {
 /// TTL; a stranger still waits the TTL out.
 #[test]
 fn a_lease_lost_in_an_outage_is_taken_back_once_its_writes_are_clear() {
-    let Some((settings, bucket)) = s3_support::server() else {
+    let Some((settings, loc, key, proxy, a)) = behind_proxy("lease-outage") else {
         return;
     };
-    let loc = s3_support::fresh_location(&bucket, "lease-outage");
-    let key = loc.key(".rcpt/lease");
-    let proxy = FaultProxy::start(&settings.endpoint.url(), Plan::clean());
-    let a = through(&proxy, &settings, &loc);
     let former = FormerHolders::new();
-    let lease = a
-        .block_on(Lease::acquire_after(
-            a.client(),
-            &key,
-            config(),
-            false,
-            &former,
-        ))
-        .unwrap();
+    let lease = taken_back(&a, &key, &former).unwrap();
     let old = lease.holder().to_string();
     proxy.set_down(true);
     assert!(eventually(TTL * 2, || lease.check().is_err()));
@@ -489,15 +474,7 @@ fn a_lease_lost_in_an_outage_is_taken_back_once_its_writes_are_clear() {
     let direct = contender(&settings, &loc);
     assert_eq!(lease_record(&direct, &key), ("held".into(), old.clone()));
     let started = Instant::now();
-    let lease = a
-        .block_on(Lease::acquire_after(
-            a.client(),
-            &key,
-            config(),
-            false,
-            &former,
-        ))
-        .unwrap();
+    let lease = taken_back(&a, &key, &former).unwrap();
     let took = started.elapsed();
     assert!(took < TTL, "took {took:?}");
     assert_ne!(lease.holder(), old);

@@ -316,6 +316,27 @@ fn lost(kind: Kind, fault: Fault, down: Duration) -> Script {
     }
 }
 
+/// A served log meets `scripts` (after three acknowledged submissions):
+/// it must stop its writer, open it again and recover within the bound.
+fn scripted(name: &str, ttl_secs: u64, scripts: &[Script]) {
+    let Some(run) = Run::start(name, Plan::clean(), ttl_secs) else {
+        return;
+    };
+    for _ in 0..3 {
+        run.submit();
+    }
+    for script in scripts {
+        run.proxy.script(script.clone());
+    }
+    let recovery = run.recovery();
+    assert!(
+        run.reopens() >= 1,
+        "the writer never stopped: {}",
+        run.service_log()
+    );
+    eprintln!("measured: {}", run.assert_recovered(recovery));
+}
+
 /// The checkpoint's compare-and-swap is applied and its answer lost; the
 /// store stays down past the client's read-back and past the 2 s lease, so
 /// the writer neither knows its checkpoint landed nor holds its lease. The
@@ -324,29 +345,18 @@ fn lost(kind: Kind, fault: Fault, down: Duration) -> Script {
 /// lease without waiting out the TTL) and serves.
 #[test]
 fn a_lost_checkpoint_answer_past_the_lease_and_a_lost_take() {
-    let Some(run) = Run::start("recover-cas", Plan::clean(), 2) else {
-        return;
-    };
-    for _ in 0..3 {
-        run.submit();
-    }
-    run.proxy.script(lost(
-        Kind::CheckpointCas,
-        Fault::DropAnswer,
-        Duration::from_secs(5),
-    ));
-    run.proxy.script(lost(
-        Kind::LeaseTake,
-        Fault::LostAs(500),
-        Duration::from_secs(3),
-    ));
-    let recovery = run.recovery();
-    assert!(
-        run.reopens() >= 1,
-        "the writer never stopped: {}",
-        run.service_log()
+    scripted(
+        "recover-cas",
+        2,
+        &[
+            lost(
+                Kind::CheckpointCas,
+                Fault::DropAnswer,
+                Duration::from_secs(5),
+            ),
+            lost(Kind::LeaseTake, Fault::LostAs(500), Duration::from_secs(3)),
+        ],
     );
-    eprintln!("measured: {}", run.assert_recovered(recovery));
 }
 
 /// The compare-and-swap's answer is lost (a 500 after the store applied
@@ -356,29 +366,22 @@ fn a_lost_checkpoint_answer_past_the_lease_and_a_lost_take() {
 /// writer again on the checkpoint that landed.
 #[test]
 fn a_lost_checkpoint_answer_within_the_lease_and_a_lost_release() {
-    let Some(run) = Run::start("recover-release", Plan::clean(), 10) else {
-        return;
-    };
-    for _ in 0..3 {
-        run.submit();
-    }
-    run.proxy.script(lost(
-        Kind::CheckpointCas,
-        Fault::LostAs(500),
-        Duration::from_secs(3),
-    ));
-    run.proxy.script(lost(
-        Kind::LeaseRelease,
-        Fault::DropAnswer,
-        Duration::from_secs(3),
-    ));
-    let recovery = run.recovery();
-    assert!(
-        run.reopens() >= 1,
-        "the writer never stopped: {}",
-        run.service_log()
+    scripted(
+        "recover-release",
+        10,
+        &[
+            lost(
+                Kind::CheckpointCas,
+                Fault::LostAs(500),
+                Duration::from_secs(3),
+            ),
+            lost(
+                Kind::LeaseRelease,
+                Fault::DropAnswer,
+                Duration::from_secs(3),
+            ),
+        ],
     );
-    eprintln!("measured: {}", run.assert_recovered(recovery));
 }
 
 /// A renewal is applied and its answer lost, and the store stays down
@@ -386,24 +389,15 @@ fn a_lost_checkpoint_answer_within_the_lease_and_a_lost_release() {
 /// it, and once the store is back takes its lease back and serves.
 #[test]
 fn a_lost_renewal_answer_and_an_expired_lease() {
-    let Some(run) = Run::start("recover-renewal", Plan::clean(), 2) else {
-        return;
-    };
-    for _ in 0..3 {
-        run.submit();
-    }
-    run.proxy.script(lost(
-        Kind::LeaseRenew,
-        Fault::DropAnswer,
-        Duration::from_secs(4),
-    ));
-    let recovery = run.recovery();
-    assert!(
-        run.reopens() >= 1,
-        "the writer never stopped: {}",
-        run.service_log()
+    scripted(
+        "recover-renewal",
+        2,
+        &[lost(
+            Kind::LeaseRenew,
+            Fault::DropAnswer,
+            Duration::from_secs(4),
+        )],
     );
-    eprintln!("measured: {}", run.assert_recovered(recovery));
 }
 
 /// Submitters under a seeded random mix of lost answers (each followed by
