@@ -25,7 +25,7 @@
 )]
 
 mod support;
-use support::faultproxy::{FaultProxy, Plan};
+use support::faultproxy::{Fault, FaultProxy, Kind, Plan, Script};
 use support::s3 as s3_support;
 use support::serve as serve_support;
 
@@ -34,8 +34,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use rcpt::net::client::Client;
-use rcpt::storage::s3::BlockingClient;
+use rcpt::storage::s3::answer_lost;
+use rcpt::storage::s3::{BlockingClient, Endpoint, Etag, S3Error, Settings};
 use s3_support::{S3Log as Ctx, Seen};
 use serve_support::{ORIGIN, log_verifier};
 
@@ -264,4 +266,125 @@ fn serve_through_a_failing_store_recovers_loses_nothing_and_never_forks() {
         "refusals other than 5xx: {:?}",
         answers.refused
     );
+}
+
+/// A client of the store at `settings` that talks through `proxy`.
+fn through(
+    proxy: &FaultProxy,
+    settings: &Settings,
+    loc: &rcpt::storage::s3::Location,
+) -> BlockingClient {
+    let via = Settings {
+        endpoint: Endpoint::parse(&proxy.url()).unwrap(),
+        ..settings.clone()
+    };
+    BlockingClient::new(via, loc).unwrap()
+}
+
+/// The client's whole retry sequence of one request, each attempt broken:
+/// the first by `first`, the others answered 503 (so the client gives up).
+fn every_attempt(kind: Kind, first: Fault) -> Script {
+    let mut faults = vec![first];
+    faults.resize(
+        rcpt::storage::s3::client::MAX_ATTEMPTS as usize,
+        Fault::Status(503),
+    );
+    Script {
+        kind,
+        faults,
+        then_down: Duration::ZERO,
+    }
+}
+
+/// A checkpoint key under a fresh prefix, a client of the store, a fault
+/// proxy in front of it (no faults until scripted) and a client through it.
+fn checkpoint_behind_proxy(
+    name: &str,
+) -> Option<(BlockingClient, FaultProxy, BlockingClient, String)> {
+    let (settings, bucket) = s3_support::server()?;
+    let loc = s3_support::fresh_location(&bucket, name);
+    let direct = BlockingClient::new(settings.clone(), &loc).unwrap();
+    let proxy = FaultProxy::start(&settings.endpoint.url(), Plan::clean());
+    let s3 = through(&proxy, &settings, &loc);
+    Some((direct, proxy, s3, loc.key("checkpoint")))
+}
+
+/// The proxy produces the sequence that used to stop a served log: the
+/// store applies a conditional PUT of the checkpoint and every attempt's
+/// answer is lost (a reset or a 500, then 503s). The client settles it by
+/// reading the object back: its own bytes are success (for a create and a
+/// compare-and-swap), another tag is a conflict. When the store stays down
+/// past the read too, the write's own error is reported as an answer lost,
+/// and the object shows the store did apply it.
+#[test]
+fn a_conditional_write_whose_answers_are_all_lost_is_settled_by_reading_back() {
+    let Some((direct, proxy, s3, key)) = checkpoint_behind_proxy("lost-answer") else {
+        return;
+    };
+    let b = |s: &'static str| Bytes::from_static(s.as_bytes());
+
+    // Create: applied, answer dropped, retries refused.
+    proxy.script(every_attempt(Kind::CheckpointCas, Fault::DropAnswer));
+    let v1 = s3.create(&key, b("size 1")).unwrap().etag().clone();
+    assert_eq!(
+        proxy.scripted_left(Kind::CheckpointCas),
+        0,
+        "{:?}",
+        proxy.events()
+    );
+    // Compare-and-swap: applied, answered 500, retries refused.
+    for (n, first) in [Fault::LostAs(500), Fault::DropAnswer]
+        .into_iter()
+        .enumerate()
+    {
+        let before = direct.get(&key, 64).unwrap().unwrap().etag;
+        proxy.script(every_attempt(Kind::CheckpointCas, first));
+        let body = Bytes::from(format!("size {}", n + 2));
+        let v = s3.replace(&key, body.clone(), &before).unwrap();
+        let now = direct.get(&key, 64).unwrap().unwrap();
+        assert_eq!((now.body, now.etag), (body, v));
+    }
+    assert_eq!(direct.get(&key, 64).unwrap().unwrap().body, b("size 3"));
+    let _ = v1;
+
+    // A compare-and-swap on a stale tag whose refusal (412) is lost: the
+    // read-back finds another tag, a conflict (not a success, not unknown).
+    proxy.script(every_attempt(Kind::CheckpointCas, Fault::LostAs(500)));
+    let stale = Etag::from_unquoted("0123456789abcdef0123456789abcdef");
+    match s3.replace(&key, b("size 9 from a stale writer"), &stale) {
+        Err(S3Error::Conflict { current, .. }) => {
+            assert_eq!(current, Some(direct.get(&key, 64).unwrap().unwrap().etag));
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+
+    eprintln!(
+        "measured: lost answers settled by reading back; proxy: {}",
+        proxy.counts().summary()
+    );
+}
+
+/// The store applies a compare-and-swap, loses its answer, and stays
+/// down past the client's retries and its read-back: the client cannot
+/// know, and says the answer may have been lost; the store did apply it.
+/// (What the log and the service then do: tests/s3_recover.rs.)
+#[test]
+fn a_conditional_write_whose_answer_and_read_back_are_lost_is_reported_unknown() {
+    let Some((direct, proxy, s3, key)) = checkpoint_behind_proxy("lost-unknown") else {
+        return;
+    };
+    let b = |s: &'static str| Bytes::from_static(s.as_bytes());
+    let before = s3.create(&key, b("size 1")).unwrap().etag().clone();
+    // Applied, answer lost, and the store down past the client's retries
+    // and its read-back: the client cannot know, and says the answer was
+    // lost; the store did apply it.
+    proxy.script(Script {
+        kind: Kind::CheckpointCas,
+        faults: vec![Fault::DropAnswer],
+        then_down: Duration::from_secs(8),
+    });
+    let err = s3.replace(&key, b("size 4"), &before).unwrap_err();
+    assert!(answer_lost(&err), "{err}");
+    assert_eq!(direct.get(&key, 64).unwrap().unwrap().body, b("size 4"));
+    proxy.set_down(false);
 }

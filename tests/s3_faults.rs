@@ -302,3 +302,93 @@ fn a_listing_past_the_key_limit_stops_at_the_limit() {
     // Pages of 10: the third crosses 25.
     assert_eq!(server.count.load(Ordering::SeqCst), 3);
 }
+
+/// Every attempt of a conditional PUT failed with a 5xx (the store may
+/// have applied one and the answer been lost): the client reads the
+/// object and decides by its bytes: ours is done, another object is a
+/// conflict.
+#[test]
+fn a_conditional_write_that_got_no_answer_is_settled_by_reading_the_object() {
+    use rcpt::storage::s3::{Created, Etag};
+    let failed = response(
+        "503 Service Unavailable",
+        "",
+        "<Error><Code>SlowDown</Code></Error>",
+    );
+    let attempts = || vec![failed.clone(); MAX_ATTEMPTS as usize];
+    let then = |read: Vec<u8>| {
+        let mut r = attempts();
+        r.push(read);
+        canned(r)
+    };
+    let body = || bytes::Bytes::from_static(b"ours");
+    let expected = Etag::from_unquoted("e0");
+
+    let ours = then(response("200 OK", "ETag: \"e1\"\r\n", "ours"));
+    let created = client(ours.port).create("log/checkpoint", body()).unwrap();
+    assert_eq!(created, Created::Identical(Etag::from_unquoted("e1")));
+    assert_eq!(ours.count.load(Ordering::SeqCst), MAX_ATTEMPTS as usize + 1);
+    let ours = then(response("200 OK", "ETag: \"e1\"\r\n", "ours"));
+    let replaced = client(ours.port).replace("log/checkpoint", body(), &expected);
+    assert_eq!(replaced.unwrap(), Etag::from_unquoted("e1"));
+
+    let other = then(response("200 OK", "ETag: \"e2\"\r\n", "theirs"));
+    assert!(matches!(
+        client(other.port).create("log/checkpoint", body()),
+        Err(S3Error::ExistsDifferent { .. })
+    ));
+    let other = then(response("200 OK", "ETag: \"e2\"\r\n", "theirs"));
+    match client(other.port).replace("log/checkpoint", body(), &expected) {
+        Err(S3Error::Conflict { current, .. }) => {
+            assert_eq!(current, Some(Etag::from_unquoted("e2")))
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+}
+
+/// As above, when the read finds nothing of ours: the expected tag still
+/// there (not applied, or not yet), or nothing for a create: the write's
+/// own error, flagged as an answer lost. A refusal by the store (403) is
+/// final and not read back.
+#[test]
+fn a_conditional_write_that_got_no_answer_and_is_not_there_stays_unknown() {
+    use rcpt::storage::s3::Etag;
+    use rcpt::storage::s3::answer_lost;
+    let failed = response(
+        "503 Service Unavailable",
+        "",
+        "<Error><Code>SlowDown</Code></Error>",
+    );
+    let then = |read: Vec<u8>| {
+        let mut r = vec![failed.clone(); MAX_ATTEMPTS as usize];
+        r.push(read);
+        canned(r)
+    };
+    let body = || bytes::Bytes::from_static(b"ours");
+    let expected = Etag::from_unquoted("e0");
+    let unchanged = then(response("200 OK", "ETag: \"e0\"\r\n", "before"));
+    let err = client(unchanged.port)
+        .replace("log/checkpoint", body(), &expected)
+        .unwrap_err();
+    assert!(
+        answer_lost(&err) && matches!(err, S3Error::Status { status: 503, .. }),
+        "{err}"
+    );
+    let absent = then(response("404 Not Found", "", ""));
+    let err = client(absent.port)
+        .create("log/checkpoint", body())
+        .unwrap_err();
+    assert!(answer_lost(&err), "{err}");
+
+    // A refusal by the store (403) is final: no read.
+    let refused = canned(vec![response(
+        "403 Forbidden",
+        "",
+        "<Error><Code>AccessDenied</Code></Error>",
+    )]);
+    assert!(matches!(
+        client(refused.port).create("log/checkpoint", body()),
+        Err(S3Error::Status { status: 403, .. })
+    ));
+    assert_eq!(refused.count.load(Ordering::SeqCst), 1);
+}

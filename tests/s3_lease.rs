@@ -13,6 +13,7 @@
 )]
 
 mod support;
+use support::faultproxy::{Fault, FaultProxy, Kind, Plan, Script};
 use support::s3 as s3_support;
 
 use std::io::{Read, Write};
@@ -24,7 +25,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rcpt::storage::s3::{
-    BlockingClient, Endpoint, Lease, LeaseConfig, LeaseError, Location, LostReason, Settings,
+    BlockingClient, Endpoint, FormerHolders, Lease, LeaseConfig, LeaseError, Location, LostReason,
+    Settings,
 };
 
 const TTL: Duration = Duration::from_secs(2);
@@ -40,6 +42,18 @@ fn contender(settings: &Settings, location: &Location) -> BlockingClient {
 
 fn acquire(s3: &BlockingClient, key: &str, wait: bool) -> Result<Lease, LeaseError> {
     s3.block_on(Lease::acquire(s3.client(), key, config(), wait))
+}
+
+/// [`Lease::acquire_after`] without waiting, by a process that
+/// remembers its `former` holders.
+fn taken_back(s3: &BlockingClient, key: &str, former: &FormerHolders) -> Result<Lease, LeaseError> {
+    s3.block_on(Lease::acquire_after(
+        s3.client(),
+        key,
+        config(),
+        false,
+        former,
+    ))
 }
 
 /// Polls `f` every 5 ms until it is true, for at most `limit`; false if never.
@@ -264,6 +278,209 @@ fn a_partitioned_holder_expires_before_its_successor_takes_over() {
     assert!(matches!(lease_a.check(), Err(LeaseError::Lost { .. })));
     let text = String::from_utf8(b.get(&key, 4096).unwrap().unwrap().body.to_vec()).unwrap();
     assert!(text.contains(lease_b.holder()), "{text}");
+}
+
+/// A client of the store that talks through `proxy`.
+fn through(proxy: &FaultProxy, settings: &Settings, location: &Location) -> BlockingClient {
+    let via = Settings {
+        endpoint: Endpoint::parse(&proxy.url()).unwrap(),
+        ..settings.clone()
+    };
+    contender(&via, location)
+}
+
+/// A lease key under a fresh prefix, a fault proxy in front of the store
+/// (no faults until scripted), and a client talking through it.
+fn behind_proxy(name: &str) -> Option<(Settings, Location, String, FaultProxy, BlockingClient)> {
+    let (settings, bucket) = s3_support::server()?;
+    let loc = s3_support::fresh_location(&bucket, name);
+    let key = loc.key(".rcpt/lease");
+    let proxy = FaultProxy::start(&settings.endpoint.url(), Plan::clean());
+    let a = through(&proxy, &settings, &loc);
+    Some((settings, loc, key, proxy, a))
+}
+
+/// The lease object's `state` and `holder`, read directly.
+fn lease_record(s3: &BlockingClient, key: &str) -> (String, String) {
+    let body = s3.get(key, 4096).unwrap().unwrap().body;
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    (
+        v["state"].as_str().unwrap().to_string(),
+        v["holder"].as_str().unwrap().to_string(),
+    )
+}
+
+/// A contender that will not wait takes the lease; how long it took. A
+/// lease left `held` by a holder that stopped cannot be taken before the
+/// contender has watched it unchanged for TTL + TTL/10, so a take in less
+/// than the TTL means the lease was free.
+fn take_at_once(settings: &Settings, location: &Location, key: &str) -> Duration {
+    let b = contender(settings, location);
+    let started = Instant::now();
+    let lease = acquire(&b, key, false).unwrap();
+    let took = started.elapsed();
+    assert_eq!(
+        lease_record(&b, key),
+        ("held".into(), lease.holder().into())
+    );
+    took
+}
+
+/// The release races a renewal whose answer comes late: the store applied
+/// the renewal (the ETag moved), its answer is stalled, and the release's
+/// `If-Match` on the ETag the holder knew is refused. The release reads the
+/// object back, finds its own renewal, and releases over it: the object
+/// says `released`, and the next writer takes it at once instead of
+/// waiting out the TTL.
+#[test]
+fn a_release_racing_a_renewal_answered_late_still_releases() {
+    let Some((settings, loc, key, proxy, a)) = behind_proxy("lease-release-race") else {
+        return;
+    };
+    let lease = acquire(&a, &key, false).unwrap();
+    proxy.script(Script {
+        kind: Kind::LeaseRenew,
+        faults: vec![Fault::Stall(TTL / 2)],
+        then_down: Duration::ZERO,
+    });
+    assert!(
+        eventually(TTL, || proxy.forwarded(Kind::LeaseRenew) == 1),
+        "no renewal reached the store: {:?}",
+        proxy.events()
+    );
+    // The renewal is applied and its answer held back: release now.
+    let direct = contender(&settings, &loc);
+    assert_eq!(
+        lease_record(&direct, &key),
+        ("held".into(), lease.holder().into())
+    );
+    a.block_on(lease.release()).unwrap();
+    assert_eq!(
+        lease_record(&direct, &key).0,
+        "released",
+        "the release left the lease held"
+    );
+    assert_eq!(
+        proxy.forwarded(Kind::LeaseRelease),
+        2,
+        "the first release was refused and the second written over the late renewal"
+    );
+    let took = take_at_once(&settings, &loc, &key);
+    assert!(
+        took < TTL,
+        "the next writer waited {took:?}: the lease was left held"
+    );
+    eprintln!(
+        "measured: release racing a late renewal answer, next writer holding after {took:?} (TTL {TTL:?})"
+    );
+}
+
+/// The release is applied and its every answer lost, and the store stays
+/// down past the client's read-back: the release reports the store's
+/// failure, and the lease is released all the same; the next writer
+/// takes it at once.
+#[test]
+fn a_release_whose_answers_are_lost_still_hands_over() {
+    let Some((settings, loc, key, proxy, a)) = behind_proxy("lease-release-lost") else {
+        return;
+    };
+    let lease = acquire(&a, &key, false).unwrap();
+    proxy.script(Script {
+        kind: Kind::LeaseRelease,
+        faults: vec![Fault::DropAnswer],
+        then_down: Duration::from_secs(6),
+    });
+    let outcome = a.block_on(lease.release());
+    assert!(
+        matches!(outcome, Err(LeaseError::Store { .. })),
+        "{outcome:?}"
+    );
+    proxy.set_down(false);
+    let direct = contender(&settings, &loc);
+    assert_eq!(lease_record(&direct, &key).0, "released");
+    let took = take_at_once(&settings, &loc, &key);
+    assert!(took < TTL, "the next writer waited {took:?}");
+}
+
+/// A take the store applied whose answers were all lost (the store down
+/// past the read-back): the take fails, and the lease object names a
+/// holder that never knew it held it. The same process's next take
+/// recognises its own former holder and takes the lease at once; a
+/// process without that memory would wait out the TTL.
+#[test]
+fn a_take_whose_answers_were_lost_is_taken_back_at_once() {
+    let Some((settings, loc, key, proxy, a)) = behind_proxy("lease-take-lost") else {
+        return;
+    };
+    let former = FormerHolders::new();
+    let direct = contender(&settings, &loc);
+    // First a lease to take over (its holder releases it), so the lost take
+    // is an If-Match; then one on a fresh key, an If-None-Match.
+    let fresh = s3_support::fresh_location(&loc.bucket, "lease-take-lost").key(".rcpt/lease");
+    for (n, key) in [key.clone(), fresh].iter().enumerate() {
+        if n == 0 {
+            let first = acquire(&direct, key, false).unwrap();
+            direct.block_on(first.release()).unwrap();
+        }
+        proxy.script(Script {
+            kind: Kind::LeaseTake,
+            faults: vec![Fault::DropAnswer],
+            then_down: Duration::from_secs(6),
+        });
+        let lost = taken_back(&a, key, &former);
+        assert!(matches!(lost, Err(LeaseError::Store { .. })), "{lost:?}");
+        proxy.set_down(false);
+        let (state, ghost) = lease_record(&direct, key);
+        assert_eq!(state, "held", "the lost take was applied");
+        let started = Instant::now();
+        let lease = taken_back(&a, key, &former).unwrap();
+        let took = started.elapsed();
+        assert!(took < TTL, "took {took:?}: waited out its own lost take");
+        assert_ne!(lease.holder(), ghost);
+        assert_eq!(
+            lease_record(&direct, key),
+            ("held".into(), lease.holder().into())
+        );
+        a.block_on(lease.release()).unwrap();
+    }
+}
+
+/// The store goes down for longer than the TTL: the holder's renewals
+/// fail and its lease expires (lost for good). Once the store is back, the
+/// same process takes the lease back as soon as its old holder's writes
+/// are clear (its expiry plus two margins), not after watching it for a
+/// TTL; a stranger still waits the TTL out.
+#[test]
+fn a_lease_lost_in_an_outage_is_taken_back_once_its_writes_are_clear() {
+    let Some((settings, loc, key, proxy, a)) = behind_proxy("lease-outage") else {
+        return;
+    };
+    let former = FormerHolders::new();
+    let lease = taken_back(&a, &key, &former).unwrap();
+    let old = lease.holder().to_string();
+    proxy.set_down(true);
+    assert!(eventually(TTL * 2, || lease.check().is_err()));
+    assert!(matches!(
+        lease.check(),
+        Err(LeaseError::Lost {
+            reason: LostReason::Expired,
+            ..
+        })
+    ));
+    drop(lease);
+    assert_eq!(former.len(), 1);
+    thread::sleep(TTL / 2);
+    proxy.set_down(false);
+    let direct = contender(&settings, &loc);
+    assert_eq!(lease_record(&direct, &key), ("held".into(), old.clone()));
+    let started = Instant::now();
+    let lease = taken_back(&a, &key, &former).unwrap();
+    let took = started.elapsed();
+    assert!(took < TTL, "took {took:?}");
+    assert_ne!(lease.holder(), old);
+    eprintln!(
+        "measured: lease lost in an outage, taken back {took:?} after the store was back (TTL {TTL:?})"
+    );
 }
 
 /// A TCP proxy on loopback that can cut every connection and refuse new ones.

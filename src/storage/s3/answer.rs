@@ -62,7 +62,7 @@ pub struct Meta {
     pub len: u64,
 }
 
-/// The result of [`Client::create`].
+/// The result of [`Client::create`](super::client::Client::create).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Created {
     /// The object did not exist and now holds the bytes.

@@ -6,8 +6,8 @@
 //! |-------------|---------------------------------|-----------------------------------------|
 //! | [`get`]     | `GET /bucket/key`               | 200 body + ETag, 404 absent             |
 //! | [`head`]    | `HEAD /bucket/key`              | 200 ETag + length, 404 absent           |
-//! | [`create`]  | `PUT` + `If-None-Match: *`      | 200 new; 412 then compare bytes         |
-//! | [`replace`] | `PUT` + `If-Match: ETAG`        | 200 new ETag; 412/404 then compare      |
+//! | [`create`]  | `PUT` + `If-None-Match: *`      | 200 new; 412, or no answer, then compare bytes |
+//! | [`replace`] | `PUT` + `If-Match: ETAG`        | 200 new ETag; 412/404, or no answer, then compare |
 //! | [`delete`]  | `DELETE /bucket/key`            | 204/200, 404 (already gone)             |
 //! | [`list`]    | `GET /bucket?list-type=2&prefix`| keys, page by page, capped in count     |
 //!
@@ -16,7 +16,10 @@
 //! retried conditional write may meet its own first attempt: its 412 then
 //! finds its own bytes, which [`create`] and [`replace`] report as success.
 //! That is also why a 412 is always resolved by reading the object: the
-//! object's bytes, not the status, say what happened.
+//! object's bytes, not the status, say what happened. The same read
+//! settles a conditional write whose every attempt went unanswered (a
+//! broken connection, a timeout, a 5xx): the store may have applied one
+//! and the answer been lost ([`answer_lost`](super::answer_lost)); our bytes there mean it did.
 //!
 //! [`get`]: Client::get
 //! [`head`]: Client::head
@@ -67,20 +70,11 @@ pub const MAX_ETAG_BYTES: usize = 256;
 /// Idle keep-alive connections are closed after this long.
 pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A precondition on a PUT.
-#[derive(Debug, Clone, Copy)]
-enum Condition<'a> {
-    /// `If-None-Match: *`: only if no object has the key.
-    Absent,
-    /// `If-Match: TAG`: only if the object's tag is this one.
-    Matches(&'a Etag),
-}
-
 /// One answer with its body read (capped).
-struct Answer {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Bytes,
+pub(super) struct Answer {
+    pub(super) status: StatusCode,
+    pub(super) headers: HeaderMap,
+    pub(super) body: Bytes,
 }
 
 /// A client for one bucket at one endpoint. Cheap to clone (shared pool).
@@ -97,7 +91,7 @@ pub struct Client {
     /// Whether `If-Match` must carry the ETag in quotes. Unquoted first:
     /// radosgw 16 matches only the bare tag; a server that wants RFC 9110's
     /// quoted form is detected on the first refusal (spec/storage.md).
-    quote_if_match: Arc<AtomicBool>,
+    pub(super) quote_if_match: Arc<AtomicBool>,
     /// Requests sent (every attempt), for measurements.
     sent: Arc<AtomicU64>,
 }
@@ -254,88 +248,6 @@ impl Client {
         }
     }
 
-    /// PUT `body` at `key` only if no object has that key (`If-None-Match: *`).
-    ///
-    /// On a refusal the object is read: the same bytes are [`Created::Identical`]
-    /// (our own retried write, or the same write repeated), other bytes are
-    /// [`S3Error::ExistsDifferent`], and the caller decides.
-    pub async fn create(&self, key: &str, body: Bytes) -> Result<Created, S3Error> {
-        match self.put(key, body.clone(), Some(Condition::Absent)).await? {
-            Some(etag) => Ok(Created::New(etag)),
-            None => match self.get(key, body.len()).await {
-                Ok(Some(current)) if current.body == body => Ok(Created::Identical(current.etag)),
-                Ok(Some(current)) => Err(S3Error::ExistsDifferent {
-                    key: key.to_string(),
-                    current: current.etag,
-                }),
-                // A larger object than ours is different bytes; read its tag.
-                Err(S3Error::TooLarge { .. }) => match self.head(key).await? {
-                    Some(meta) => Err(S3Error::ExistsDifferent {
-                        key: key.to_string(),
-                        current: meta.etag,
-                    }),
-                    None => Err(self.vanished(key)),
-                },
-                Ok(None) => Err(self.vanished(key)),
-                Err(e) => Err(e),
-            },
-        }
-    }
-
-    /// PUT `body` at `key` only if the object's ETag is `expected` (`If-Match`).
-    ///
-    /// On a refusal (412, or 404 where the key is gone) the object is read:
-    /// if it holds exactly `body` the write is done (our retried write);
-    /// if its ETag is still `expected`, the server wanted the other quoting
-    /// of the tag, so the write is tried once more with it (and the client
-    /// keeps that quoting); otherwise it is [`S3Error::Conflict`].
-    pub async fn replace(&self, key: &str, body: Bytes, expected: &Etag) -> Result<Etag, S3Error> {
-        let mut switched_quoting = false;
-        loop {
-            if let Some(etag) = self
-                .put(key, body.clone(), Some(Condition::Matches(expected)))
-                .await?
-            {
-                return Ok(etag);
-            }
-            let current = match self.get(key, body.len()).await {
-                Ok(Some(current)) if current.body == body => return Ok(current.etag),
-                Ok(Some(current)) => Some(current.etag),
-                Ok(None) => None,
-                Err(S3Error::TooLarge { .. }) => self.head(key).await?.map(|m| m.etag),
-                Err(e) => return Err(e),
-            };
-            if current.as_ref() == Some(expected) && !switched_quoting {
-                // The tag matched and the server still refused: it reads the
-                // other form (quoted or not). Flip once, for good.
-                let quoted = self.quote_if_match.load(Ordering::Relaxed);
-                self.quote_if_match.store(!quoted, Ordering::Relaxed);
-                switched_quoting = true;
-                continue;
-            }
-            return Err(S3Error::Conflict {
-                key: key.to_string(),
-                expected: expected.clone(),
-                current,
-            });
-        }
-    }
-
-    /// PUT `body` at `key` whatever is there.
-    pub async fn put_overwrite(&self, key: &str, body: Bytes) -> Result<Etag, S3Error> {
-        match self.put(key, body, None).await? {
-            Some(etag) => Ok(etag),
-            // No precondition was sent, so a 412 cannot be ours to explain.
-            None => Err(S3Error::Status {
-                method: "PUT",
-                key: key.to_string(),
-                status: StatusCode::PRECONDITION_FAILED.as_u16(),
-                code: String::new(),
-                message: "precondition failed on an unconditional PUT".to_string(),
-            }),
-        }
-    }
-
     /// DELETE `key`; an absent key is not an error.
     pub async fn delete(&self, key: &str) -> Result<(), S3Error> {
         let a = self
@@ -418,40 +330,8 @@ impl Client {
         }
     }
 
-    /// One PUT: `Some(etag)` on 200, `None` when the precondition failed.
-    async fn put(
-        &self,
-        key: &str,
-        body: Bytes,
-        condition: Option<Condition<'_>>,
-    ) -> Result<Option<Etag>, S3Error> {
-        let mut headers: Vec<(String, String)> = Vec::new();
-        match condition {
-            Some(Condition::Absent) => headers.push(("if-none-match".into(), "*".into())),
-            Some(Condition::Matches(etag)) => {
-                let value = if self.quote_if_match.load(Ordering::Relaxed) {
-                    etag.to_string()
-                } else {
-                    etag.as_str().to_string()
-                };
-                headers.push(("if-match".into(), value));
-            }
-            None => {}
-        }
-        let a = self
-            .send(Method::PUT, key, &[], body, &headers, MAX_ERROR_BODY_BYTES)
-            .await?;
-        match (a.status, condition) {
-            (StatusCode::OK, _) => Ok(Some(etag_of(&a.headers, "PUT", key)?)),
-            (StatusCode::PRECONDITION_FAILED, Some(_)) => Ok(None),
-            // AWS answers 404 to If-Match on a missing key; radosgw 412.
-            (StatusCode::NOT_FOUND, Some(Condition::Matches(_))) => Ok(None),
-            _ => Err(status_error("PUT", key, &a)),
-        }
-    }
-
     /// Sends one request with retries; the answer of the last attempt.
-    async fn send(
+    pub(super) async fn send(
         &self,
         method: Method,
         key: &str,
@@ -609,15 +489,6 @@ impl Client {
         }
         uri
     }
-
-    fn vanished(&self, key: &str) -> S3Error {
-        S3Error::Transport {
-            method: "GET",
-            key: key.to_string(),
-            detail: "the object refused our conditional write and then was gone".into(),
-            attempts: 1,
-        }
-    }
 }
 
 /// How one attempt failed, before it is known whether it will be retried.
@@ -637,7 +508,7 @@ fn method_name(m: &Method) -> &'static str {
     }
 }
 
-fn status_error(method: &'static str, key: &str, a: &Answer) -> S3Error {
+pub(super) fn status_error(method: &'static str, key: &str, a: &Answer) -> S3Error {
     let text = String::from_utf8_lossy(&a.body);
     S3Error::Status {
         method,

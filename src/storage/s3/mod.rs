@@ -11,14 +11,17 @@
 mod answer;
 pub mod blocking;
 pub mod client;
+mod conditional;
 pub mod config;
 pub mod lease;
 mod list;
+mod objects;
 pub mod sigv4;
 pub mod store;
 
 pub use blocking::BlockingClient;
 pub use client::{Client, Created, Etag, Meta, Object, S3Error};
+pub use conditional::{Current, answer_lost};
 pub use config::{ConfigError, Endpoint, Location, Settings};
-pub use lease::{Lease, LeaseConfig, LeaseError, LeaseWatch, LostReason};
+pub use lease::{FormerHolders, Lease, LeaseConfig, LeaseError, LeaseWatch, LostReason};
 pub use store::S3Store;

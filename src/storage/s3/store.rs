@@ -1,4 +1,4 @@
-//! store: the log's [`Store`] on an S3 bucket (spec/storage.md "An object
+//! store: the log's [`Store`](crate::storage::Store) on an S3 bucket (spec/storage.md "An object
 //! store"). Public objects under `PREFIX/` are exactly the tlog-tiles
 //! layout; private state lives under `PREFIX/.rcpt/`, the lease at
 //! `PREFIX/.rcpt/lease`.
@@ -30,7 +30,9 @@ use bytes::Bytes;
 use super::blocking::BlockingClient;
 use super::client::{Created, Etag, S3Error};
 use super::config::Location;
-use super::lease::{Lease, LeaseConfig, LeaseError, LeaseWatch};
+use super::lease::{FormerHolders, Lease, LeaseConfig, LeaseError, LeaseWatch};
+pub use super::objects::MAX_STAGED_BYTES;
+use super::objects::{RangedObject, StagedObject, WholeObject};
 use crate::storage::{
     Family, PrivateDir, PrivateKey, PublicKey, PublicRead, RandomRead, Staged, StagedWrite,
     StoreError, TileKey, Version, Versioned, WriterLock,
@@ -39,8 +41,6 @@ use crate::tlog::tiles::path::encode_index;
 
 /// Tiles uploaded at once by `create_tiles`.
 pub const CONCURRENT_PUTS: usize = 16;
-/// Largest staged private object (a dedup run), held in memory until installed.
-pub const MAX_STAGED_BYTES: usize = 1 << 30;
 /// Private objects up to this size are read whole when opened for random access.
 pub const READ_WHOLE_BYTES: u64 = 4 * 1024 * 1024;
 /// Most keys one `list_tiles` or `list_private` call accepts.
@@ -56,6 +56,12 @@ pub struct S3Store {
     lease_config: LeaseConfig,
     /// The lease taken through this store, if any: every write checks it.
     fence: Arc<Mutex<Option<LeaseWatch>>>,
+    /// Holders of the lease this store had that no longer run: a lease
+    /// object naming one is taken back without waiting out a TTL.
+    former: FormerHolders,
+    /// The leases this store held before the current one, for
+    /// [`CheckpointStore::hold_status`] between and across leases.
+    past: Arc<Mutex<PastHolds>>,
     /// Staged private objects, by temporary name.
     staging: Arc<Mutex<HashMap<String, Vec<u8>>>>,
     next_stage: AtomicU64,
@@ -74,6 +80,8 @@ impl S3Store {
             location,
             lease_config,
             fence: Arc::new(Mutex::new(None)),
+            former: FormerHolders::new(),
+            past: Arc::new(Mutex::new(PastHolds::default())),
             staging: Arc::new(Mutex::new(HashMap::new())),
             next_stage: AtomicU64::new(0),
         }
@@ -332,11 +340,12 @@ impl CheckpointStore for S3Store {
         let key = self.lease_key();
         let lease = self
             .s3
-            .block_on(Lease::acquire(
+            .block_on(Lease::acquire_after(
                 self.s3.client(),
                 &key,
                 self.lease_config,
                 wait,
+                &self.former,
             ))
             .map_err(|e| match e {
                 LeaseError::Held { .. } => StoreError::Locked {
@@ -348,17 +357,29 @@ impl CheckpointStore for S3Store {
                     source: std::io::Error::other(other),
                 },
             })?;
+        locked(&self.past).close();
         *locked(&self.fence) = Some(lease.watch());
         Ok(Box::new(S3Lock {
             lease: Some(lease),
             s3: self.s3.clone(),
             fence: self.fence.clone(),
+            past: self.past.clone(),
             store: self.describe(),
         }))
     }
 
     fn hold_status(&self) -> Option<crate::storage::HoldStatus> {
-        locked(&self.fence).as_ref().map(LeaseWatch::status)
+        let past = locked(&self.past);
+        let status = match &*locked(&self.fence) {
+            Some(watch) => watch.status(),
+            // Between leases: the last one's, no longer held.
+            None => past.last.as_ref()?.status(),
+        };
+        Some(crate::storage::HoldStatus {
+            renewals: status.renewals.saturating_add(past.renewals),
+            renewal_failures: status.renewal_failures.saturating_add(past.failures),
+            ..status
+        })
     }
 }
 
@@ -453,12 +474,34 @@ impl PrivateStore for S3Store {
     }
 }
 
+/// The leases a store held before: renewals counted over all of them (a
+/// counter of the metrics never goes back when a new lease is taken), and
+/// the last one, reported as not held until the next is taken.
+#[derive(Debug, Default)]
+struct PastHolds {
+    renewals: u64,
+    failures: u64,
+    last: Option<LeaseWatch>,
+}
+
+impl PastHolds {
+    /// A new lease is taken: the last one's counts join the totals.
+    fn close(&mut self) {
+        if let Some(last) = self.last.take() {
+            let status = last.status();
+            self.renewals = self.renewals.saturating_add(status.renewals);
+            self.failures = self.failures.saturating_add(status.renewal_failures);
+        }
+    }
+}
+
 /// The writer's hold: a lease, released (marked `released` for a standby)
 /// when dropped.
 struct S3Lock {
     lease: Option<Lease>,
     s3: Arc<BlockingClient>,
     fence: Arc<Mutex<Option<LeaseWatch>>>,
+    past: Arc<Mutex<PastHolds>>,
     store: String,
 }
 
@@ -484,113 +527,12 @@ impl WriterLock for S3Lock {
 
 impl Drop for S3Lock {
     fn drop(&mut self) {
-        *locked(&self.fence) = None;
+        let mut past = locked(&self.past);
+        past.last = locked(&self.fence).take();
+        drop(past);
         if let Some(lease) = self.lease.take() {
             // Best effort: if the release fails, the lease expires by itself.
             let _ = self.s3.block_on(lease.release());
         }
-    }
-}
-
-/// A small private object, read whole when opened.
-struct WholeObject {
-    key: String,
-    bytes: Bytes,
-}
-
-fn short_read(key: &str, offset: u64, len: usize) -> StoreError {
-    StoreError::Io {
-        what: key.to_string(),
-        source: std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            format!("{len} bytes at {offset} are past the end"),
-        ),
-    }
-}
-
-impl RandomRead for WholeObject {
-    fn len(&self) -> u64 {
-        self.bytes.len() as u64
-    }
-
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), StoreError> {
-        let start =
-            usize::try_from(offset).map_err(|_| short_read(&self.key, offset, buf.len()))?;
-        let src = start
-            .checked_add(buf.len())
-            .and_then(|end| self.bytes.get(start..end))
-            .ok_or_else(|| short_read(&self.key, offset, buf.len()))?;
-        buf.copy_from_slice(src);
-        Ok(())
-    }
-}
-
-/// A large private object, read by ranged GETs.
-struct RangedObject {
-    s3: Arc<BlockingClient>,
-    key: String,
-    len: u64,
-}
-
-impl RandomRead for RangedObject {
-    fn len(&self) -> u64 {
-        self.len
-    }
-
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), StoreError> {
-        if offset
-            .checked_add(buf.len() as u64)
-            .is_none_or(|end| end > self.len)
-        {
-            return Err(short_read(&self.key, offset, buf.len()));
-        }
-        let got = self
-            .s3
-            .block_on(self.s3.client().get_range(&self.key, offset, buf.len()))
-            .map_err(|e| StoreError::Io {
-                what: self.key.clone(),
-                source: std::io::Error::other(e),
-            })?
-            .ok_or_else(|| short_read(&self.key, offset, buf.len()))?;
-        buf.copy_from_slice(&got);
-        Ok(())
-    }
-}
-
-/// A private object being written, in memory.
-struct StagedObject {
-    name: String,
-    bytes: Vec<u8>,
-    staging: Arc<Mutex<HashMap<String, Vec<u8>>>>,
-}
-
-impl StagedWrite for StagedObject {
-    fn write_at(&mut self, bytes: &[u8], offset: u64) -> Result<(), StoreError> {
-        let too_large = || StoreError::TooLarge {
-            what: format!("staged object {}", self.name),
-            max: MAX_STAGED_BYTES,
-        };
-        let start = usize::try_from(offset).map_err(|_| too_large())?;
-        let end = start.checked_add(bytes.len()).ok_or_else(too_large)?;
-        if end > MAX_STAGED_BYTES {
-            return Err(too_large());
-        }
-        if self.bytes.len() < end {
-            self.bytes.resize(end, 0);
-        }
-        if let Some(dst) = self.bytes.get_mut(start..end) {
-            dst.copy_from_slice(bytes);
-        }
-        Ok(())
-    }
-
-    fn finish(self: Box<Self>) -> Result<Staged, StoreError> {
-        let StagedObject {
-            name,
-            bytes,
-            staging,
-        } = *self;
-        locked(&staging).insert(name.clone(), bytes);
-        Ok(Staged { temp: name })
     }
 }

@@ -271,6 +271,7 @@ impl Server {
     }
 }
 
+pub mod keeper;
 mod observe;
 mod reply;
 mod routes;

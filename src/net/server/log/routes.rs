@@ -97,7 +97,7 @@ pub(super) async fn route(req: Request<Incoming>, ctx: &Ctx) -> Reply {
             Reply::error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "log_unavailable",
-                "the log writer stopped after an error; see the service log",
+                "the log writer stopped after an error and is being opened again; see the service log",
             )
         };
     }
@@ -219,7 +219,7 @@ pub(super) fn wants_bundle(req: &Request<Incoming>) -> bool {
 /// `POST /add`: permit, body, admission, queue, answer.
 pub(super) async fn add(req: Request<Incoming>, ctx: &Ctx) -> Reply {
     if !ctx.shared.writer_alive.load(Ordering::Relaxed) {
-        return Reply::busy("log_unavailable", "the log writer stopped after an error");
+        return Reply::busy("log_unavailable", WRITER_AWAY);
     }
     let Ok(_permit) = Arc::clone(&ctx.permits).try_acquire_owned() else {
         return Reply::busy("queue_full", "the submission queue is full; retry later");
@@ -281,6 +281,7 @@ pub(super) async fn add(req: Request<Incoming>, ctx: &Ctx) -> Reply {
             &detail,
         ),
         Ok(Err(NotLogged::NotWitnessed(detail))) => Reply::busy("not_witnessed", &detail),
+        Ok(Err(NotLogged::Unavailable(detail))) => Reply::busy("log_unavailable", &detail),
         Err(_) => Reply::busy("log_unavailable", "the log writer stopped"),
     }
 }

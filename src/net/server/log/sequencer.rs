@@ -4,6 +4,7 @@
 //! then answers the batch. No HTTP types: a submission is a [`Job`] with an
 //! answer channel (Tessera's queue and Sunlight's sequencer split).
 
+use super::keeper::{Tended, WriterKeeper};
 use super::*;
 use crate::net::client::witnessing::{Prover, Stopped, Witnessing};
 use std::sync::mpsc;
@@ -74,14 +75,11 @@ impl Batcher {
         if self.config.witnessing.is_some() {
             let _ = self.publish(&mut writer);
         }
-        let mut writer = Some(writer);
+        let mut keeper = WriterKeeper::new(writer, self.config.key.clone());
         let (mut batches, mut integrated) = (0u64, 0u64);
-        while let Some(mut jobs) = self.next_batch(&rx) {
-            let Some(w) = writer.as_mut() else {
-                reply_all(
-                    jobs,
-                    &NotLogged::Failed("the log writer has stopped after an error".into()),
-                );
+        while let Some(mut jobs) = self.next_batch(&rx, &mut keeper) {
+            let Some(w) = keeper.writer() else {
+                reply_all(jobs, &NotLogged::Unavailable(WRITER_AWAY.into()));
                 continue;
             };
             let entries: Vec<Vec<u8>> = jobs
@@ -116,13 +114,12 @@ impl Batcher {
                     reply_all(jobs, &NotLogged::Failed(detail));
                     // The writer keeps its lock and repairs what the failed
                     // append left past the checkpoint at its next append
-                    // (spec/log.md), however long the store stays down:
-                    // dropping it would release the lease and bet the
-                    // service on one reopen. Only a stopped writer (its
-                    // lease lost, another writer published) is done.
-                    if matches!(e, LogError::Stopped { .. }) || w.stopped().is_some() {
-                        writer = None;
-                        self.shared.writer_alive.store(false, Ordering::Relaxed);
+                    // (spec/log.md), however long the store stays down.
+                    // Only a stopped writer (its lease lost, another
+                    // writer's checkpoint found) is dropped, and the keeper
+                    // opens it again.
+                    if let Some(reason) = keeper.failed(&e) {
+                        self.writer_away(reason);
                     }
                 }
             }
@@ -145,8 +142,12 @@ impl Batcher {
     /// job: a thread parked on the queue is woken by every submission (two
     /// context switches each, a fifth of the server's CPU in a profile at
     /// 256 connections), a sleeping one once per slice.
-    pub(super) fn next_batch(&self, rx: &mpsc::Receiver<Job>) -> Option<Vec<Job>> {
-        let first = rx.recv().ok()?;
+    pub(super) fn next_batch(
+        &self,
+        rx: &mpsc::Receiver<Job>,
+        keeper: &mut WriterKeeper,
+    ) -> Option<Vec<Job>> {
+        let first = self.first_job(rx, keeper)?;
         let deadline = first.arrived + self.config.batch_wait;
         let mut jobs = vec![first];
         while jobs.len() < self.config.batch_max {
@@ -163,6 +164,47 @@ impl Batcher {
             }
         }
         Some(jobs)
+    }
+
+    /// Wait for a job, tending the writer meanwhile ([`WriterKeeper::tend`]:
+    /// a stopped one is opened again when due, an idle one whose hold was
+    /// lost is dropped); `None` once the queue is closed and empty.
+    fn first_job(&self, rx: &mpsc::Receiver<Job>, keeper: &mut WriterKeeper) -> Option<Job> {
+        loop {
+            match keeper.tend(*self.stop.borrow()) {
+                Tended::Nothing => {}
+                Tended::Lost => self.writer_away("the lock was lost"),
+                Tended::Reopened { attempts, after } => {
+                    if let Some(w) = keeper.writer() {
+                        let line = serde_json::json!({"event": "writer", "state": "reopened",
+                            "tree_size": w.log().size(), "attempts": attempts,
+                            "ms": millis(after)});
+                        (self.sink)(&line.to_string());
+                        // Its truth may be past what was served (a
+                        // checkpoint whose answer was lost did land).
+                        let _ = self.publish(w);
+                    }
+                    self.shared.writer_alive.store(true, Ordering::Relaxed);
+                }
+                Tended::NotYet { error, retry_in } => {
+                    let line = serde_json::json!({"event": "writer", "state": "reopen_failed",
+                        "error": error, "retry_in_ms": millis(retry_in)});
+                    (self.sink)(&line.to_string());
+                }
+            }
+            match rx.recv_timeout(keeper.next_tick()) {
+                Ok(job) => return Some(job),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+
+    /// The writer was dropped: `/add` answers 503 until it is back.
+    fn writer_away(&self, reason: &str) {
+        self.shared.writer_alive.store(false, Ordering::Relaxed);
+        let line = serde_json::json!({"event": "writer", "state": "stopped", "reason": reason});
+        (self.sink)(&line.to_string());
     }
 
     /// Publish the log's checkpoint: at once, or, for a witnessed log,
@@ -305,11 +347,17 @@ pub(super) fn log_signed_only(note: &str, verifier: &crate::keys::NoteVerifier) 
     out
 }
 
+/// The answer to a submission queued while the writer is away.
+pub(super) const WRITER_AWAY: &str =
+    "the log writer stopped after an error and is being opened again; retry";
+
 /// Why a queued submission gets no index.
 #[derive(Clone, Debug)]
 pub(super) enum NotLogged {
     /// The append failed (500).
     Failed(String),
+    /// The writer is away, being opened again (503 `log_unavailable`).
+    Unavailable(String),
     /// Appended durably, but the service stopped before a quorum of
     /// witnesses cosigned its checkpoint (503: published after a restart).
     NotWitnessed(String),
