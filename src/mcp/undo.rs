@@ -80,7 +80,7 @@ fn restorable(record: &Record, roots: &[super::files::Root]) -> Result<(), GateE
         if now != t.post {
             return Err(JournalError::Mismatch {
                 path: abs,
-                why: "it is no longer what the receipt's step left; nothing was written".into(),
+                why: "it is no longer what the receipt's step left".into(),
             }
             .into());
         }

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 mod apply;
+mod mcp;
 
 #[derive(Subcommand)]
 pub enum GateCommand {
@@ -55,6 +56,9 @@ pub enum GateCommand {
         3 not evaluated (the store lacks an object), 2 bad invocation."
     )]
     Undo(Box<UndoArgs>),
+    /// Gate an agent's tool calls: an MCP proxy that issues a receipt for every step (spec/gate-mcp.md).
+    #[command(after_help = "Example:\n  rcpt gate mcp --policy agent.json --key gate.key --store .rcpt-store --root /work --log log/ \\\n      -- npx @modelcontextprotocol/server-filesystem /work")]
+    Mcp(Box<mcp::McpArgs>),
     /// Print the evidence of a receipt (commands, exits, outputs) from the store, re-hashing every object.
     #[command(after_help = "Example:\n  rcpt gate show bundle.json")]
     Show {
@@ -120,6 +124,9 @@ pub struct UndoArgs {
     receipt: Source,
     #[command(flatten)]
     issue: IssueArgs,
+    /// A tool-proxy receipt (`rcpt gate mcp`): the roots its files lie under (repeatable).
+    #[arg(long, value_name = "DIR")]
+    root: Vec<PathBuf>,
 }
 
 /// What issuing a receipt takes (apply, undo).
@@ -155,12 +162,15 @@ pub fn run(cmd: GateCommand) -> anyhow::Result<u8> {
         GateCommand::Undo(a) => a.issue.store.clone(),
         GateCommand::Show { store, .. } => store.clone(),
         GateCommand::Id { .. } => None,
+        GateCommand::Mcp(a) => mcp::store_of(a),
     };
     let result = recover(store.as_deref()).and_then(|()| match cmd {
         GateCommand::Id { base, json } => id(&base, json),
         GateCommand::Check(args) => check(&args),
         GateCommand::Apply(args) => apply::apply(&args),
+        GateCommand::Undo(args) if mcp::is_tool_proxy_undo(&args) => mcp::undo(&args),
         GateCommand::Undo(args) => apply::undo(&args),
+        GateCommand::Mcp(args) => mcp::run(*args),
         GateCommand::Show { receipt, store } => show(&receipt, store.as_deref()),
     });
     // No verdict is exit 3, a bad invocation exit 2, a refusal to write
