@@ -262,6 +262,11 @@ impl Proxy {
         Proxy { stdin: child.stdin.take(), child, lines, stderr }
     }
 
+    /// The pipe to the proxy's stdin, for a writer of its own.
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.stdin.take()
+    }
+
     /// Send one line as it is.
     pub fn send(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().unwrap();
