@@ -279,3 +279,37 @@ fn a_step_is_undone_with_its_own_receipt_and_an_undo_is_undone() {
     assert!(redo.status.success(), "{}", String::from_utf8_lossy(&redo.stderr));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "two\n");
 }
+
+#[test]
+fn steps_without_files_are_irreversible_and_failed_ones_not_applied() {
+    let w = World::new();
+    let table = w.pin(&w.fake());
+    // No pointers at all: `write` writes, but no file is named.
+    let policy = w.policy(&table, &[]);
+    let mut p = w.proxy(&policy, &w.fake());
+    p.initialize();
+    let file = w.work.join("n.txt");
+    let ok = p.call(1, "write", json!({"path": file, "content": "x"}));
+    let failed = p.call(2, "fail", json!({}));
+    assert_eq!(failed["result"]["isError"], true);
+    assert!(receipt_of(&failed).is_some(), "a failed step still has its receipt");
+    let errored = p.call(3, "boom", json!({}));
+    assert_eq!(errored["error"]["message"], "boom", "a JSON-RPC error passes as it came");
+    p.close();
+    assert!(receipt_of(&ok).is_some());
+    let r = w.receipts();
+    assert_eq!(r.len(), 3);
+    let facts: Vec<(Value, Value, Value)> = r
+        .iter()
+        .map(|r| (r["applied"].clone(), r["reversibility"].clone(), r["inverse_delta_id"].clone()))
+        .collect();
+    assert_eq!(
+        facts,
+        vec![
+            (json!(true), json!(false), Value::Null),
+            (json!(false), json!(false), Value::Null),
+            (json!(false), json!(false), Value::Null),
+        ]
+    );
+    w.verify_all();
+}

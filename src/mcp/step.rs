@@ -279,8 +279,9 @@ impl Gate {
             Ruling::Admit { evidence } => evidence,
             other => return self.refuse(record, other, path, &refusals),
         };
+        // A step without files has no inverse: irreversible, and says so.
         match self.keep_preimages(&files, &pre)? {
-            Ok(()) => record.reversible = true,
+            Ok(()) => record.reversible = !files.is_empty(),
             Err(_) if self.policy.allow_irreversible => {}
             Err(why) => {
                 refusals.push((files::FILES_PREIMAGE.into(), why));
