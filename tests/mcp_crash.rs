@@ -6,7 +6,12 @@
 //! receipt in the log, whose `applied` is what the disk says; no receipt is
 //! issued twice; no pending step is left; the log checks and every object
 //! of the store re-hashes to its name.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod support;
 use serde_json::{Value, json};
@@ -81,14 +86,19 @@ fn sigkill_at_any_moment_leaves_every_forwarded_step_with_exactly_one_receipt() 
         p.recv();
         let wait = Duration::from_secs_f64(per_call * (rng.next() % 8_000) as f64 / 1_000.0);
         let writer = {
-            let lines: Vec<String> = (1..STREAM).map(|n| call(n, trial, &w).to_string()).collect();
+            let lines: Vec<String> = (1..STREAM)
+                .map(|n| call(n, trial, &w).to_string())
+                .collect();
             let mut stdin = p.take_stdin();
             std::thread::spawn(move || {
                 // Pipelined: the stream is written at once, as a busy agent would.
                 if let Some(s) = stdin.as_mut() {
                     use std::io::Write as _;
                     for l in lines {
-                        if s.write_all(l.as_bytes()).and_then(|()| s.write_all(b"\n")).is_err() {
+                        if s.write_all(l.as_bytes())
+                            .and_then(|()| s.write_all(b"\n"))
+                            .is_err()
+                        {
                             return;
                         }
                     }
@@ -120,10 +130,18 @@ fn sigkill_at_any_moment_leaves_every_forwarded_step_with_exactly_one_receipt() 
 fn check_trial(w: &World, trial: u64, def: &str) -> usize {
     let mut by_change: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for r in w.receipts() {
-        by_change.entry(r["change_id"].as_str().unwrap().to_string()).or_default().push(r);
+        by_change
+            .entry(r["change_id"].as_str().unwrap().to_string())
+            .or_default()
+            .push(r);
     }
     for (c, rs) in &by_change {
-        assert_eq!(rs.len(), 1, "trial {trial}: change {c} has {} receipts", rs.len());
+        assert_eq!(
+            rs.len(),
+            1,
+            "trial {trial}: change {c} has {} receipts",
+            rs.len()
+        );
     }
     let mut reached = 0;
     for line in w.received() {
@@ -138,23 +156,50 @@ fn check_trial(w: &World, trial: u64, def: &str) -> usize {
             panic!("trial {trial}: the step {args} reached the server but has no receipt")
         });
         let written = std::path::Path::new(args["path"].as_str().unwrap()).exists();
-        assert_eq!(rs[0]["applied"], written, "trial {trial}: {args}: applied vs the disk");
+        assert_eq!(
+            rs[0]["applied"], written,
+            "trial {trial}: {args}: applied vs the disk"
+        );
     }
     let pending = w.store.join("mcp/pending");
-    let left: Vec<_> = std::fs::read_dir(&pending).map(|d| d.flatten().collect()).unwrap_or_default();
-    assert!(left.is_empty(), "trial {trial}: pending steps left: {left:?}");
+    let left: Vec<_> = std::fs::read_dir(&pending)
+        .map(|d| d.flatten().collect())
+        .unwrap_or_default();
+    assert!(
+        left.is_empty(),
+        "trial {trial}: pending steps left: {left:?}"
+    );
     reached
 }
 
 fn check_store_and_log(w: &World) {
-    let out = Command::new(support::bin()).args(["log", "check"]).arg(&w.log).output().unwrap();
-    assert!(out.status.success(), "log check: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(support::bin())
+        .args(["log", "check"])
+        .arg(&w.log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "log check: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut objects = 0;
-    for fan in std::fs::read_dir(w.store.join("objects")).unwrap().flatten() {
+    for fan in std::fs::read_dir(w.store.join("objects"))
+        .unwrap()
+        .flatten()
+    {
         for o in std::fs::read_dir(fan.path()).unwrap().flatten() {
-            let name = format!("{}{}", fan.file_name().to_string_lossy(), o.file_name().to_string_lossy());
+            let name = format!(
+                "{}{}",
+                fan.file_name().to_string_lossy(),
+                o.file_name().to_string_lossy()
+            );
             let bytes = std::fs::read(o.path()).unwrap();
-            assert_eq!(blake3::hash(&bytes).to_hex().as_str(), name, "store object {name}");
+            assert_eq!(
+                blake3::hash(&bytes).to_hex().as_str(),
+                name,
+                "store object {name}"
+            );
             objects += 1;
         }
     }

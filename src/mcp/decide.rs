@@ -126,13 +126,25 @@ mod tests {
     fn the_table_decides_until_rules_are_wired() {
         let input = json!({});
         let none: Vec<String> = Vec::new();
-        let facts = Facts { input: &input, refusals: &none };
+        let facts = Facts {
+            input: &input,
+            refusals: &none,
+        };
         assert_eq!(
             TableDecider.decide(&facts).unwrap(),
-            Ruling::Admit { evidence: Value::Null }
+            Ruling::Admit {
+                evidence: Value::Null
+            }
         );
-        let r = vec!["tool.changed".to_string(), "files.link".into(), "tool.changed".into()];
-        let facts = Facts { input: &input, refusals: &r };
+        let r = vec![
+            "tool.changed".to_string(),
+            "files.link".into(),
+            "tool.changed".into(),
+        ];
+        let facts = Facts {
+            input: &input,
+            refusals: &r,
+        };
         assert_eq!(
             TableDecider.decide(&facts).unwrap(),
             Ruling::Deny(vec!["files.link".into(), "tool.changed".into()])
@@ -158,7 +170,16 @@ mod tests {
         assert_eq!(v["files"][0], json!({"path": "/w/a", "digest": null}));
         assert_eq!(v["substrate"], "tool-proxy");
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        let mut want = ["substrate", "issuer", "now", "server", "tool", "arguments", "reads", "files"];
+        let mut want = [
+            "substrate",
+            "issuer",
+            "now",
+            "server",
+            "tool",
+            "arguments",
+            "reads",
+            "files",
+        ];
         want.sort_unstable();
         assert_eq!(keys, want);
     }

@@ -107,11 +107,14 @@ pub fn resolve(
     let mut out: Vec<StepFile> = Vec::with_capacity(pointers.len());
     for pointer in pointers {
         let value = arguments.pointer(pointer).ok_or_else(|| {
-            refuse(FILES_MISSING, format!("{pointer}: the arguments have no value there"))
+            refuse(
+                FILES_MISSING,
+                format!("{pointer}: the arguments have no value there"),
+            )
         })?;
-        let text = value.as_str().ok_or_else(|| {
-            refuse(FILES_NOT_A_PATH, format!("{pointer}: not a string"))
-        })?;
+        let text = value
+            .as_str()
+            .ok_or_else(|| refuse(FILES_NOT_A_PATH, format!("{pointer}: not a string")))?;
         let path = resolve_path(text, roots, cwd).map_err(|r| Refusal {
             detail: format!("{pointer}: {text:?}: {}", r.detail),
             ..r
@@ -123,13 +126,17 @@ pub fn resolve(
             });
         }
     }
-    out.sort_by(|a, b| a.rel().cmp(&b.rel()));
+    out.sort_by_key(StepFile::rel);
     Ok(out)
 }
 
 /// Resolve one path under the roots (see the module doc).
 pub fn resolve_path(text: &str, roots: &[Root], cwd: &Path) -> Result<PathBuf, Refusal> {
-    if text.is_empty() || text.len() > MAX_PATH_BYTES || text.contains('\0') || text.starts_with('~') {
+    if text.is_empty()
+        || text.len() > MAX_PATH_BYTES
+        || text.contains('\0')
+        || text.starts_with('~')
+    {
         return Err(refuse(
             FILES_NOT_A_PATH,
             "empty, too long, with a NUL, or starting with ~".into(),
@@ -168,19 +175,28 @@ pub fn resolve_path(text: &str, roots: &[Root], cwd: &Path) -> Result<PathBuf, R
             }
             Err(e) => return Err(refuse(FILES_NOT_REGULAR, format!("cannot examine it: {e}"))),
             Ok(m) if m.file_type().is_symlink() => {
-                return Err(refuse(FILES_LINK, format!("{} is a symbolic link", at.display())));
+                return Err(refuse(
+                    FILES_LINK,
+                    format!("{} is a symbolic link", at.display()),
+                ));
             }
             Ok(m) if last && !m.is_file() => {
                 return Err(refuse(FILES_NOT_REGULAR, "not a regular file".into()));
             }
             Ok(m) if !last && !m.is_dir() => {
-                return Err(refuse(FILES_NOT_REGULAR, format!("{} is not a directory", at.display())));
+                return Err(refuse(
+                    FILES_NOT_REGULAR,
+                    format!("{} is not a directory", at.display()),
+                ));
             }
             Ok(_) => {}
         }
     }
     if parts.is_empty() {
-        return Err(refuse(FILES_NOT_REGULAR, "a root itself is a directory".into()));
+        return Err(refuse(
+            FILES_NOT_REGULAR,
+            "a root itself is a directory".into(),
+        ));
     }
     Ok(at)
 }
@@ -200,7 +216,12 @@ pub fn digest_of(state: &State) -> Option<Digest> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )]
     use super::*;
     use serde_json::json;
 
@@ -221,16 +242,28 @@ mod tests {
             resolve(&["/p".into()], &json!({"p": p}), &roots, cwd).map(|f| f[0].path.clone())
         };
         let top_s = top.display().to_string();
-        assert_eq!(ok(&format!("{top_s}/a.txt"), tmp.path()).unwrap(), canon.join("a.txt"));
-        assert_eq!(ok(&format!("{top_s}/./new.txt"), tmp.path()).unwrap(), canon.join("new.txt"));
-        assert_eq!(ok(&format!("{top_s}/sub/x/y.txt"), tmp.path()).unwrap(), canon.join("sub/x/y.txt"));
+        assert_eq!(
+            ok(&format!("{top_s}/a.txt"), tmp.path()).unwrap(),
+            canon.join("a.txt")
+        );
+        assert_eq!(
+            ok(&format!("{top_s}/./new.txt"), tmp.path()).unwrap(),
+            canon.join("new.txt")
+        );
+        assert_eq!(
+            ok(&format!("{top_s}/sub/x/y.txt"), tmp.path()).unwrap(),
+            canon.join("sub/x/y.txt")
+        );
         assert_eq!(ok("a.txt", &top).unwrap(), canon.join("a.txt"));
         let reason = |p: &str| ok(p, tmp.path()).unwrap_err().reason;
         assert_eq!(reason(&format!("{top_s}/out/x")), FILES_LINK);
         assert_eq!(reason(&format!("{top_s}/in/x")), FILES_LINK);
         assert_eq!(reason(&format!("{top_s}/alink")), FILES_LINK);
         assert_eq!(reason(&format!("{top_s}/../outside/x")), FILES_NOT_A_PATH);
-        assert_eq!(reason(&outside.join("x").display().to_string()), FILES_OUTSIDE);
+        assert_eq!(
+            reason(&outside.join("x").display().to_string()),
+            FILES_OUTSIDE
+        );
         assert_eq!(reason("/etc/passwd"), FILES_OUTSIDE);
         assert_eq!(reason(&format!("{top_s}/sub")), FILES_NOT_REGULAR);
         assert_eq!(reason(&format!("{top_s}/a.txt/x")), FILES_NOT_REGULAR);

@@ -140,7 +140,9 @@ pub fn parse(text: &str) -> Result<Frame<'_>, FrameError> {
     let error = members.get("error").copied();
     let id_null = raw_id.is_some_and(|r| r.get() == "null");
     let id = match raw_id {
-        Some(r) if !id_null => Some(IdKey::of(r).ok_or_else(|| shape("\"id\" must be a string or a number"))?),
+        Some(r) if !id_null => {
+            Some(IdKey::of(r).ok_or_else(|| shape("\"id\" must be a string or a number"))?)
+        }
         _ => None,
     };
     let kind = match (&method, raw_id, result, error) {
@@ -148,7 +150,9 @@ pub fn parse(text: &str) -> Result<Frame<'_>, FrameError> {
         (Some(_), Some(_), None, None) if !id_null => Kind::Request,
         (None, Some(_), Some(_), None) if !id_null => Kind::Result,
         (None, Some(_), None, Some(e)) if e.get().starts_with('{') => Kind::Error,
-        (Some(_), Some(_), _, _) if id_null => return Err(shape("a request's \"id\" must not be null")),
+        (Some(_), Some(_), _, _) if id_null => {
+            return Err(shape("a request's \"id\" must not be null"));
+        }
         _ => {
             return Err(shape(
                 "a message is a request (method, id), a notification (method) or a response (id and result or error)",
@@ -181,7 +185,12 @@ fn shape_message(e: &serde_json::Error) -> String {
 }
 
 /// A JSON-RPC error response: `{"jsonrpc":"2.0","id":ID,"error":{"code":C,"message":M,"data":D}}`.
-pub fn error_response(id: Option<&IdKey>, code: i64, message: &str, data: Option<serde_json::Value>) -> String {
+pub fn error_response(
+    id: Option<&IdKey>,
+    code: i64,
+    message: &str,
+    data: Option<serde_json::Value>,
+) -> String {
     let mut error = serde_json::json!({"code": code, "message": message});
     if let (Some(d), Some(obj)) = (data, error.as_object_mut()) {
         obj.insert("data".to_string(), d);
@@ -192,7 +201,10 @@ pub fn error_response(id: Option<&IdKey>, code: i64, message: &str, data: Option
 
 /// A JSON-RPC result response with `result` (raw JSON).
 pub fn result_response(id: &IdKey, result: &str) -> String {
-    format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{result}}}", id.to_json())
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{result}}}",
+        id.to_json()
+    )
 }
 
 /// The byte range of `inner` inside `outer`, when `inner` is a slice of it
@@ -240,7 +252,12 @@ pub fn with_result_meta(text: &str, result: &RawValue, entries: &str) -> Option<
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )]
     use super::*;
 
     #[test]
@@ -254,8 +271,12 @@ mod tests {
         let n = parse(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
         assert_eq!(n.kind, Kind::Notification);
         let r = parse(r#"{"result":{},"jsonrpc":"2.0","id":"a"}"#).unwrap();
-        assert_eq!((r.kind, r.id), (Kind::Result, Some(IdKey::Text("a".into()))));
-        let e = parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#).unwrap();
+        assert_eq!(
+            (r.kind, r.id),
+            (Kind::Result, Some(IdKey::Text("a".into())))
+        );
+        let e =
+            parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#).unwrap();
         assert_eq!((e.kind, e.id), (Kind::Error, None));
         // 1.0 and 1 are one id.
         let a = parse(r#"{"jsonrpc":"2.0","id":1.0,"result":{}}"#).unwrap();
@@ -266,16 +287,46 @@ mod tests {
     fn malformed_frames_are_refused_with_their_kind_of_error() {
         let cases = [
             ("{", code::PARSE_ERROR),
-            (r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"m"}"#, code::PARSE_ERROR),
-            (r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,"a":2}}"#, code::PARSE_ERROR),
-            (r#"{"jsonrpc":"2.0","id":1,"method":"m"} x"#, code::PARSE_ERROR),
-            (r#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#, code::INVALID_REQUEST),
-            (r#"{"jsonrpc":"1.0","id":1,"method":"m"}"#, code::INVALID_REQUEST),
-            (r#"{"jsonrpc":"2.0","id":null,"method":"tools/call"}"#, code::INVALID_REQUEST),
-            (r#"{"jsonrpc":"2.0","id":true,"method":"m"}"#, code::INVALID_REQUEST),
-            (r#"{"jsonrpc":"2.0","id":1,"method":7}"#, code::INVALID_REQUEST),
-            (r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{}}"#, code::INVALID_REQUEST),
-            (r#"{"jsonrpc":"2.0","id":1,"method":"m","params":3}"#, code::INVALID_REQUEST),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"m"}"#,
+                code::PARSE_ERROR,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,"a":2}}"#,
+                code::PARSE_ERROR,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"m"} x"#,
+                code::PARSE_ERROR,
+            ),
+            (
+                r#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#,
+                code::INVALID_REQUEST,
+            ),
+            (
+                r#"{"jsonrpc":"1.0","id":1,"method":"m"}"#,
+                code::INVALID_REQUEST,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":null,"method":"tools/call"}"#,
+                code::INVALID_REQUEST,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":true,"method":"m"}"#,
+                code::INVALID_REQUEST,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+                code::INVALID_REQUEST,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{}}"#,
+                code::INVALID_REQUEST,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"m","params":3}"#,
+                code::INVALID_REQUEST,
+            ),
             (r#"{"jsonrpc":"2.0"}"#, code::INVALID_REQUEST),
         ];
         for (text, want) in cases {

@@ -19,8 +19,8 @@ use crate::digest::Digest;
 use crate::gate::inverse::Side;
 use crate::gate::store::GateStore;
 use crate::io::InputError;
-use crate::receipt::{Replay, Stage, combine};
 use crate::receipt::canonical::{Value, dagcbor};
+use crate::receipt::{Replay, Stage, combine};
 use std::collections::BTreeMap;
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
@@ -190,7 +190,10 @@ impl StepRecord {
             ("tool".to_string(), t(self.tool.clone())),
             ("def".to_string(), def),
             ("arguments".to_string(), t(self.arguments.clone())),
-            ("arguments_digest".to_string(), t(self.arguments_digest.to_string())),
+            (
+                "arguments_digest".to_string(),
+                t(self.arguments_digest.to_string()),
+            ),
             ("change_id".to_string(), t(self.change_id.to_string())),
             ("policy_id".to_string(), t(self.policy_id.to_string())),
             ("replay".to_string(), replay_value(self.replay)),
@@ -274,10 +277,17 @@ impl Pending {
                 ("envelope".to_string(), t(i.envelope.clone())),
                 ("receipt_id".to_string(), t(i.receipt_id.to_string())),
                 ("evidence".to_string(), i.evidence.clone()),
-                ("inverse".to_string(), i.inverse.clone().unwrap_or(Value::Null)),
+                (
+                    "inverse".to_string(),
+                    i.inverse.clone().unwrap_or(Value::Null),
+                ),
             ]))
         });
-        let state = if self.issued.is_some() { "issued" } else { "decided" };
+        let state = if self.issued.is_some() {
+            "issued"
+        } else {
+            "decided"
+        };
         Value::Map(BTreeMap::from([
             ("version".to_string(), Value::Integer(1)),
             ("state".to_string(), t(state)),
@@ -319,8 +329,8 @@ impl Pending {
         let name = path.display().to_string();
         let bytes = crate::io::read_path(path, MAX_PENDING_BYTES)
             .map_err(|e| LedgerError::Read(name.clone(), e))?;
-        let value =
-            dagcbor::decode(&bytes).map_err(|e| LedgerError::Corrupt(name.clone(), e.to_string()))?;
+        let value = dagcbor::decode(&bytes)
+            .map_err(|e| LedgerError::Corrupt(name.clone(), e.to_string()))?;
         Pending::from_value(path.to_path_buf(), &value)
             .ok_or_else(|| LedgerError::Corrupt(name, "not a pending step".into()))
     }
@@ -377,7 +387,8 @@ impl Ledger {
             source,
         };
         let lock = crate::io::open_lock(&path).map_err(io)?;
-        lock.try_lock().map_err(|e| io(std::io::Error::other(e.to_string())))?;
+        lock.try_lock()
+            .map_err(|e| io(std::io::Error::other(e.to_string())))?;
         Ok(Ledger {
             pending,
             tmp: store.dir().join("tmp"),
@@ -438,7 +449,10 @@ pub fn orphans(store: &GateStore) -> Result<(Vec<Pending>, Vec<File>), LedgerErr
                     Ok(()) => true,
                     Err(TryLockError::WouldBlock) => false,
                     Err(TryLockError::Error(source)) => {
-                        return Err(LedgerError::Io { path: lock_path, source });
+                        return Err(LedgerError::Io {
+                            path: lock_path,
+                            source,
+                        });
                     }
                 };
                 if free {
@@ -457,7 +471,12 @@ pub fn orphans(store: &GateStore) -> Result<(Vec<Pending>, Vec<File>), LedgerErr
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )]
     use super::*;
 
     pub(crate) fn record(id: &str) -> StepRecord {
@@ -475,7 +494,10 @@ mod tests {
             files: vec![FileRecord {
                 pointer: "/path".into(),
                 path: "w/a".into(),
-                pre: Some(Side { digest: Digest::blake3(b"old"), executable: true }),
+                pre: Some(Side {
+                    digest: Digest::blake3(b"old"),
+                    executable: true,
+                }),
             }],
             reversible: true,
             evidence: Value::Null,
@@ -488,7 +510,11 @@ mod tests {
         let store = GateStore::open(dir.path()).unwrap();
         let live = Ledger::open(&store).unwrap();
         let (id, path) = live.next();
-        let mut p = Pending { path, step: record(&id), issued: None };
+        let mut p = Pending {
+            path,
+            step: record(&id),
+            issued: None,
+        };
         p.write(live.tmp()).unwrap();
         let back = Pending::read(&p.path).unwrap();
         assert_eq!(back.step, p.step);

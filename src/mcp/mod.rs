@@ -18,7 +18,7 @@
 //! tool-proxy policy and its pinned table), [`table`] (definitions, their
 //! digest, filtering a list), [`files`] (pointers to paths under roots),
 //! [`decide`] (the seam where rules are wired), [`step`] (decide, keep,
-//! sign), [`ledger`] (durability and recovery), [`sink`] (store and log
+//! sign), [`issue`] (evidence and receipt), [`ledger`] (durability and recovery), [`sink`] (store and log
 //! in batches), [`session`] (the reads seen), [`relay`] (the message
 //! router both transports share), [`stdio`] (the threads of the stdio
 //! proxy), [`pin`] (the table from a server's list), [`undo`] (a step's
@@ -27,6 +27,7 @@
 pub mod decide;
 pub mod files;
 pub mod frame;
+pub mod issue;
 pub mod ledger;
 pub mod pin;
 pub mod policy;

@@ -100,21 +100,32 @@ impl Talk {
                     return Err(PinError::Server("ended before answering".into()));
                 }
             };
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
-            if v.get("id").and_then(serde_json::Value::as_u64) == Some(id) && v.get("method").is_none() {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+                continue;
+            };
+            if v.get("id").and_then(serde_json::Value::as_u64) == Some(id)
+                && v.get("method").is_none()
+            {
                 return Ok(Some(v));
             }
         }
     }
 
-    fn request(&mut self, method: &str, params: serde_json::Value) -> Result<serde_json::Value, PinError> {
+    fn request(
+        &mut self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, PinError> {
         let id = self.send(method, params, true)?;
-        let v = self
-            .answer(id, PIN_TIMEOUT)?
-            .ok_or_else(|| PinError::Server(format!("did not answer {method} in {PIN_TIMEOUT:?}")))?;
+        let v = self.answer(id, PIN_TIMEOUT)?.ok_or_else(|| {
+            PinError::Server(format!("did not answer {method} in {PIN_TIMEOUT:?}"))
+        })?;
         match v.get("result") {
             Some(r) => Ok(r.clone()),
-            None => Err(PinError::Server(format!("answered {method} with an error: {}", v.get("error").unwrap_or(&v)))),
+            None => Err(PinError::Server(format!(
+                "answered {method} with an error: {}",
+                v.get("error").unwrap_or(&v)
+            ))),
         }
     }
 }
@@ -140,8 +151,15 @@ pub fn list_tools(command: &[OsString]) -> Result<PinnedList, PinError> {
             }
         });
     }
-    let stdin = child.stdin.take().ok_or_else(|| PinError::Server("has no stdin".into()))?;
-    let mut talk = Talk { stdin, lines, next: 0 };
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| PinError::Server("has no stdin".into()))?;
+    let mut talk = Talk {
+        stdin,
+        lines,
+        next: 0,
+    };
     let listed = converse(&mut talk);
     drop(talk);
     let deadline = std::time::Instant::now() + super::stdio::SHUTDOWN_GRACE;
@@ -156,7 +174,11 @@ pub fn list_tools(command: &[OsString]) -> Result<PinnedList, PinError> {
 }
 
 fn converse(talk: &mut Talk) -> Result<PinnedList, PinError> {
-    let probe = talk.send("server/discover", serde_json::json!({"_meta": meta()}), true)?;
+    let probe = talk.send(
+        "server/discover",
+        serde_json::json!({"_meta": meta()}),
+        true,
+    )?;
     let modern = talk
         .answer(probe, PIN_PROBE_TIMEOUT)?
         .and_then(|v| v.get("result").cloned())
@@ -190,12 +212,18 @@ fn converse(talk: &mut Talk) -> Result<PinnedList, PinError> {
             .and_then(serde_json::Value::as_array)
             .ok_or_else(|| PinError::Server("answered tools/list without a tools array".into()))?;
         for t in list {
-            tools.push(table::listed(t).ok_or_else(|| PinError::Server(format!("listed a tool without a name or an RFC 8785 form: {t}")))?);
+            tools.push(table::listed(t).ok_or_else(|| {
+                PinError::Server(format!(
+                    "listed a tool without a name or an RFC 8785 form: {t}"
+                ))
+            })?);
         }
         match page.get("nextCursor").and_then(serde_json::Value::as_str) {
             Some(c) => cursor = Some(c.to_string()),
             None => return Ok(PinnedList { tools, era }),
         }
     }
-    Err(PinError::Server(format!("listed over {MAX_PIN_PAGES} pages of tools")))
+    Err(PinError::Server(format!(
+        "listed over {MAX_PIN_PAGES} pages of tools"
+    )))
 }

@@ -125,12 +125,13 @@ impl ToolPolicy {
             .keys()
             .find(|k| !REQUIRED.contains(&k.as_str()) && !OPTIONAL.contains(&k.as_str()))
         {
-            let hint = if ["rules", "approvers", "approvals_required", "checks"].contains(&k.as_str()) {
-                " (rules and checks are not evaluated for tool calls by this build: a policy \
+            let hint =
+                if ["rules", "approvers", "approvals_required", "checks"].contains(&k.as_str()) {
+                    " (rules and checks are not evaluated for tool calls by this build: a policy \
                  naming them is refused rather than half applied)"
-            } else {
-                ""
-            };
+                } else {
+                    ""
+                };
             return Err(schema(format!("unknown field {k:?}{hint}")));
         }
         if let Some(k) = REQUIRED.iter().find(|k| !map.contains_key(**k)) {
@@ -206,7 +207,9 @@ fn tools(value: Option<&Value>) -> Result<BTreeMap<String, Pinned>, ToolPolicyEr
     let mut out = BTreeMap::new();
     for (name, entry) in map {
         if name.is_empty() || name.len() > MAX_TOOL_NAME_BYTES {
-            return Err(schema(format!("tool name {name:?}: 1 to {MAX_TOOL_NAME_BYTES} bytes")));
+            return Err(schema(format!(
+                "tool name {name:?}: 1 to {MAX_TOOL_NAME_BYTES} bytes"
+            )));
         }
         out.insert(name.clone(), pinned(name, entry)?);
     }
@@ -217,13 +220,20 @@ fn pinned(name: &str, entry: &Value) -> Result<Pinned, ToolPolicyError> {
     let m = entry
         .as_map()
         .ok_or_else(|| schema(format!("tools.{name} must be an object")))?;
-    if let Some(k) = m.keys().find(|k| !["kind", "def", "files"].contains(&k.as_str())) {
+    if let Some(k) = m
+        .keys()
+        .find(|k| !["kind", "def", "files"].contains(&k.as_str()))
+    {
         return Err(schema(format!("tools.{name}: unknown field {k:?}")));
     }
     let kind = match m.get("kind").and_then(Value::as_text) {
         Some("read") => ToolKind::Read,
         Some("step") => ToolKind::Step,
-        _ => return Err(schema(format!("tools.{name}.kind must be \"read\" or \"step\""))),
+        _ => {
+            return Err(schema(format!(
+                "tools.{name}.kind must be \"read\" or \"step\""
+            )));
+        }
     };
     let def = m
         .get("def")
@@ -298,13 +308,41 @@ mod tests {
         let cases = [
             (policy("{}").replace("tool-proxy", "git"), "substrate"),
             (policy("[]"), "tools must be an object"),
-            (policy(&format!(r#"{{"t": {{"kind": "write", "def": "{DEF}"}}}}"#)), "kind"),
-            (policy(r#"{"t": {"kind": "read", "def": "blake3:00"}}"#), "def"),
-            (policy(&format!(r#"{{"t": {{"kind": "read", "def": "{DEF}", "files": []}}}}"#)), "names no files"),
-            (policy(&format!(r#"{{"t": {{"kind": "step", "def": "{DEF}", "files": ["path"]}}}}"#)), "JSON Pointer"),
-            (policy(&format!(r#"{{"t": {{"kind": "step", "def": "{DEF}", "files": ["/a~2"]}}}}"#)), "JSON Pointer"),
-            (policy(&format!(r#"{{"t": {good_def}}}"#)).replace("\"tools\"", "\"rules\": \"r.rego\", \"tools\""), "not evaluated"),
-            (policy("{}").replace("\"name\": \"fs\"", "\"name\": \"\""), "server.name"),
+            (
+                policy(&format!(r#"{{"t": {{"kind": "write", "def": "{DEF}"}}}}"#)),
+                "kind",
+            ),
+            (
+                policy(r#"{"t": {"kind": "read", "def": "blake3:00"}}"#),
+                "def",
+            ),
+            (
+                policy(&format!(
+                    r#"{{"t": {{"kind": "read", "def": "{DEF}", "files": []}}}}"#
+                )),
+                "names no files",
+            ),
+            (
+                policy(&format!(
+                    r#"{{"t": {{"kind": "step", "def": "{DEF}", "files": ["path"]}}}}"#
+                )),
+                "JSON Pointer",
+            ),
+            (
+                policy(&format!(
+                    r#"{{"t": {{"kind": "step", "def": "{DEF}", "files": ["/a~2"]}}}}"#
+                )),
+                "JSON Pointer",
+            ),
+            (
+                policy(&format!(r#"{{"t": {good_def}}}"#))
+                    .replace("\"tools\"", "\"rules\": \"r.rego\", \"tools\""),
+                "not evaluated",
+            ),
+            (
+                policy("{}").replace("\"name\": \"fs\"", "\"name\": \"\""),
+                "server.name",
+            ),
         ];
         for (text, want) in cases {
             let e = ToolPolicy::parse(text.as_bytes()).unwrap_err();

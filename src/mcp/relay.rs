@@ -117,7 +117,9 @@ impl Relay {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// A message from the client.
@@ -126,7 +128,11 @@ impl Relay {
             Ok(f) => f,
             Err(e) => {
                 (self.note)(&format!("refused a message from the client: {e}"));
-                return vec![error(None, e.code(), &format!("rcpt gate mcp refused this message: {e}"))];
+                return vec![error(
+                    None,
+                    e.code(),
+                    &format!("rcpt gate mcp refused this message: {e}"),
+                )];
             }
         };
         match (f.kind, f.id.clone()) {
@@ -140,10 +146,18 @@ impl Relay {
         let modern = f.params.and_then(modern_meta);
         let mut st = self.state();
         if st.pending.contains_key(&id) || st.own.contains_key(&id) {
-            return vec![error(Some(&id), code::INVALID_REQUEST, "this id is already in flight")];
+            return vec![error(
+                Some(&id),
+                code::INVALID_REQUEST,
+                "this id is already in flight",
+            )];
         }
         if st.pending.len() >= super::MAX_IN_FLIGHT {
-            return vec![error(Some(&id), code::INTERNAL_ERROR, "too many calls in flight")];
+            return vec![error(
+                Some(&id),
+                code::INTERNAL_ERROR,
+                "too many calls in flight",
+            )];
         }
         if let Some(m) = &modern {
             st.modern_meta = Some(m.clone());
@@ -178,12 +192,22 @@ impl Relay {
             params: Params<'a>,
         }
         let Ok(Wire { params }) = serde_json::from_str::<Wire<'_>>(text) else {
-            return vec![error(Some(&id), code::INVALID_PARAMS, "tools/call needs params {\"name\": text, \"arguments\": object}")];
+            return vec![error(
+                Some(&id),
+                code::INVALID_PARAMS,
+                "tools/call needs params {\"name\": text, \"arguments\": object}",
+            )];
         };
         let arguments_text = params.arguments.map_or("{}", RawValue::get);
         let arguments: serde_json::Value = match serde_json::from_str(arguments_text) {
             Ok(v @ serde_json::Value::Object(_)) => v,
-            _ => return vec![error(Some(&id), code::INVALID_PARAMS, "tools/call arguments must be an object")],
+            _ => {
+                return vec![error(
+                    Some(&id),
+                    code::INVALID_PARAMS,
+                    "tools/call arguments must be an object",
+                )];
+            }
         };
         let mut st = self.state();
         let Some(view) = &st.view else {
@@ -192,9 +216,19 @@ impl Relay {
         let listed = view.get(&params.name).cloned();
         if self.gate.kind_of(&params.name, listed.as_ref()) == Some(super::policy::ToolKind::Read) {
             let Ok(digest) = table::jcs_sha256(&arguments) else {
-                return vec![error(Some(&id), code::INVALID_PARAMS, "the arguments have no RFC 8785 form")];
+                return vec![error(
+                    Some(&id),
+                    code::INVALID_PARAMS,
+                    "the arguments have no RFC 8785 form",
+                )];
             };
-            st.pending.insert(id, Pending::Read { tool: params.name, arguments: digest });
+            st.pending.insert(
+                id,
+                Pending::Read {
+                    tool: params.name,
+                    arguments: digest,
+                },
+            );
             return vec![Out::Server(text.to_string())];
         }
         st.pending.insert(id.clone(), Pending::Waiting);
@@ -214,12 +248,19 @@ impl Relay {
             }
             Ok(Prepared::Refused(r)) => {
                 st.pending.remove(&id);
-                (self.note)(&format!("{} refused: {}", params.name, r.details.join("; ")));
+                (self.note)(&format!(
+                    "{} refused: {}",
+                    params.name,
+                    r.details.join("; ")
+                ));
                 vec![Out::Client(refusal(&id, &r, modern))]
             }
             Err(e) => {
                 st.pending.remove(&id);
-                let msg = format!("rcpt gate mcp could not evaluate this call (nothing was forwarded): {}", crate::io::error_chain(&e));
+                let msg = format!(
+                    "rcpt gate mcp could not evaluate this call (nothing was forwarded): {}",
+                    crate::io::error_chain(&e)
+                );
                 (self.note)(&msg);
                 vec![error(Some(&id), code::INTERNAL_ERROR, &msg)]
             }
@@ -229,7 +270,11 @@ impl Relay {
     /// Hold a call until the server's tools are listed (the proxy asks).
     fn park(&self, mut st: MutexGuard<'_, State>, text: &str, id: IdKey) -> Vec<Out> {
         if st.parked.len() >= MAX_PARKED_CALLS {
-            return vec![error(Some(&id), code::INTERNAL_ERROR, "too many calls waiting for the tool list")];
+            return vec![error(
+                Some(&id),
+                code::INTERNAL_ERROR,
+                "too many calls waiting for the tool list",
+            )];
         }
         st.pending.insert(id, Pending::Waiting);
         st.parked.push(text.to_string());
@@ -308,7 +353,10 @@ pub fn refusal(id: &IdKey, r: &Refused, modern: bool) -> String {
         "_meta": {META_RECEIPT: r.receipt_id.to_string(), META_VERDICT: word, META_REASONS: reasons},
     });
     if modern && let Some(obj) = result.as_object_mut() {
-        obj.insert("resultType".into(), serde_json::Value::String("complete".into()));
+        obj.insert(
+            "resultType".into(),
+            serde_json::Value::String("complete".into()),
+        );
     }
     frame::result_response(id, &result.to_string())
 }
@@ -321,7 +369,12 @@ impl Relay {
             Err(e) => {
                 (self.note)(&format!("refused a message from the server: {e}"));
                 let msg = format!("rcpt gate mcp refused this message: {e}");
-                return vec![Out::Server(frame::error_response(None, e.code(), &msg, None))];
+                return vec![Out::Server(frame::error_response(
+                    None,
+                    e.code(),
+                    &msg,
+                    None,
+                ))];
             }
         };
         let id = match (f.kind, &f.id) {
@@ -385,9 +438,8 @@ impl Relay {
         let ok = f.result.is_some_and(succeeded);
         match self.gate.finish(step, &Outcome::Answered { ok, answer }) {
             Ok(receipt) => {
-                let entries = format!(
-                    "\"{META_RECEIPT}\":\"{receipt}\",\"{META_VERDICT}\":\"admit\""
-                );
+                let entries =
+                    format!("\"{META_RECEIPT}\":\"{receipt}\",\"{META_VERDICT}\":\"admit\"");
                 f.result
                     .and_then(|r| frame::with_result_meta(f.text, r, &entries))
                     .unwrap_or_else(|| f.text.to_string())
@@ -412,7 +464,11 @@ impl Relay {
             for text in parked {
                 if let Some(id) = frame::parse(&text).ok().and_then(|p| p.id) {
                     st.pending.remove(&id);
-                    out.push(error(Some(&id), code::INTERNAL_ERROR, "the server did not list its tools: the call was not forwarded"));
+                    out.push(error(
+                        Some(&id),
+                        code::INTERNAL_ERROR,
+                        "the server did not list its tools: the call was not forwarded",
+                    ));
                 }
             }
             return out;
@@ -447,9 +503,15 @@ impl Relay {
         for (id, p) in pending {
             let mut msg = format!("the server ended before answering ({why})");
             if let Pending::Step { step } = p {
-                match self.gate.finish(*step, &Outcome::Unanswered(why.to_string())) {
+                match self
+                    .gate
+                    .finish(*step, &Outcome::Unanswered(why.to_string()))
+                {
                     Ok(r) => msg.push_str(&format!("; receipt {r}")),
-                    Err(e) => msg.push_str(&format!("; its receipt is issued at the next start ({})", crate::io::error_chain(&e))),
+                    Err(e) => msg.push_str(&format!(
+                        "; its receipt is issued at the next start ({})",
+                        crate::io::error_chain(&e)
+                    )),
                 }
             }
             out.push(error(Some(&id), code::INTERNAL_ERROR, &msg));

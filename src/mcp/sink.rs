@@ -108,9 +108,11 @@ impl ReceiptLog for WriterLog {
         }
         let writer = match &mut self.writer {
             Some(w) => w,
-            None => self
-                .writer
-                .insert(LogWriter::open_store(Arc::clone(&self.store), &self.key, true)?),
+            None => self.writer.insert(LogWriter::open_store(
+                Arc::clone(&self.store),
+                &self.key,
+                true,
+            )?),
         };
         match writer.append(&entries) {
             Ok(_) => Ok(()),
@@ -182,7 +184,12 @@ impl Finisher {
     }
 }
 
-fn run(store: &GateStore, mut log: Option<Box<dyn ReceiptLog>>, rx: &Receiver<Pending>, report: &Report) {
+fn run(
+    store: &GateStore,
+    mut log: Option<Box<dyn ReceiptLog>>,
+    rx: &Receiver<Pending>,
+    report: &Report,
+) {
     loop {
         let first = match rx.recv_timeout(LOG_IDLE_CLOSE) {
             Ok(p) => p,

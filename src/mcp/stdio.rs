@@ -129,8 +129,14 @@ impl Queues {
 /// The refusal of a line that is not a message.
 fn refused(line: &Line) -> String {
     let (code, what) = match line {
-        Line::TooLong => (frame::code::INVALID_REQUEST, format!("a message of over {MAX_FRAME_BYTES} bytes")),
-        _ => (frame::code::PARSE_ERROR, "a message that is not UTF-8".to_string()),
+        Line::TooLong => (
+            frame::code::INVALID_REQUEST,
+            format!("a message of over {MAX_FRAME_BYTES} bytes"),
+        ),
+        _ => (
+            frame::code::PARSE_ERROR,
+            "a message that is not UTF-8".to_string(),
+        ),
     };
     frame::error_response(None, code, &format!("rcpt gate mcp refused {what}"), None)
 }
@@ -167,9 +173,21 @@ pub fn run(
     let stdout = child.stdout.take();
     let server_writer = std::thread::spawn(move || write_server(stdin, &server_rx));
     let client_writer = std::thread::spawn(move || write_client(output, &client_rx));
-    spawn_reader(input, Arc::clone(&relay), queues.clone(), events.clone(), Side::Client);
+    spawn_reader(
+        input,
+        Arc::clone(&relay),
+        queues.clone(),
+        events.clone(),
+        Side::Client,
+    );
     if let Some(out) = stdout {
-        spawn_reader(out, Arc::clone(&relay), queues.clone(), events, Side::Server);
+        spawn_reader(
+            out,
+            Arc::clone(&relay),
+            queues.clone(),
+            events,
+            Side::Server,
+        );
     }
     let ended = wait(&mut child, &event_rx, &queues);
     let why = match ended.code {
@@ -199,7 +217,14 @@ fn spawn_reader(
     side: Side,
 ) {
     let _ = std::thread::Builder::new()
-        .name(if side == Side::Client { "rcpt-mcp-client" } else { "rcpt-mcp-server" }.into())
+        .name(
+            if side == Side::Client {
+                "rcpt-mcp-client"
+            } else {
+                "rcpt-mcp-server"
+            }
+            .into(),
+        )
         .spawn(move || {
             let mut reader = BufReader::with_capacity(64 * 1024, input);
             while let Some(line) = read_line(&mut reader, MAX_FRAME_BYTES) {
@@ -211,7 +236,11 @@ fn spawn_reader(
                 };
                 queues.send(outs);
             }
-            let _ = events.send(if side == Side::Client { Event::ClientEof } else { Event::ServerEof });
+            let _ = events.send(if side == Side::Client {
+                Event::ClientEof
+            } else {
+                Event::ServerEof
+            });
         });
 }
 
@@ -219,11 +248,17 @@ fn write_server(stdin: Option<std::process::ChildStdin>, rx: &Receiver<ToServer>
     let Some(stdin) = stdin else { return };
     let mut w = std::io::BufWriter::new(stdin);
     while let Ok(ToServer::Frame(f)) = rx.recv() {
-        let mut ok = w.write_all(f.as_bytes()).and_then(|()| w.write_all(b"\n")).is_ok();
+        let mut ok = w
+            .write_all(f.as_bytes())
+            .and_then(|()| w.write_all(b"\n"))
+            .is_ok();
         while ok {
             match rx.try_recv() {
                 Ok(ToServer::Frame(f)) => {
-                    ok = w.write_all(f.as_bytes()).and_then(|()| w.write_all(b"\n")).is_ok();
+                    ok = w
+                        .write_all(f.as_bytes())
+                        .and_then(|()| w.write_all(b"\n"))
+                        .is_ok();
                 }
                 Ok(ToServer::Close) => {
                     let _ = w.flush();
@@ -241,9 +276,15 @@ fn write_server(stdin: Option<std::process::ChildStdin>, rx: &Receiver<ToServer>
 fn write_client(output: impl Write, rx: &Receiver<String>) {
     let mut w = std::io::BufWriter::new(output);
     while let Ok(f) = rx.recv() {
-        let mut ok = w.write_all(f.as_bytes()).and_then(|()| w.write_all(b"\n")).is_ok();
+        let mut ok = w
+            .write_all(f.as_bytes())
+            .and_then(|()| w.write_all(b"\n"))
+            .is_ok();
         while ok && let Ok(f) = rx.try_recv() {
-            ok = w.write_all(f.as_bytes()).and_then(|()| w.write_all(b"\n")).is_ok();
+            ok = w
+                .write_all(f.as_bytes())
+                .and_then(|()| w.write_all(b"\n"))
+                .is_ok();
         }
         if !ok || w.flush().is_err() {
             // The client is gone: keep draining so no sender blocks.
@@ -256,18 +297,11 @@ fn write_client(output: impl Write, rx: &Receiver<String>) {
 /// Wait for the end: the client closing (then the server is asked to
 /// exit, and made to), or the server ending by itself.
 fn wait(child: &mut Child, events: &Receiver<Event>, queues: &Queues) -> Ended {
-    let mut by_client = false;
-    loop {
-        match events.recv() {
-            Ok(Event::ClientEof) => {
-                by_client = true;
-                let _ = queues.server.send(ToServer::Close);
-                if events.recv_timeout(SHUTDOWN_GRACE).is_err() {
-                    terminate(child);
-                }
-                break;
-            }
-            Ok(Event::ServerEof) | Err(_) => break,
+    let by_client = matches!(events.recv(), Ok(Event::ClientEof));
+    if by_client {
+        let _ = queues.server.send(ToServer::Close);
+        if events.recv_timeout(SHUTDOWN_GRACE).is_err() {
+            terminate(child);
         }
     }
     let code = child.wait().ok().and_then(|s| s.code());
@@ -276,7 +310,10 @@ fn wait(child: &mut Child, events: &Receiver<Event>, queues: &Queues) -> Ended {
 
 /// SIGTERM, then SIGKILL after the grace.
 fn terminate(child: &mut Child) {
-    if let Some(pid) = i32::try_from(child.id()).ok().and_then(rustix::process::Pid::from_raw) {
+    if let Some(pid) = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
     }
     let deadline = std::time::Instant::now() + SHUTDOWN_GRACE;

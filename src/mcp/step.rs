@@ -11,18 +11,17 @@
 
 use super::decide::{Decider, Facts, Input, Ruling};
 use super::files::{self, Root, StepFile};
+use super::issue::{evidence_of, files_value, inverse_record, map, receipt_of};
 use super::ledger::{FileRecord, Issued, Ledger, Pending, StepRecord};
 use super::policy::{ToolKind, ToolPolicy};
 use super::session::Session;
 use super::sink::Finisher;
 use super::table::{self, Listed, Standing};
 use crate::digest::Digest;
-use crate::gate::inverse::{Record, Transition};
 use crate::gate::store::GateStore;
 use crate::keys::SigningKey;
 use crate::receipt::canonical::{Value, dagcbor, identity};
-use crate::receipt::{ReadItem, Receipt, Substrate, Verdict};
-use std::collections::BTreeMap;
+use crate::receipt::{Receipt, Verdict};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -173,10 +172,6 @@ fn t(s: impl Into<String>) -> Value {
     Value::Text(s.into())
 }
 
-fn map<const N: usize>(items: [(&str, Value); N]) -> Value {
-    Value::Map(items.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
-}
-
 /// `change_id`: identity of `{"server", "tool", "def", "arguments"}`.
 pub fn change_id(server: &str, tool: &str, def: Option<&Digest>, arguments: &Digest) -> Digest {
     let def = def.map_or(Value::Null, |d| t(d.to_string()));
@@ -192,10 +187,7 @@ impl Gate {
     /// A gate for one session (its ledger opened in the store).
     pub fn new(parts: GateParts) -> Result<Gate, StepError> {
         let ledger = Ledger::open(&parts.store)?;
-        let used = parts
-            .store
-            .size()
-            .map_err(|e| StepError::Store(e.into()))?;
+        let used = parts.store.size().map_err(|e| StepError::Store(e.into()))?;
         Ok(Gate {
             policy: parts.policy,
             roots: parts.roots,
@@ -260,7 +252,12 @@ impl Gate {
             def,
             arguments: call.arguments_text.to_string(),
             arguments_digest,
-            change_id: change_id(&self.policy.server, call.tool, def.as_ref(), &arguments_digest),
+            change_id: change_id(
+                &self.policy.server,
+                call.tool,
+                def.as_ref(),
+                &arguments_digest,
+            ),
             policy_id: self.policy.id,
             replay: self.policy.replay,
             files: files
@@ -319,7 +316,10 @@ impl Gate {
             match files::state_now(f) {
                 Ok(s) => states.push(s),
                 Err(why) => {
-                    refusals.push((files::FILES_NOT_REGULAR.into(), format!("{}: {why}", f.path.display())));
+                    refusals.push((
+                        files::FILES_NOT_REGULAR.into(),
+                        format!("{}: {why}", f.path.display()),
+                    ));
                     states.push(None);
                 }
             }
@@ -378,11 +378,18 @@ impl Gate {
             let Some(side) = side else { continue };
             let size = std::fs::symlink_metadata(&f.path).map_or(0, |m| m.len());
             let used = self.used.load(Ordering::Relaxed);
-            if let Err(e) = crate::gate::limits_check(&[(f.path.display().to_string(), size)], used) {
+            if let Err(e) = crate::gate::limits_check(&[(f.path.display().to_string(), size)], used)
+            {
                 return Ok(Err(e.to_string()));
             }
             let root = Path::new(INVERSE_BASE);
-            match crate::gate::apply::put_side(&self.store, root, &f.rel(), *side, MAX_GATE_PREIMAGE_BYTES) {
+            match crate::gate::apply::put_side(
+                &self.store,
+                root,
+                &f.rel(),
+                *side,
+                MAX_GATE_PREIMAGE_BYTES,
+            ) {
                 Ok(()) => {
                     self.used.fetch_add(size, Ordering::Relaxed);
                 }
@@ -445,7 +452,10 @@ impl Gate {
         let value = map([
             ("change_id", t(record.change_id.to_string())),
             ("policy_id", t(record.policy_id.to_string())),
-            ("reasons", Value::Array(reasons.iter().map(|r| t(r.clone())).collect())),
+            (
+                "reasons",
+                Value::Array(reasons.iter().map(|r| t(r.clone())).collect()),
+            ),
             ("read_set", Value::Array(Vec::new())),
         ]);
         self.store
@@ -494,19 +504,33 @@ impl Gate {
     }
 
     /// The receipt of a forwarded step, from its outcome and its files now.
-    pub fn issue_outcome(&self, record: &StepRecord, outcome: &Outcome) -> Result<Issued, StepError> {
+    pub fn issue_outcome(
+        &self,
+        record: &StepRecord,
+        outcome: &Outcome,
+    ) -> Result<Issued, StepError> {
         let post: Vec<Result<files::State, String>> = record
             .files
             .iter()
-            .map(|f| crate::gate::journal::side_now(Path::new(INVERSE_BASE), &f.path).map_err(|e| e.to_string()))
+            .map(|f| {
+                crate::gate::journal::side_now(Path::new(INVERSE_BASE), &f.path)
+                    .map_err(|e| e.to_string())
+            })
             .collect();
         let states: Vec<files::State> = post.iter().map(|p| p.clone().unwrap_or(None)).collect();
-        let moved = record.files.iter().zip(&post).any(|(f, p)| p.as_ref().map_or(true, |s| *s != f.pre));
+        let moved = record
+            .files
+            .iter()
+            .zip(&post)
+            .any(|(f, p)| p.as_ref().map_or(true, |s| *s != f.pre));
         let (applied, note) = match outcome {
             Outcome::Answered { ok, .. } => (*ok, String::new()),
             Outcome::Unanswered(why) if !record.files.is_empty() => (
                 moved,
-                format!("{why}; applied established from the files: {}", if moved { "changed" } else { "unchanged" }),
+                format!(
+                    "{why}; applied established from the files: {}",
+                    if moved { "changed" } else { "unchanged" }
+                ),
             ),
             Outcome::Unanswered(why) => (false, format!("{why}; outcome unknown")),
         };
@@ -515,13 +539,18 @@ impl Gate {
         } else {
             None
         };
-        let inverse_id = inverse.as_ref().map(|r| identity(&dagcbor::encode(&r.to_value())));
+        let inverse_id = inverse
+            .as_ref()
+            .map(|r| identity(&dagcbor::encode(&r.to_value())));
         let answer = match outcome {
             Outcome::Answered { answer, .. } => t(answer.to_string()),
             Outcome::Unanswered(_) => Value::Null,
         };
         let outcome_value = map([
-            ("answered", Value::Bool(matches!(outcome, Outcome::Answered { .. }))),
+            (
+                "answered",
+                Value::Bool(matches!(outcome, Outcome::Answered { .. })),
+            ),
             ("applied", Value::Bool(applied)),
             ("answer", answer),
             ("note", t(note)),
@@ -563,110 +592,5 @@ impl Gate {
             self.hand_on(p);
         }
         Ok(n)
-    }
-}
-
-/// The files of a record with their states (`pre` or post) as a value.
-fn files_value(record: &StepRecord, states: &[files::State]) -> Value {
-    Value::Array(
-        record
-            .files
-            .iter()
-            .zip(states)
-            .map(|(f, s)| {
-                let d = s.map_or(Value::Null, |s| t(s.digest.to_string()));
-                map([("path", t(format!("/{}", f.path))), ("digest", d)])
-            })
-            .collect(),
-    )
-}
-
-/// The evidence record of a step (`outcome`: null for a refusal).
-fn evidence_of(record: &StepRecord, outcome: Option<Value>) -> Value {
-    let pre: Vec<files::State> = record.files.iter().map(|f| f.pre).collect();
-    let def = record.def.map_or(Value::Null, |d| t(d.to_string()));
-    map([
-        ("version", Value::Integer(1)),
-        ("kind", t("tool-call")),
-        ("step", t(record.id.clone())),
-        ("server", t(record.server.clone())),
-        ("tool", t(record.tool.clone())),
-        ("def", def),
-        ("arguments", t(record.arguments_digest.to_string())),
-        ("arguments_object", t(Digest::blake3(record.arguments.as_bytes()).to_string())),
-        ("decided_at", Value::Integer(record.decided_at)),
-        ("change_id", t(record.change_id.to_string())),
-        ("policy_id", t(record.policy_id.to_string())),
-        ("pre", files_value(record, &pre)),
-        ("decider", record.evidence.clone()),
-        ("outcome", outcome.unwrap_or(Value::Null)),
-    ])
-}
-
-/// The inverse record: every file from its state before to its state now.
-fn inverse_record(record: &StepRecord, states: &[files::State]) -> Record {
-    let files = record
-        .files
-        .iter()
-        .zip(states)
-        .map(|(f, s)| Transition {
-            path: f.path.clone(),
-            pre: f.pre,
-            post: *s,
-        })
-        .collect();
-    Record {
-        base: INVERSE_BASE.to_string(),
-        files,
-    }
-}
-
-/// `precondition`: identity of `{"server", "inverse", "pre": [{"path", "digest"}]}`.
-fn precondition(record: &StepRecord, inverse: Option<Digest>) -> Digest {
-    let pre: Vec<files::State> = record.files.iter().map(|f| f.pre).collect();
-    let inv = inverse.map_or(Value::Null, |d| t(d.to_string()));
-    identity(&dagcbor::encode(&map([
-        ("server", t(record.server.clone())),
-        ("inverse", inv),
-        ("pre", files_value(record, &pre)),
-    ])))
-}
-
-/// The receipt of a step: files (in `states`) as the read set.
-pub fn receipt_of(
-    issuer: &str,
-    record: &StepRecord,
-    verdict: Verdict,
-    inverse: Option<Digest>,
-    states: &[files::State],
-    applied: bool,
-) -> Receipt {
-    let mut read_set: BTreeMap<String, Digest> = BTreeMap::new();
-    for (f, s) in record.files.iter().zip(states) {
-        if let Some(s) = s {
-            read_set.insert(format!("/{}", f.path), s.digest);
-        }
-    }
-    let reversibility = match (&verdict, inverse) {
-        (_, Some(_)) => Some(true),
-        (Verdict::Admit { .. }, None) => Some(false),
-        _ => None,
-    };
-    Receipt {
-        issuer: issuer.to_string(),
-        issued_at: now(),
-        substrate: Substrate::ToolProxy,
-        change_id: record.change_id,
-        inverse_delta_id: inverse,
-        reversibility,
-        read_set: read_set
-            .into_iter()
-            .map(|(resource, digest)| ReadItem { resource, digest })
-            .collect(),
-        precondition: Some(precondition(record, inverse)),
-        policy_id: record.policy_id,
-        verdict,
-        applied,
-        replay: record.replay,
     }
 }

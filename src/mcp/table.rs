@@ -55,7 +55,10 @@ pub fn listed(tool: &serde_json::Value) -> Option<Listed> {
         .filter_map(|k| obj.get(*k).map(|v| ((*k).to_string(), v.clone())))
         .collect();
     let def = jcs_sha256(&serde_json::Value::Object(def)).ok()?;
-    let annotations = obj.get("annotations").cloned().unwrap_or(serde_json::Value::Null);
+    let annotations = obj
+        .get("annotations")
+        .cloned()
+        .unwrap_or(serde_json::Value::Null);
     Some(Listed {
         name,
         def,
@@ -156,7 +159,11 @@ pub fn pin_table(tools: &[Listed]) -> serde_json::Value {
     let mut out = BTreeMap::new();
     for t in tools {
         let read_only = t.annotations.get("readOnlyHint") == Some(&serde_json::Value::Bool(true));
-        let kind = if read_only { ToolKind::Read } else { ToolKind::Step };
+        let kind = if read_only {
+            ToolKind::Read
+        } else {
+            ToolKind::Step
+        };
         let mut entry = serde_json::json!({"kind": kind.as_str(), "def": t.def.to_string()});
         if kind == ToolKind::Step
             && let Some(obj) = entry.as_object_mut()
@@ -170,7 +177,12 @@ pub fn pin_table(tools: &[Listed]) -> serde_json::Value {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )]
     use super::*;
     use serde_json::json;
 
@@ -206,13 +218,23 @@ mod tests {
         let b = json!({"name": "b", "description": "x", "inputSchema": {"type": "object"}});
         let pinned = pin_table(&[listed(&a).unwrap(), listed(&b).unwrap()]);
         let mut text = pinned.to_string();
-        text = text.replacen('{', r#"{"name":"p","substrate":"tool-proxy","server":{"name":"s"},"#, 1);
+        text = text.replacen(
+            '{',
+            r#"{"name":"p","substrate":"tool-proxy","server":{"name":"s"},"#,
+            1,
+        );
         let policy = ToolPolicy::parse(text.as_bytes()).unwrap();
         let result = r#"{"tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","description":"y","inputSchema":{"type":"object"}},{"name":"c","inputSchema":{}}],"nextCursor":"n2"}"#;
         let raw: Box<RawValue> = serde_json::from_str(result).unwrap();
         let f = filter(&policy, &raw).unwrap();
         assert_eq!(f.tools.len(), 3);
-        assert_eq!(f.hidden, vec![("b".to_string(), TOOL_CHANGED), ("c".to_string(), TOOL_UNPINNED)]);
+        assert_eq!(
+            f.hidden,
+            vec![
+                ("b".to_string(), TOOL_CHANGED),
+                ("c".to_string(), TOOL_UNPINNED)
+            ]
+        );
         assert_eq!(
             f.shown.unwrap(),
             r#"{"tools":[{"name":"a","inputSchema":{"type":"object"}}],"nextCursor":"n2"}"#
@@ -220,7 +242,8 @@ mod tests {
         assert_eq!(f.next_cursor.as_deref(), Some("n2"));
         // Nothing hidden: forwarded as it came.
         let only_a: Box<RawValue> =
-            serde_json::from_str(r#"{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}"#).unwrap();
+            serde_json::from_str(r#"{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}"#)
+                .unwrap();
         assert!(filter(&policy, &only_a).unwrap().shown.is_none());
     }
 }

@@ -49,33 +49,48 @@ fn authentic(envelope: &Envelope, signer: &Signer<'_>) -> Result<(Digest, Digest
     if envelope.payload_type != crate::constants::RECEIPT_PAYLOAD_TYPE
         || !matches!(keys.check(envelope), SignatureCheck::Verified { .. })
     {
-        return Err(refused("the receipt is not signed by this gate key: only the gate's own receipts are undone"));
+        return Err(refused(
+            "the receipt is not signed by this gate key: only the gate's own receipts are undone",
+        ));
     }
     let (receipt, id) = crate::receipt::receipt_from_cbor(&envelope.payload)?;
     if receipt.issuer != signer.issuer {
-        return Err(refused(format!("the receipt's issuer is {:?}, the gate key's name {:?}", receipt.issuer, signer.issuer)));
+        return Err(refused(format!(
+            "the receipt's issuer is {:?}, the gate key's name {:?}",
+            receipt.issuer, signer.issuer
+        )));
     }
     if receipt.substrate != Substrate::ToolProxy {
-        return Err(refused("not a tool-proxy receipt: undo it without --root, in its work tree"));
+        return Err(refused(
+            "not a tool-proxy receipt: undo it without --root, in its work tree",
+        ));
     }
     if !receipt.applied {
-        return Err(refused("the receipt says applied false: nothing was written, nothing to undo"));
+        return Err(refused(
+            "the receipt says applied false: nothing was written, nothing to undo",
+        ));
     }
-    let inverse = receipt
-        .inverse_delta_id
-        .ok_or_else(|| refused("the receipt has no inverse (reversibility false): it cannot be undone"))?;
+    let inverse = receipt.inverse_delta_id.ok_or_else(|| {
+        refused("the receipt has no inverse (reversibility false): it cannot be undone")
+    })?;
     Ok((id, inverse))
 }
 
 /// Every file under a root (no link on the way) and at its post side.
 fn restorable(record: &Record, roots: &[super::files::Root]) -> Result<(), GateError> {
     if record.base != INVERSE_BASE {
-        return Err(refused("the inverse record is not a tool-proxy one (its paths are not from /)"));
+        return Err(refused(
+            "the inverse record is not a tool-proxy one (its paths are not from /)",
+        ));
     }
     for t in &record.files {
         let abs = format!("/{}", t.path);
-        super::files::resolve_path(&abs, roots, Path::new("/"))
-            .map_err(|r| refused(format!("{abs}: {} ({}); nothing was written", r.detail, r.reason)))?;
+        super::files::resolve_path(&abs, roots, Path::new("/")).map_err(|r| {
+            refused(format!(
+                "{abs}: {} ({}); nothing was written",
+                r.detail, r.reason
+            ))
+        })?;
         let now = journal::side_now(Path::new(INVERSE_BASE), &t.path)?;
         if now != t.post {
             return Err(JournalError::Mismatch {
@@ -106,11 +121,19 @@ pub fn undo(
     restorable(&record, roots)?;
     for t in &record.files {
         if let Some(side) = t.post {
-            put_side(&store, Path::new(INVERSE_BASE), &t.path, side, MAX_GATE_PREIMAGE_BYTES)?;
+            put_side(
+                &store,
+                Path::new(INVERSE_BASE),
+                &t.path,
+                side,
+                MAX_GATE_PREIMAGE_BYTES,
+            )?;
         }
     }
     let back = record.swapped(INVERSE_BASE);
-    let back_id = back.store_checked(&store, true, true).map_err(JournalError::from)?;
+    let back_id = back
+        .store_checked(&store, true, true)
+        .map_err(JournalError::from)?;
     let evidence = Value::Map(BTreeMap::from([
         ("version".to_string(), Value::Integer(1)),
         ("kind".to_string(), t("tool-undo")),

@@ -38,7 +38,10 @@ fn part(path: PathBuf, what: &str) -> Option<PathBuf> {
 
 /// `@modelcontextprotocol/server-filesystem` (npm).
 pub fn fs_server() -> Option<PathBuf> {
-    part(area().join("node_modules/.bin/mcp-server-filesystem"), "@modelcontextprotocol/server-filesystem")
+    part(
+        area().join("node_modules/.bin/mcp-server-filesystem"),
+        "@modelcontextprotocol/server-filesystem",
+    )
 }
 
 /// `mcp-server-git` (PyPI).
@@ -84,13 +87,54 @@ impl World {
         let tmp = tempfile::tempdir().unwrap();
         let dir = std::fs::canonicalize(tmp.path()).unwrap();
         let run = |args: &[&str]| {
-            let out = Command::new(super::bin()).args(args).current_dir(&dir).output().unwrap();
-            assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            let out = Command::new(super::bin())
+                .args(args)
+                .current_dir(&dir)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         };
-        run(&["key", "generate", "--name", "gate.example/agent", "--out", "gate"]);
-        run(&["key", "generate", "--name", "log.example/receipts", "--out", "logkey"]);
-        run(&["trust", "new", "--issuer", "gate.vkey", "--log", "logkey.vkey", "-o", "trust.json"]);
-        run(&["log", "init", "log", "--origin", "log.example/receipts", "--key", "logkey.key", "--trust", "trust.json"]);
+        run(&[
+            "key",
+            "generate",
+            "--name",
+            "gate.example/agent",
+            "--out",
+            "gate",
+        ]);
+        run(&[
+            "key",
+            "generate",
+            "--name",
+            "log.example/receipts",
+            "--out",
+            "logkey",
+        ]);
+        run(&[
+            "trust",
+            "new",
+            "--issuer",
+            "gate.vkey",
+            "--log",
+            "logkey.vkey",
+            "-o",
+            "trust.json",
+        ]);
+        run(&[
+            "log",
+            "init",
+            "log",
+            "--origin",
+            "log.example/receipts",
+            "--key",
+            "logkey.key",
+            "--trust",
+            "trust.json",
+        ]);
         let work = dir.join("work");
         std::fs::create_dir(&work).unwrap();
         let tools = dir.join("tools.json");
@@ -135,7 +179,11 @@ impl World {
             .stdin(Stdio::null())
             .output()
             .unwrap();
-        assert!(out.status.success(), "pin: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "pin: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
@@ -154,9 +202,18 @@ impl World {
     /// The proxy's arguments before `-- COMMAND` (log included).
     pub fn proxy_args(&self, policy: &Path) -> Vec<String> {
         [
-            "gate", "mcp", "--policy", &policy.display().to_string(), "--key", "gate.key",
-            "--store", &self.store.display().to_string(), "--root", &self.work.display().to_string(),
-            "--log", &self.log.display().to_string(),
+            "gate",
+            "mcp",
+            "--policy",
+            &policy.display().to_string(),
+            "--key",
+            "gate.key",
+            "--store",
+            &self.store.display().to_string(),
+            "--root",
+            &self.work.display().to_string(),
+            "--log",
+            &self.log.display().to_string(),
         ]
         .iter()
         .map(|s| s.to_string())
@@ -206,8 +263,16 @@ impl World {
             .unwrap();
         child.stdin.take().unwrap().write_all(&input).unwrap();
         let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "verify: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        bundles.iter().map(|b| b["receipt_id"].as_str().unwrap().to_string()).collect()
+        assert!(
+            out.status.success(),
+            "verify: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        bundles
+            .iter()
+            .map(|b| b["receipt_id"].as_str().unwrap().to_string())
+            .collect()
     }
 
     /// The decoded payload of every receipt in the log, in order.
@@ -225,7 +290,12 @@ pub fn payload_of(bundle: &Value) -> Value {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(bundle.to_string().as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(bundle.to_string().as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     v["payload"].clone()
@@ -259,7 +329,12 @@ impl Proxy {
                 }
             }
         });
-        Proxy { stdin: child.stdin.take(), child, lines, stderr }
+        Proxy {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            stderr,
+        }
     }
 
     /// The pipe to the proxy's stdin, for a writer of its own.
@@ -303,15 +378,24 @@ impl Proxy {
 
     /// The legacy handshake.
     pub fn initialize(&mut self) {
-        let (r, _) = self.request(json!(0), "initialize", json!({"protocolVersion": "2025-11-25",
-            "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}));
+        let (r, _) = self.request(
+            json!(0),
+            "initialize",
+            json!({"protocolVersion": "2025-11-25",
+            "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}),
+        );
         assert!(r.get("result").is_some(), "{r}");
         self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
     }
 
     /// A tools/call: its answer.
     pub fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
-        self.request(json!(id), "tools/call", json!({"name": tool, "arguments": arguments})).0
+        self.request(
+            json!(id),
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        )
+        .0
     }
 
     pub fn stderr_text(&self) -> String {
@@ -330,10 +414,13 @@ impl Proxy {
 fn rand_u32() -> u32 {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(1);
-    N.fetch_add(1, Ordering::Relaxed).wrapping_mul(2_654_435_761)
+    N.fetch_add(1, Ordering::Relaxed)
+        .wrapping_mul(2_654_435_761)
 }
 
 /// The receipt id in an answer's `_meta`.
 pub fn receipt_of(answer: &Value) -> Option<String> {
-    answer["result"]["_meta"]["dev.rcpt/receipt"].as_str().map(str::to_string)
+    answer["result"]["_meta"]["dev.rcpt/receipt"]
+        .as_str()
+        .map(str::to_string)
 }

@@ -33,7 +33,9 @@ pub struct McpArgs {
 #[derive(clap::Subcommand)]
 enum McpAction {
     /// Write the pinned tool table from the server's tools/list, for review.
-    #[command(after_help = "Example:\n  rcpt gate mcp pin -o tools.json -- npx @modelcontextprotocol/server-filesystem /work")]
+    #[command(
+        after_help = "Example:\n  rcpt gate mcp pin -o tools.json -- npx @modelcontextprotocol/server-filesystem /work"
+    )]
     Pin {
         /// Write the table here ('-' or nothing: standard output).
         #[arg(short = 'o', long = "out", value_name = "FILE")]
@@ -98,12 +100,34 @@ fn pin(out: Option<&Target>, command: &[OsString]) -> anyhow::Result<u8> {
     let listed = rcpt::mcp::pin::list_tools(command)?;
     let table = rcpt::mcp::table::pin_table(&listed.tools);
     let mut err = std::io::stderr().lock();
-    writeln!(err, "rcpt gate mcp pin: {} tools ({:?} era); review each before use:", listed.tools.len(), listed.era)?;
+    writeln!(
+        err,
+        "rcpt gate mcp pin: {} tools ({:?} era); review each before use:",
+        listed.tools.len(),
+        listed.era
+    )?;
     for t in &listed.tools {
-        let kind = table["tools"][&t.name]["kind"].as_str().unwrap_or_default();
-        let why = if kind == "read" { "readOnlyHint true" } else { "not read-only" };
-        writeln!(err, "  {}: {kind} ({why}, from the server: untrusted){}", t.name,
-            if kind == "step" { "; name the files it writes as JSON Pointers in \"files\"" } else { "" })?;
+        let kind = table
+            .get("tools")
+            .and_then(|all| all.get(&t.name))
+            .and_then(|e| e.get("kind"))
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default();
+        let why = if kind == "read" {
+            "readOnlyHint true"
+        } else {
+            "not read-only"
+        };
+        writeln!(
+            err,
+            "  {}: {kind} ({why}, from the server: untrusted){}",
+            t.name,
+            if kind == "step" {
+                "; name the files it writes as JSON Pointers in \"files\""
+            } else {
+                ""
+            }
+        )?;
     }
     drop(err);
     let text = format!("{}\n", serde_json::to_string_pretty(&table)?);
@@ -131,7 +155,8 @@ fn roots_and_store(roots: &[PathBuf], store: &Path) -> anyhow::Result<(Vec<Root>
         .map(|r| Root::new(r, &cwd).map_err(|e| UsageError(e.to_string()).into()))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let store = GateStore::open(&cwd.join(store)).map_err(GateError::from)?;
-    let canonical = std::fs::canonicalize(store.dir()).unwrap_or_else(|_| store.dir().to_path_buf());
+    let canonical =
+        std::fs::canonicalize(store.dir()).unwrap_or_else(|_| store.dir().to_path_buf());
     if let Some(r) = roots.iter().find(|r| canonical.starts_with(&r.canonical)) {
         return Err(UsageError(format!(
             "the store {} is inside the root {}: the server could rewrite the pre-images and the \
@@ -174,11 +199,20 @@ fn proxy(args: &RunArgs) -> anyhow::Result<u8> {
     })?;
     let recovered = gate.recover()?;
     if recovered > 0 {
-        eprintln!("rcpt gate mcp: finished {recovered} steps an earlier proxy of this store left pending");
+        eprintln!(
+            "rcpt gate mcp: finished {recovered} steps an earlier proxy of this store left pending"
+        );
     }
-    let relay = Relay::new(gate, Box::new(|note: &str| eprintln!("rcpt gate mcp: {note}")));
+    let relay = Relay::new(
+        gate,
+        Box::new(|note: &str| eprintln!("rcpt gate mcp: {note}")),
+    );
     let ended = rcpt::mcp::stdio::run(relay, &args.command, std::io::stdin(), std::io::stdout())?;
-    Ok(if ended.by_client || ended.code == Some(0) { EXIT_OK } else { EXIT_FAILED })
+    Ok(if ended.by_client || ended.code == Some(0) {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    })
 }
 
 /// The log receipts go to: a directory or bucket (appended to with the
@@ -196,14 +230,19 @@ fn receipt_log(k: &KeyArgs) -> anyhow::Result<Option<Box<dyn ReceiptLog>>> {
         #[cfg(not(feature = "net"))]
         return Err(UsageError("this rcpt is built without feature `net`".into()).into());
     }
-    let store = crate::cli::log::store_at(Path::new(location), None, std::time::Duration::from_secs(10))?;
+    let store = crate::cli::log::store_at(
+        Path::new(location),
+        None,
+        std::time::Duration::from_secs(10),
+    )?;
     let log = rcpt::log::Log::open_store(std::sync::Arc::clone(&store), None)
         .with_context(|| format!("opening the log {location}"))
         .map_err(|e| UsageError(format!("{e:#}")))?;
-    let key_file = log
-        .key_file()
-        .map(Path::to_path_buf)
-        .ok_or_else(|| UsageError(format!("the log {location} records no key file to append with")))?;
+    let key_file = log.key_file().map(Path::to_path_buf).ok_or_else(|| {
+        UsageError(format!(
+            "the log {location} records no key file to append with"
+        ))
+    })?;
     let pem = rcpt::keys::read_key_file(&key_file)?;
     let log_key = rcpt::keys::signing_key_from_pem(&pem)
         .with_context(|| format!("reading the log key {}", key_file.display()))?;
@@ -218,7 +257,8 @@ struct ServiceLog(LogTarget);
 impl ReceiptLog for ServiceLog {
     fn append(&mut self, envelopes: &[&str]) -> Result<(), SinkError> {
         for e in envelopes {
-            let env = Envelope::from_json(e.as_bytes()).map_err(|e| SinkError::Remote(e.to_string()))?;
+            let env =
+                Envelope::from_json(e.as_bytes()).map_err(|e| SinkError::Remote(e.to_string()))?;
             publish(&self.0, &env).map_err(|e| SinkError::Remote(format!("{e:#}")))?;
         }
         Ok(())
@@ -248,10 +288,15 @@ fn read_envelope(args: &UndoArgs) -> anyhow::Result<Envelope> {
 pub fn undo(args: &UndoArgs) -> anyhow::Result<u8> {
     let issue: &IssueArgs = &args.issue;
     let store = issue.store.clone().ok_or_else(|| {
-        UsageError("a tool-proxy receipt is undone with --store DIR (the proxy's) and --root DIR".into())
+        UsageError(
+            "a tool-proxy receipt is undone with --store DIR (the proxy's) and --root DIR".into(),
+        )
     })?;
     if args.root.is_empty() {
-        return Err(UsageError("a tool-proxy receipt is undone with --root DIR (the roots its files lie under)".into()).into());
+        return Err(UsageError(
+            "a tool-proxy receipt is undone with --root DIR (the roots its files lie under)".into(),
+        )
+        .into());
     }
     let (roots, _) = roots_and_store(&args.root, &store)?;
     let (key, issuer) = key_of(&KeyArgs {

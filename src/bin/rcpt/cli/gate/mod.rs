@@ -57,7 +57,9 @@ pub enum GateCommand {
     )]
     Undo(Box<UndoArgs>),
     /// Gate an agent's tool calls: an MCP proxy that issues a receipt for every step (spec/gate-mcp.md).
-    #[command(after_help = "Example:\n  rcpt gate mcp --policy agent.json --key gate.key --store .rcpt-store --root /work --log log/ \\\n      -- npx @modelcontextprotocol/server-filesystem /work")]
+    #[command(
+        after_help = "Example:\n  rcpt gate mcp --policy agent.json --key gate.key --store .rcpt-store --root /work --log log/ \\\n      -- npx @modelcontextprotocol/server-filesystem /work"
+    )]
     Mcp(Box<mcp::McpArgs>),
     /// Print the evidence of a receipt (commands, exits, outputs) from the store, re-hashing every object.
     #[command(after_help = "Example:\n  rcpt gate show bundle.json")]
