@@ -6,7 +6,7 @@
 //! --store DIR --root DIR` puts a step's files back.
 
 use super::{IssueArgs, LogTarget, UndoArgs, log_target_of, publish, verdict_line};
-use crate::cli::{EXIT_FAILED, EXIT_OK, UsageError, read_input, write_target};
+use crate::cli::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError, read_input, write_target};
 use anyhow::Context as _;
 use rcpt::gate::store::GateStore;
 use rcpt::gate::{self, GateError, Signer};
@@ -196,8 +196,19 @@ fn proxy(args: &RunArgs) -> anyhow::Result<u8> {
         issuer,
         decider: Box::new(TableDecider),
         finisher,
-    })?;
-    let recovered = gate.recover()?;
+    });
+    let not_evaluated = |e: &dyn std::error::Error| {
+        eprintln!("rcpt: not evaluated: {}", rcpt::io::error_chain(e));
+        Ok(EXIT_NOT_EVALUATED)
+    };
+    let gate = match gate {
+        Ok(g) => g,
+        Err(e) => return not_evaluated(&e),
+    };
+    let recovered = match gate.recover() {
+        Ok(n) => n,
+        Err(e) => return not_evaluated(&e),
+    };
     if recovered > 0 {
         eprintln!(
             "rcpt gate mcp: finished {recovered} steps an earlier proxy of this store left pending"
@@ -207,7 +218,8 @@ fn proxy(args: &RunArgs) -> anyhow::Result<u8> {
         gate,
         Box::new(|note: &str| eprintln!("rcpt gate mcp: {note}")),
     );
-    let ended = rcpt::mcp::stdio::run(relay, &args.command, std::io::stdin(), std::io::stdout())?;
+    let ended = rcpt::mcp::stdio::run(relay, &args.command, std::io::stdin(), std::io::stdout())
+        .map_err(|e| UsageError(rcpt::io::error_chain(&e)))?;
     Ok(if ended.by_client || ended.code == Some(0) {
         EXIT_OK
     } else {
