@@ -1,6 +1,6 @@
 """A scripted MCP server for the proxy's protocol tests (Python 3, stdlib only).
 
-Usage: fake_server.py TOOLS.json RECEIVED.log
+Usage: fake_server.py TOOLS.json RECEIVED.log   (RECEIVED.log "-": record nothing)
 
 It speaks both eras (initialize, and server/discover with per-request _meta),
 lists the tools of TOOLS.json (re-read at every tools/list, so a test can
@@ -24,7 +24,7 @@ import threading
 import time
 
 TOOLS, RECEIVED = sys.argv[1], sys.argv[2]
-log = open(RECEIVED, "a")
+log = open(RECEIVED, "a") if RECEIVED != "-" else None
 
 
 OUT = threading.Lock()
@@ -85,9 +85,10 @@ def call(rid, params, modern, lines):
 
 def lines_of(stream):
     for line in stream:
-        log.write(line if line.endswith("\n") else line + "\n")
-        log.flush()
-        os.fsync(log.fileno())
+        if log is not None:
+            log.write(line if line.endswith("\n") else line + "\n")
+            log.flush()
+            os.fsync(log.fileno())
         yield line
 
 
