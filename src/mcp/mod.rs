@@ -21,12 +21,14 @@
 //! sign), [`issue`] (evidence and receipt), [`ledger`] (durability and recovery), [`sink`] (store and log
 //! in batches), [`session`] (the reads seen), [`relay`] (the message
 //! router both transports share), [`stdio`] (the threads of the stdio
-//! proxy), [`pin`] (the table from a server's list), [`undo`] (a step's
+//! proxy), `http` (Streamable HTTP, feature `net`), [`pin`] (the table from a server's list), [`undo`] (a step's
 //! files restored).
 
 pub mod decide;
 pub mod files;
 pub mod frame;
+#[cfg(feature = "net")]
+pub mod http;
 pub mod issue;
 pub mod ledger;
 pub mod pin;

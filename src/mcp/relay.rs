@@ -285,6 +285,18 @@ impl Relay {
         Vec::new()
     }
 
+    /// The proxy's own first `tools/list` request when it has no view of
+    /// the server's tools and is not already listing them (a transport
+    /// that cannot park calls lists first: Streamable HTTP).
+    pub fn list_first(&self) -> Option<Out> {
+        let mut st = self.state();
+        if st.view.is_some() || !st.own.is_empty() {
+            return None;
+        }
+        st.listing.clear();
+        Some(self.own_list(&mut st, None))
+    }
+
     /// The proxy's own `tools/list` request (a page after `cursor`).
     fn own_list(&self, st: &mut State, cursor: Option<&str>) -> Out {
         st.own_seq += 1;
@@ -489,6 +501,22 @@ impl Relay {
             }
         }
         out
+    }
+
+    /// A forwarded request that will get no answer (its transport failed):
+    /// its pending entry dropped, a step's receipt issued (no answer seen);
+    /// the error the client gets.
+    pub fn abandon(&self, request: &str, why: &str) -> Option<String> {
+        let id = frame::parse(request).ok()?.id?;
+        let pending = self.state().pending.remove(&id)?;
+        let mut msg = format!("the server did not answer ({why})");
+        if let Pending::Step { step } = pending {
+            match self.gate.finish(*step, &Outcome::Unanswered(why.to_string())) {
+                Ok(r) => msg.push_str(&format!("; receipt {r}")),
+                Err(e) => msg.push_str(&format!("; its receipt is issued at the next start ({})", crate::io::error_chain(&e))),
+            }
+        }
+        Some(frame::error_response(Some(&id), code::INTERNAL_ERROR, &msg, None))
     }
 
     /// The server is gone: every call in flight answered; every forwarded

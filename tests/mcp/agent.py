@@ -1,6 +1,7 @@
 """A scripted agent: the MCP Python SDK's client, through `rcpt gate mcp`.
 
 Usage: agent.py ERA SCRIPT -- COMMAND [ARG...]
+       agent.py ERA SCRIPT -- http://HOST:PORT/PATH   (Streamable HTTP)
 
 ERA is `legacy` (the 2025-11-25 initialize handshake) or `2026-07-28` (the
 modern era: no handshake, per-request _meta). SCRIPT is a JSON file: a list
@@ -21,7 +22,7 @@ async def main() -> None:
     sep = sys.argv.index("--")
     command, args = sys.argv[sep + 1], sys.argv[sep + 2 :]
     steps = json.load(open(script))
-    params = StdioServerParameters(command=command, args=args)
+    params = command if command.startswith("http://") else StdioServerParameters(command=command, args=args)
     async with Client(params, mode=era, cache=None) as client:
         for step in steps:
             if step["op"] == "list":

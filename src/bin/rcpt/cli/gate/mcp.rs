@@ -60,8 +60,17 @@ struct RunArgs {
     root: Vec<PathBuf>,
     #[command(flatten)]
     key: KeyArgs,
+    /// Streamable HTTP instead of stdio: listen here (a loopback address).
+    #[arg(long, value_name = "127.0.0.1:PORT", requires = "upstream", conflicts_with = "command")]
+    listen: Option<std::net::SocketAddr>,
+    /// The server's MCP endpoint (http://HOST:PORT/PATH), with --listen.
+    #[arg(long, value_name = "URL", requires = "listen")]
+    upstream: Option<String>,
+    /// An Origin allowed besides the loopback ones (repeatable), with --listen.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "listen")]
+    allow_origin: Vec<String>,
     /// The server: its program and arguments.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(last = true, required_unless_present = "listen", value_name = "COMMAND")]
     command: Vec<OsString>,
 }
 
@@ -218,6 +227,9 @@ fn proxy(args: &RunArgs) -> anyhow::Result<u8> {
         gate,
         Box::new(|note: &str| eprintln!("rcpt gate mcp: {note}")),
     );
+    if let Some(listen) = args.listen {
+        return serve_http(relay, listen, args);
+    }
     let ended = rcpt::mcp::stdio::run(relay, &args.command, std::io::stdin(), std::io::stdout())
         .map_err(|e| UsageError(rcpt::io::error_chain(&e)))?;
     Ok(if ended.by_client || ended.code == Some(0) {
@@ -225,6 +237,46 @@ fn proxy(args: &RunArgs) -> anyhow::Result<u8> {
     } else {
         EXIT_FAILED
     })
+}
+
+/// The proxy on Streamable HTTP until SIGINT or SIGTERM.
+#[cfg(feature = "net")]
+fn serve_http(relay: Relay, listen: std::net::SocketAddr, args: &RunArgs) -> anyhow::Result<u8> {
+    if !listen.ip().is_loopback() {
+        relay.close();
+        return Err(UsageError(format!("--listen {listen}: the proxy listens on a loopback address only")).into());
+    }
+    let upstream = args.upstream.clone().unwrap_or_default();
+    if !upstream.starts_with("http://") {
+        relay.close();
+        return Err(UsageError(format!("--upstream {upstream:?}: an http:// URL (this build has no TLS)")).into());
+    }
+    let proxy = std::sync::Arc::new(rcpt::mcp::http::HttpProxy::new(relay, upstream, args.allow_origin.clone()));
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let served = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| UsageError(format!("cannot listen on {listen}: {e}")))?;
+        println!("listening on {}", listener.local_addr()?);
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let serving = tokio::spawn(std::sync::Arc::clone(&proxy).serve(listener, stopped));
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        let _ = stop.send(true);
+        let _ = serving.await;
+        anyhow::Ok(())
+    });
+    proxy.relay().close();
+    served.map(|()| EXIT_OK)
+}
+
+#[cfg(not(feature = "net"))]
+fn serve_http(relay: Relay, _: std::net::SocketAddr, _: &RunArgs) -> anyhow::Result<u8> {
+    relay.close();
+    Err(UsageError("this rcpt is built without feature `net`: no Streamable HTTP".into()).into())
 }
 
 /// The log receipts go to: a directory or bucket (appended to with the
