@@ -18,7 +18,12 @@
 //! Figures hold against the bounds only on an idle machine: the load
 //! average is printed first.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
@@ -27,7 +32,10 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn env_size(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn rcpt() -> PathBuf {
@@ -45,13 +53,26 @@ struct Peer {
 
 impl Peer {
     fn start(mut cmd: Command) -> Peer {
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut p = Peer { child, stdin, stdout };
+        let mut p = Peer {
+            child,
+            stdin,
+            stdout,
+        };
         p.call(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
             "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}));
-        writeln!(p.stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+        writeln!(
+            p.stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )
+        .unwrap();
         p
     }
 
@@ -72,7 +93,8 @@ impl Peer {
     }
 
     fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
         status
             .lines()
             .find_map(|l| l.strip_prefix("VmRSS:"))
@@ -129,10 +151,43 @@ struct World {
 fn world() -> World {
     let tmp = tempfile::tempdir().unwrap();
     let dir = std::fs::canonicalize(tmp.path()).unwrap();
-    let run = |args: &[&str]| assert!(Command::new(rcpt()).args(args).current_dir(&dir).output().unwrap().status.success(), "{args:?}");
-    run(&["key", "generate", "--name", "gate.example/bench", "--out", "gate"]);
-    run(&["key", "generate", "--name", "log.example/bench", "--out", "logkey"]);
-    run(&["log", "init", "log", "--origin", "log.example/bench", "--key", "logkey.key"]);
+    let run = |args: &[&str]| {
+        assert!(
+            Command::new(rcpt())
+                .args(args)
+                .current_dir(&dir)
+                .output()
+                .unwrap()
+                .status
+                .success(),
+            "{args:?}"
+        )
+    };
+    run(&[
+        "key",
+        "generate",
+        "--name",
+        "gate.example/bench",
+        "--out",
+        "gate",
+    ]);
+    run(&[
+        "key",
+        "generate",
+        "--name",
+        "log.example/bench",
+        "--out",
+        "logkey",
+    ]);
+    run(&[
+        "log",
+        "init",
+        "log",
+        "--origin",
+        "log.example/bench",
+        "--key",
+        "logkey.key",
+    ]);
     std::fs::create_dir(dir.join("work")).unwrap();
     let obj = json!({"type": "object"});
     let tools = json!([{"name": "read", "inputSchema": obj, "annotations": {"readOnlyHint": true}},
@@ -143,18 +198,41 @@ fn world() -> World {
 
 fn server(w: &World) -> Vec<String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/fake_server.py");
-    vec!["python3".into(), script.display().to_string(), w.dir.join("tools.json").display().to_string(), "-".into()]
+    vec![
+        "python3".into(),
+        script.display().to_string(),
+        w.dir.join("tools.json").display().to_string(),
+        "-".into(),
+    ]
 }
 
 fn proxy(w: &World) -> Peer {
-    let pin = Command::new(rcpt()).args(["gate", "mcp", "pin", "--"]).args(server(w)).output().unwrap();
+    let pin = Command::new(rcpt())
+        .args(["gate", "mcp", "pin", "--"])
+        .args(server(w))
+        .output()
+        .unwrap();
     let mut table: Value = serde_json::from_slice(&pin.stdout).unwrap();
     table["tools"]["write"]["files"] = json!(["/path"]);
     let policy = json!({"name": "bench", "substrate": "tool-proxy", "server": {"name": "fake"}, "tools": table["tools"]});
     std::fs::write(w.dir.join("policy.json"), policy.to_string()).unwrap();
     let mut cmd = Command::new(rcpt());
     cmd.current_dir(&w.dir)
-        .args(["gate", "mcp", "--policy", "policy.json", "--key", "gate.key", "--store", "store", "--root", "work", "--log", "log", "--"])
+        .args([
+            "gate",
+            "mcp",
+            "--policy",
+            "policy.json",
+            "--key",
+            "gate.key",
+            "--store",
+            "store",
+            "--root",
+            "work",
+            "--log",
+            "log",
+            "--",
+        ])
         .args(server(w));
     Peer::start(cmd)
 }
@@ -168,7 +246,13 @@ fn direct(w: &World) -> Peer {
 
 fn main() {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!("load average: {}", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    println!(
+        "load average: {}",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
     let n = env_size("RCPT_BENCH_MCP_N", 2000);
     let depth = env_size("RCPT_BENCH_MCP_DEPTH", 64);
     let calls = env_size("RCPT_BENCH_MCP_CALLS", 100_000);
@@ -176,27 +260,62 @@ fn main() {
     let file = w.dir.join("work/f.txt");
     std::fs::write(&file, "0").unwrap();
     let read = |i: usize| call(i + 1, "read", json!({"path": file}));
-    let write = |i: usize| call(i + 1, "write", json!({"path": file, "content": format!("{i}")}));
+    let write = |i: usize| {
+        call(
+            i + 1,
+            "write",
+            json!({"path": file, "content": format!("{i}")}),
+        )
+    };
     let (mut d, mut p) = (direct(&w), proxy(&w));
     p.call(&read(0));
     let (dr, pr) = (latency(&mut d, n, &read), latency(&mut p, n, &read));
-    let (dw, pw) = (latency(&mut d, n / 2, &write), latency(&mut p, n / 2, &write));
-    println!("| row | direct p50 ms | direct p99 ms | proxy p50 ms | proxy p99 ms | added p50 ms | added p99 ms | bound |");
+    let (dw, pw) = (
+        latency(&mut d, n / 2, &write),
+        latency(&mut p, n / 2, &write),
+    );
+    println!(
+        "| row | direct p50 ms | direct p99 ms | proxy p50 ms | proxy p99 ms | added p50 ms | added p99 ms | bound |"
+    );
     println!("|---|---|---|---|---|---|---|---|");
     let row = |name: &str, d: (f64, f64), p: (f64, f64), bound: &str| {
-        println!("| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {bound} |", d.0, d.1, p.0, p.1, p.0 - d.0, p.1 - d.1);
+        println!(
+            "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {bound} |",
+            d.0,
+            d.1,
+            p.0,
+            p.1,
+            p.0 - d.0,
+            p.1 - d.1
+        );
     };
     row("read call", dr, pr, "added p99 <= 1 ms");
     row("step, one file", dw, pw, "added p50 <= 3 ms, p99 <= 10 ms");
     let n_tp = n * 2;
-    let tp_direct = throughput(&mut d, n_tp, depth, &|i| call(i + 1_000_000, "write", json!({"path": file, "content": format!("t{i}")})));
-    let tp_proxy = throughput(&mut p, n_tp, depth, &|i| call(i + 1_000_000, "write", json!({"path": file, "content": format!("t{i}")})));
-    println!("steps/s ({n_tp} steps, {depth} in flight): direct {tp_direct:.0}, proxy {tp_proxy:.0} (bound 1,000)");
+    let tp_direct = throughput(&mut d, n_tp, depth, &|i| {
+        call(
+            i + 1_000_000,
+            "write",
+            json!({"path": file, "content": format!("t{i}")}),
+        )
+    });
+    let tp_proxy = throughput(&mut p, n_tp, depth, &|i| {
+        call(
+            i + 1_000_000,
+            "write",
+            json!({"path": file, "content": format!("t{i}")}),
+        )
+    });
+    println!(
+        "steps/s ({n_tp} steps, {depth} in flight): direct {tp_direct:.0}, proxy {tp_proxy:.0} (bound 1,000)"
+    );
     let mut rss = Vec::new();
     let tenth = (calls / 10).max(1);
     let mut done = 0;
     while done < calls {
-        throughput(&mut p, tenth, depth, &|i| call(i + 2_000_000 + done, "read", json!({"path": file})));
+        throughput(&mut p, tenth, depth, &|i| {
+            call(i + 2_000_000 + done, "read", json!({"path": file}))
+        });
         done += tenth;
         rss.push(p.rss_kib());
     }

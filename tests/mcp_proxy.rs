@@ -457,3 +457,31 @@ fn steps_without_files_are_irreversible_and_failed_ones_not_applied() {
     );
     w.verify_all();
 }
+
+#[test]
+fn pin_takes_a_late_probe_answer_as_the_modern_era() {
+    // The server answers server/discover after pin's probe timeout, then
+    // refuses the legacy handshake as a modern-only server (-32022).
+    let w = World::new();
+    let mut cmd = w.fake();
+    cmd.push("slow-modern".into());
+    let out = std::process::Command::new(support::bin())
+        .args(["gate", "mcp", "pin", "--"])
+        .args(&cmd)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("(Modern era)"), "{err}");
+    let table: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(table["tools"]["write"]["kind"], "step");
+    let tools_list = w
+        .received()
+        .into_iter()
+        .find(|l| l.contains("tools/list"))
+        .unwrap();
+    assert!(
+        tools_list.contains("io.modelcontextprotocol/protocolVersion"),
+        "{tools_list}"
+    );
+}

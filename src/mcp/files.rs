@@ -132,6 +132,58 @@ pub fn resolve(
 
 /// Resolve one path under the roots (see the module doc).
 pub fn resolve_path(text: &str, roots: &[Root], cwd: &Path) -> Result<PathBuf, Refusal> {
+    let clean = lexical(text, cwd)?;
+    let (root, rest) = roots
+        .iter()
+        .find_map(|r| {
+            [&r.canonical, &r.given]
+                .into_iter()
+                .find_map(|base| clean.strip_prefix(base).ok())
+                .map(|rest| (r, rest.to_path_buf()))
+        })
+        .ok_or_else(|| refuse(FILES_OUTSIDE, "outside every --root".into()))?;
+    let parts: Vec<_> = rest.components().collect();
+    if parts.is_empty() {
+        return Err(refuse(
+            FILES_NOT_REGULAR,
+            "a root itself is a directory".into(),
+        ));
+    }
+    let mut at = root.canonical.clone();
+    for (i, part) in parts.iter().enumerate() {
+        at.push(part);
+        let last = i + 1 == parts.len();
+        let meta = match std::fs::symlink_metadata(&at) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // The rest does not exist yet: nothing on it can be a link.
+                at.extend(parts.iter().skip(i + 1));
+                return Ok(at);
+            }
+            Err(e) => return Err(refuse(FILES_NOT_REGULAR, format!("cannot examine it: {e}"))),
+            Ok(m) => m,
+        };
+        if meta.file_type().is_symlink() {
+            return Err(refuse(
+                FILES_LINK,
+                format!("{} is a symbolic link", at.display()),
+            ));
+        }
+        if last && !meta.is_file() {
+            return Err(refuse(FILES_NOT_REGULAR, "not a regular file".into()));
+        }
+        if !last && !meta.is_dir() {
+            return Err(refuse(
+                FILES_NOT_REGULAR,
+                format!("{} is not a directory", at.display()),
+            ));
+        }
+    }
+    Ok(at)
+}
+
+/// `text` made absolute against `cwd`, `.` components dropped; refused
+/// when empty, too long, with a NUL, a leading `~` or a `..` component.
+fn lexical(text: &str, cwd: &Path) -> Result<PathBuf, Refusal> {
     if text.is_empty()
         || text.len() > MAX_PATH_BYTES
         || text.contains('\0')
@@ -142,63 +194,15 @@ pub fn resolve_path(text: &str, roots: &[Root], cwd: &Path) -> Result<PathBuf, R
             "empty, too long, with a NUL, or starting with ~".into(),
         ));
     }
-    let joined = cwd.join(text);
     let mut clean = PathBuf::new();
-    for c in joined.components() {
+    for c in cwd.join(text).components() {
         match c {
-            Component::ParentDir => {
-                return Err(refuse(FILES_NOT_A_PATH, "a .. component".into()));
-            }
+            Component::ParentDir => return Err(refuse(FILES_NOT_A_PATH, "a .. component".into())),
             Component::CurDir => {}
             other => clean.push(other),
         }
     }
-    let (root, rest) = roots
-        .iter()
-        .find_map(|r| {
-            [&r.canonical, &r.given]
-                .into_iter()
-                .find_map(|base| clean.strip_prefix(base).ok())
-                .map(|rest| (r, rest.to_path_buf()))
-        })
-        .ok_or_else(|| refuse(FILES_OUTSIDE, "outside every --root".into()))?;
-    let mut at = root.canonical.clone();
-    let parts: Vec<_> = rest.components().collect();
-    for (i, part) in parts.iter().enumerate() {
-        at.push(part);
-        let last = i + 1 == parts.len();
-        match std::fs::symlink_metadata(&at) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                // The rest does not exist yet: nothing on it can be a link.
-                at.extend(parts.iter().skip(i + 1));
-                return Ok(at);
-            }
-            Err(e) => return Err(refuse(FILES_NOT_REGULAR, format!("cannot examine it: {e}"))),
-            Ok(m) if m.file_type().is_symlink() => {
-                return Err(refuse(
-                    FILES_LINK,
-                    format!("{} is a symbolic link", at.display()),
-                ));
-            }
-            Ok(m) if last && !m.is_file() => {
-                return Err(refuse(FILES_NOT_REGULAR, "not a regular file".into()));
-            }
-            Ok(m) if !last && !m.is_dir() => {
-                return Err(refuse(
-                    FILES_NOT_REGULAR,
-                    format!("{} is not a directory", at.display()),
-                ));
-            }
-            Ok(_) => {}
-        }
-    }
-    if parts.is_empty() {
-        return Err(refuse(
-            FILES_NOT_REGULAR,
-            "a root itself is a directory".into(),
-        ));
-    }
-    Ok(at)
+    Ok(clean)
 }
 
 /// A file's state: BLAKE3 and executable bit, or absent.

@@ -37,11 +37,26 @@ pub const HEADER_MISMATCH: i64 = -32020;
 
 /// Request headers passed to the upstream (the rest are the proxy's).
 const FORWARDED: &[&str] = &[
-    "accept", "content-type", "authorization", "mcp-protocol-version", "mcp-session-id",
-    "mcp-method", "mcp-name", "last-event-id", "traceparent", "tracestate", "baggage",
+    "accept",
+    "content-type",
+    "authorization",
+    "mcp-protocol-version",
+    "mcp-session-id",
+    "mcp-method",
+    "mcp-name",
+    "last-event-id",
+    "traceparent",
+    "tracestate",
+    "baggage",
 ];
 /// Answer headers passed back to the client.
-const RETURNED: &[&str] = &["content-type", "mcp-session-id", "mcp-protocol-version", "www-authenticate", "cache-control"];
+const RETURNED: &[&str] = &[
+    "content-type",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "www-authenticate",
+    "cache-control",
+];
 
 /// The proxy's HTTP side.
 pub struct HttpProxy {
@@ -53,14 +68,19 @@ pub struct HttpProxy {
 
 impl std::fmt::Debug for HttpProxy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpProxy").field("upstream", &self.upstream).finish_non_exhaustive()
+        f.debug_struct("HttpProxy")
+            .field("upstream", &self.upstream)
+            .finish_non_exhaustive()
     }
 }
 
 /// Whether `origin` is a loopback origin (`http://localhost[:p]`,
 /// `http://127.x.y.z[:p]`, `http://[::1][:p]`, or https of those).
 pub fn is_loopback_origin(origin: &str) -> bool {
-    let Some(rest) = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) else {
+    let Some(rest) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
         return false;
     };
     let host = if let Some(v6) = rest.strip_prefix('[') {
@@ -69,14 +89,18 @@ pub fn is_loopback_origin(origin: &str) -> bool {
         rest.split(':').next().unwrap_or_default()
     };
     host == "localhost"
-        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 fn reply(status: StatusCode, body: String) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(Bytes::from(body)));
     *r.status_mut() = status;
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     r
 }
 
@@ -106,11 +130,21 @@ impl HttpProxy {
     }
 
     /// Serve on `listener` until `stop`.
-    pub async fn serve(self: Arc<Self>, listener: tokio::net::TcpListener, stop: tokio::sync::watch::Receiver<bool>) {
-        crate::net::server::accept::serve_until_stopped(listener, MAX_HTTP_CONNECTIONS, HEADER_TIMEOUT, stop, move |req, _| {
-            let me = Arc::clone(&self);
-            async move { me.handle(req).await }
-        })
+    pub async fn serve(
+        self: Arc<Self>,
+        listener: tokio::net::TcpListener,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) {
+        crate::net::server::accept::serve_until_stopped(
+            listener,
+            MAX_HTTP_CONNECTIONS,
+            HEADER_TIMEOUT,
+            stop,
+            move |req, _| {
+                let me = Arc::clone(&self);
+                async move { me.handle(req).await }
+            },
+        )
         .await;
     }
 
@@ -118,7 +152,11 @@ impl HttpProxy {
         if let Some(origin) = req.headers().get(header::ORIGIN) {
             let o = origin.to_str().unwrap_or_default();
             if !is_loopback_origin(o) && !self.origins.iter().any(|a| a == o) {
-                return refuse(StatusCode::FORBIDDEN, code::INVALID_REQUEST, "rcpt gate mcp: this Origin is not allowed");
+                return refuse(
+                    StatusCode::FORBIDDEN,
+                    code::INVALID_REQUEST,
+                    "rcpt gate mcp: this Origin is not allowed",
+                );
             }
         }
         match *req.method() {
@@ -130,28 +168,51 @@ impl HttpProxy {
                     Err(e) => refuse(StatusCode::BAD_GATEWAY, code::INTERNAL_ERROR, &e),
                 }
             }
-            _ => refuse(StatusCode::METHOD_NOT_ALLOWED, code::INVALID_REQUEST, "rcpt gate mcp relays POST (and DELETE) only"),
+            _ => refuse(
+                StatusCode::METHOD_NOT_ALLOWED,
+                code::INVALID_REQUEST,
+                "rcpt gate mcp relays POST (and DELETE) only",
+            ),
         }
     }
 
     async fn post(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {
         let headers = req.headers().clone();
-        let body = match Limited::new(req.into_body(), super::MAX_FRAME_BYTES).collect().await {
+        let body = match Limited::new(req.into_body(), super::MAX_FRAME_BYTES)
+            .collect()
+            .await
+        {
             Ok(b) => b.to_bytes(),
-            Err(_) => return refuse(StatusCode::PAYLOAD_TOO_LARGE, code::INVALID_REQUEST, "a message over the limit"),
+            Err(_) => {
+                return refuse(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    code::INVALID_REQUEST,
+                    "a message over the limit",
+                );
+            }
         };
         let Ok(text) = String::from_utf8(body.to_vec()) else {
-            return refuse(StatusCode::BAD_REQUEST, code::PARSE_ERROR, "a message that is not UTF-8");
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                code::PARSE_ERROR,
+                "a message that is not UTF-8",
+            );
         };
         if let Some(why) = header_mismatch(&headers, &text) {
             return refuse(StatusCode::BAD_REQUEST, HEADER_MISMATCH, &why);
         }
         if is_call(&text) && self.list_first(&headers).await.is_err() {
-            return refuse(StatusCode::BAD_GATEWAY, code::INTERNAL_ERROR, "the server did not list its tools");
+            return refuse(
+                StatusCode::BAD_GATEWAY,
+                code::INTERNAL_ERROR,
+                "the server did not list its tools",
+            );
         }
         let relay = Arc::clone(&self.relay);
         let line = text.clone();
-        let outs = tokio::task::spawn_blocking(move || relay.from_client(&line)).await.unwrap_or_default();
+        let outs = tokio::task::spawn_blocking(move || relay.from_client(&line))
+            .await
+            .unwrap_or_default();
         self.deliver(outs, &headers).await
     }
 
@@ -159,10 +220,14 @@ impl HttpProxy {
     async fn list_first(&self, headers: &HeaderMap) -> Result<(), String> {
         let mut next = self.relay.list_first();
         while let Some(Out::Server(req)) = next.take() {
-            let (_, _, body) = self.upstream(Method::POST, headers, Bytes::from(req)).await?;
+            let (_, _, body) = self
+                .upstream(Method::POST, headers, Bytes::from(req))
+                .await?;
             for event in events_of(&body) {
                 let relay = Arc::clone(&self.relay);
-                let outs = tokio::task::spawn_blocking(move || relay.from_server(&event)).await.unwrap_or_default();
+                let outs = tokio::task::spawn_blocking(move || relay.from_server(&event))
+                    .await
+                    .unwrap_or_default();
                 next = outs.into_iter().find(|o| matches!(o, Out::Server(_)));
             }
         }
@@ -171,18 +236,19 @@ impl HttpProxy {
 
     /// Send what the relay said: an answer of its own, or the message upstream.
     async fn deliver(&self, outs: Vec<Out>, headers: &HeaderMap) -> Response<Full<Bytes>> {
-        for out in outs {
-            match out {
-                Out::Client(text) => return reply(StatusCode::OK, text),
-                Out::Server(text) => return self.forward(text, headers).await,
-            }
+        match outs.into_iter().next() {
+            Some(Out::Client(text)) => reply(StatusCode::OK, text),
+            Some(Out::Server(text)) => self.forward(text, headers).await,
+            None => reply(StatusCode::ACCEPTED, String::new()),
         }
-        reply(StatusCode::ACCEPTED, String::new())
     }
 
     /// Forward one message and relay its answer back.
     async fn forward(&self, text: String, headers: &HeaderMap) -> Response<Full<Bytes>> {
-        let (status, h, body) = match self.upstream(Method::POST, headers, Bytes::from(text.clone())).await {
+        let (status, h, body) = match self
+            .upstream(Method::POST, headers, Bytes::from(text.clone()))
+            .await
+        {
             Ok(a) => a,
             Err(e) => return self.abandon(&text, &e, StatusCode::BAD_GATEWAY).await,
         };
@@ -205,9 +271,15 @@ impl HttpProxy {
             return passthrough(status, &h, body);
         }
         let mut relayed = Vec::new();
-        for event in if sse { events_of(&body) } else { vec![String::from_utf8_lossy(&body).into_owned()] } {
+        for event in if sse {
+            events_of(&body)
+        } else {
+            vec![String::from_utf8_lossy(&body).into_owned()]
+        } {
             let relay = Arc::clone(&self.relay);
-            let outs = tokio::task::spawn_blocking(move || relay.from_server(&event)).await.unwrap_or_default();
+            let outs = tokio::task::spawn_blocking(move || relay.from_server(&event))
+                .await
+                .unwrap_or_default();
             for o in outs {
                 match o {
                     Out::Client(t) => relayed.push(t),
@@ -218,7 +290,10 @@ impl HttpProxy {
             }
         }
         let body = if sse {
-            relayed.iter().map(|t| format!("event: message\ndata: {t}\n\n")).collect::<String>()
+            relayed
+                .iter()
+                .map(|t| format!("event: message\ndata: {t}\n\n"))
+                .collect::<String>()
         } else {
             relayed.concat()
         };
@@ -229,7 +304,10 @@ impl HttpProxy {
     async fn abandoned(&self, text: &str, why: &str) -> Option<String> {
         let relay = Arc::clone(&self.relay);
         let (text, why) = (text.to_string(), why.to_string());
-        tokio::task::spawn_blocking(move || relay.abandon(&text, &why)).await.ok().flatten()
+        tokio::task::spawn_blocking(move || relay.abandon(&text, &why))
+            .await
+            .ok()
+            .flatten()
     }
 
     async fn abandon(&self, text: &str, why: &str, status: StatusCode) -> Response<Full<Bytes>> {
@@ -240,7 +318,12 @@ impl HttpProxy {
     }
 
     /// One request to the upstream endpoint: (status, headers, body).
-    async fn upstream(&self, method: Method, headers: &HeaderMap, body: Bytes) -> Result<(StatusCode, HeaderMap, Bytes), String> {
+    async fn upstream(
+        &self,
+        method: Method,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<(StatusCode, HeaderMap, Bytes), String> {
         let mut req = Request::builder()
             .method(method)
             .uri(&self.upstream)
@@ -248,14 +331,22 @@ impl HttpProxy {
             .map_err(|e| e.to_string())?;
         for name in FORWARDED {
             for v in headers.get_all(*name) {
-                req.headers_mut().append(HeaderName::from_static(name), v.clone());
+                req.headers_mut()
+                    .append(HeaderName::from_static(name), v.clone());
             }
         }
-        for (name, v) in headers.iter().filter(|(n, _)| n.as_str().starts_with("mcp-param-")) {
+        for (name, v) in headers
+            .iter()
+            .filter(|(n, _)| n.as_str().starts_with("mcp-param-"))
+        {
             req.headers_mut().append(name.clone(), v.clone());
         }
         let exchange = async {
-            let resp = self.client.request(req).await.map_err(|e| crate::io::error_chain(&e))?;
+            let resp = self
+                .client
+                .request(req)
+                .await
+                .map_err(|e| crate::io::error_chain(&e))?;
             let (parts, body) = resp.into_parts();
             let body = Limited::new(body, super::MAX_FRAME_BYTES)
                 .collect()
@@ -276,7 +367,8 @@ fn passthrough(status: StatusCode, headers: &HeaderMap, body: Bytes) -> Response
     *r.status_mut() = status;
     for name in RETURNED {
         if let Some(v) = headers.get(*name) {
-            r.headers_mut().insert(HeaderName::from_static(name), v.clone());
+            r.headers_mut()
+                .insert(HeaderName::from_static(name), v.clone());
         }
     }
     r
@@ -295,21 +387,32 @@ fn header_mismatch(headers: &HeaderMap, text: &str) -> Option<String> {
         params: Option<serde_json::Value>,
     }
     let body: Body = serde_json::from_str(text).ok()?;
-    let header = |n: &str| headers.get(n).map(|v| v.to_str().unwrap_or("\u{fffd}").to_string());
+    let header = |n: &str| {
+        headers
+            .get(n)
+            .map(|v| v.to_str().unwrap_or("\u{fffd}").to_string())
+    };
     if let Some(m) = header("mcp-method")
         && Some(&m) != body.method.as_ref()
     {
         let b = body.method.as_deref().unwrap_or("(none)");
-        return Some(format!("Header mismatch: Mcp-Method {m:?} does not match the body's method {b:?}"));
+        return Some(format!(
+            "Header mismatch: Mcp-Method {m:?} does not match the body's method {b:?}"
+        ));
     }
     if let Some(n) = header("mcp-name")
         && !n.starts_with("=?base64?")
     {
         let p = body.params.unwrap_or_default();
-        let name = p.get("name").or_else(|| p.get("uri")).and_then(serde_json::Value::as_str);
+        let name = p
+            .get("name")
+            .or_else(|| p.get("uri"))
+            .and_then(serde_json::Value::as_str);
         if name != Some(n.as_str()) {
             let b = name.unwrap_or("(none)");
-            return Some(format!("Header mismatch: Mcp-Name {n:?} does not match the body's name {b:?}"));
+            return Some(format!(
+                "Header mismatch: Mcp-Name {n:?} does not match the body's name {b:?}"
+            ));
         }
     }
     None
@@ -326,7 +429,10 @@ pub fn events_of(body: &[u8]) -> Vec<String> {
     for block in text.replace("\r\n", "\n").split("\n\n") {
         let data: Vec<&str> = block
             .lines()
-            .filter_map(|l| l.strip_prefix("data:").map(|d| d.strip_prefix(' ').unwrap_or(d)))
+            .filter_map(|l| {
+                l.strip_prefix("data:")
+                    .map(|d| d.strip_prefix(' ').unwrap_or(d))
+            })
             .collect();
         if !data.is_empty() {
             out.push(data.join("\n"));
@@ -337,19 +443,38 @@ pub fn events_of(body: &[u8]) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )]
     use super::*;
 
     #[test]
     fn origins_sse_and_header_checks() {
-        for ok in ["http://localhost:3000", "http://127.0.0.1", "https://[::1]:8443", "http://127.1.2.3:9"] {
+        for ok in [
+            "http://localhost:3000",
+            "http://127.0.0.1",
+            "https://[::1]:8443",
+            "http://127.1.2.3:9",
+        ] {
             assert!(is_loopback_origin(ok), "{ok}");
         }
-        for bad in ["http://evil.example", "http://localhost.evil.example", "null", "http://10.0.0.1", "file://"] {
+        for bad in [
+            "http://evil.example",
+            "http://localhost.evil.example",
+            "null",
+            "http://10.0.0.1",
+            "file://",
+        ] {
             assert!(!is_loopback_origin(bad), "{bad}");
         }
         let sse = b"event: message\r\ndata: {\"a\":1}\r\n\r\n: keep-alive\n\nid: 2\ndata: {\"b\":\ndata: 2}\n\n";
-        assert_eq!(events_of(sse), vec!["{\"a\":1}".to_string(), "{\"b\":\n2}".to_string()]);
+        assert_eq!(
+            events_of(sse),
+            vec!["{\"a\":1}".to_string(), "{\"b\":\n2}".to_string()]
+        );
         let mut h = HeaderMap::new();
         h.insert("mcp-method", HeaderValue::from_static("tools/list"));
         let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"w"}}"#;

@@ -335,19 +335,32 @@ impl Pending {
             .ok_or_else(|| LedgerError::Corrupt(name, "not a pending step".into()))
     }
 
+    /// Remove the file (the step is finished); durable once its
+    /// directory is synced ([`Pending::sync_removals`]).
+    pub fn unlink(&self) -> Result<(), LedgerError> {
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(LedgerError::Io {
+                path: self.path.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// Make the removals of pending files durable: one sync of their directory.
+    pub fn sync_removals(&self) -> Result<(), LedgerError> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        crate::io::sync_dir(dir).map_err(|source| LedgerError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })
+    }
+
     /// Remove the file (the step is finished), durably.
     pub fn remove(&self) -> Result<(), LedgerError> {
-        let io = |source| LedgerError::Io {
-            path: self.path.clone(),
-            source,
-        };
-        match std::fs::remove_file(&self.path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io(e)),
-        }
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        crate::io::sync_dir(dir).map_err(io)
+        self.unlink()?;
+        self.sync_removals()
     }
 }
 

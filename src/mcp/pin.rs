@@ -25,6 +25,8 @@ pub const PIN_TIMEOUT: Duration = Duration::from_secs(60);
 pub const MAX_PIN_PAGES: usize = 100;
 /// The modern version `pin` speaks.
 pub const MODERN_VERSION: &str = "2026-07-28";
+/// UnsupportedProtocolVersionError (MCP 2026-07-28).
+pub const UNSUPPORTED_VERSION: i64 = -32022;
 /// The legacy version `pin` offers in `initialize`.
 pub const LEGACY_VERSION: &str = "2025-11-25";
 
@@ -173,6 +175,34 @@ pub fn list_tools(command: &[OsString]) -> Result<PinnedList, PinError> {
     listed
 }
 
+/// The legacy handshake; a server that answers it with -32022 naming the
+/// modern version answered the probe after its timeout (a slow start) and
+/// serves the modern era (as the SDKs' fallback rule has it).
+fn legacy_or_late_modern(talk: &mut Talk) -> Result<Era, PinError> {
+    let params = serde_json::json!({"protocolVersion": LEGACY_VERSION, "capabilities": {},
+        "clientInfo": {"name": "rcpt-gate-mcp-pin", "version": env!("CARGO_PKG_VERSION")}});
+    let id = talk.send("initialize", params, true)?;
+    let answer = talk
+        .answer(id, PIN_TIMEOUT)?
+        .ok_or_else(|| PinError::Server(format!("did not answer initialize in {PIN_TIMEOUT:?}")))?;
+    if answer.get("result").is_some() {
+        talk.send("notifications/initialized", serde_json::json!({}), false)?;
+        return Ok(Era::Legacy);
+    }
+    let error = answer.get("error").cloned().unwrap_or_default();
+    let modern = error.get("code").and_then(serde_json::Value::as_i64) == Some(UNSUPPORTED_VERSION)
+        && error
+            .pointer("/data/supported")
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|v| v.iter().any(|s| s.as_str() == Some(MODERN_VERSION)));
+    if modern {
+        return Ok(Era::Modern);
+    }
+    Err(PinError::Server(format!(
+        "answered initialize with an error: {error}"
+    )))
+}
+
 fn converse(talk: &mut Talk) -> Result<PinnedList, PinError> {
     let probe = talk.send(
         "server/discover",
@@ -188,13 +218,7 @@ fn converse(talk: &mut Talk) -> Result<PinnedList, PinError> {
     let era = if modern {
         Era::Modern
     } else {
-        talk.request(
-            "initialize",
-            serde_json::json!({"protocolVersion": LEGACY_VERSION, "capabilities": {},
-                               "clientInfo": {"name": "rcpt-gate-mcp-pin", "version": env!("CARGO_PKG_VERSION")}}),
-        )?;
-        talk.send("notifications/initialized", serde_json::json!({}), false)?;
-        Era::Legacy
+        legacy_or_late_modern(talk)?
     };
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;

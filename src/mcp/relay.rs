@@ -180,41 +180,16 @@ impl Relay {
 
     /// A `tools/call` request (its id free and not yet in `pending`).
     fn call(&self, text: &str, id: IdKey, modern: bool) -> Vec<Out> {
-        #[derive(serde::Deserialize)]
-        struct Params<'a> {
-            name: String,
-            #[serde(borrow)]
-            arguments: Option<&'a RawValue>,
-        }
-        #[derive(serde::Deserialize)]
-        struct Wire<'a> {
-            #[serde(borrow)]
-            params: Params<'a>,
-        }
-        let Ok(Wire { params }) = serde_json::from_str::<Wire<'_>>(text) else {
-            return vec![error(
-                Some(&id),
-                code::INVALID_PARAMS,
-                "tools/call needs params {\"name\": text, \"arguments\": object}",
-            )];
-        };
-        let arguments_text = params.arguments.map_or("{}", RawValue::get);
-        let arguments: serde_json::Value = match serde_json::from_str(arguments_text) {
-            Ok(v @ serde_json::Value::Object(_)) => v,
-            _ => {
-                return vec![error(
-                    Some(&id),
-                    code::INVALID_PARAMS,
-                    "tools/call arguments must be an object",
-                )];
-            }
+        let (name, arguments_text, arguments) = match call_params(text) {
+            Ok(p) => p,
+            Err(why) => return vec![error(Some(&id), code::INVALID_PARAMS, why)],
         };
         let mut st = self.state();
         let Some(view) = &st.view else {
             return self.park(st, text, id);
         };
-        let listed = view.get(&params.name).cloned();
-        if self.gate.kind_of(&params.name, listed.as_ref()) == Some(super::policy::ToolKind::Read) {
+        let listed = view.get(&name).cloned();
+        if self.gate.kind_of(&name, listed.as_ref()) == Some(super::policy::ToolKind::Read) {
             let Ok(digest) = table::jcs_sha256(&arguments) else {
                 return vec![error(
                     Some(&id),
@@ -222,24 +197,34 @@ impl Relay {
                     "the arguments have no RFC 8785 form",
                 )];
             };
-            st.pending.insert(
-                id,
-                Pending::Read {
-                    tool: params.name,
-                    arguments: digest,
-                },
-            );
+            let read = Pending::Read {
+                tool: name,
+                arguments: digest,
+            };
+            st.pending.insert(id, read);
             return vec![Out::Server(text.to_string())];
         }
         st.pending.insert(id.clone(), Pending::Waiting);
         drop(st);
         let call = Call {
-            tool: &params.name,
-            arguments_text,
+            tool: &name,
+            arguments_text: &arguments_text,
             arguments: &arguments,
             listed: listed.as_ref(),
         };
         let prepared = self.gate.prepare(&call);
+        self.decided(prepared, text, id, &name, modern)
+    }
+
+    /// Forward a prepared step, or answer its refusal or failure.
+    fn decided(
+        &self,
+        prepared: Result<Prepared, super::step::StepError>,
+        text: &str,
+        id: IdKey,
+        name: &str,
+        modern: bool,
+    ) -> Vec<Out> {
         let mut st = self.state();
         match prepared {
             Ok(Prepared::Forward(step)) => {
@@ -248,11 +233,7 @@ impl Relay {
             }
             Ok(Prepared::Refused(r)) => {
                 st.pending.remove(&id);
-                (self.note)(&format!(
-                    "{} refused: {}",
-                    params.name,
-                    r.details.join("; ")
-                ));
+                (self.note)(&format!("{name} refused: {}", r.details.join("; ")));
                 vec![Out::Client(refusal(&id, &r, modern))]
             }
             Err(e) => {
@@ -316,6 +297,29 @@ impl Relay {
         );
         st.own.insert(id, ());
         Out::Server(out)
+    }
+}
+
+/// A `tools/call`'s name, its arguments' text (`{}` when absent) and value.
+fn call_params(text: &str) -> Result<(String, String, serde_json::Value), &'static str> {
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        name: String,
+        #[serde(borrow)]
+        arguments: Option<&'a RawValue>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Wire<'a> {
+        #[serde(borrow)]
+        params: Params<'a>,
+    }
+    let Ok(Wire { params }) = serde_json::from_str::<Wire<'_>>(text) else {
+        return Err("tools/call needs params {\"name\": text, \"arguments\": object}");
+    };
+    let arguments_text = params.arguments.map_or("{}", RawValue::get);
+    match serde_json::from_str(arguments_text) {
+        Ok(v @ serde_json::Value::Object(_)) => Ok((params.name, arguments_text.to_string(), v)),
+        _ => Err("tools/call arguments must be an object"),
     }
 }
 
@@ -428,7 +432,9 @@ impl Relay {
         };
         if let Some(view) = self.state().view.as_mut() {
             for t in &filtered.tools {
-                view.insert(t.name.clone(), t.clone());
+                if view.len() < table::MAX_LISTED_TOOLS || view.contains_key(&t.name) {
+                    view.insert(t.name.clone(), t.clone());
+                }
             }
         }
         for (name, why) in &filtered.hidden {
@@ -487,7 +493,13 @@ impl Relay {
         };
         st.listing.extend(page.tools);
         if let Some(cursor) = page.next_cursor {
-            return vec![self.own_list(&mut st, Some(&cursor))];
+            if st.listing.len() < table::MAX_LISTED_TOOLS {
+                return vec![self.own_list(&mut st, Some(&cursor))];
+            }
+            (self.note)(&format!(
+                "the server lists over {} tools: the rest are not read (and so not callable)",
+                table::MAX_LISTED_TOOLS
+            ));
         }
         let listing = std::mem::take(&mut st.listing);
         st.view = Some(listing.into_iter().map(|t| (t.name.clone(), t)).collect());
@@ -511,12 +523,23 @@ impl Relay {
         let pending = self.state().pending.remove(&id)?;
         let mut msg = format!("the server did not answer ({why})");
         if let Pending::Step { step } = pending {
-            match self.gate.finish(*step, &Outcome::Unanswered(why.to_string())) {
+            match self
+                .gate
+                .finish(*step, &Outcome::Unanswered(why.to_string()))
+            {
                 Ok(r) => msg.push_str(&format!("; receipt {r}")),
-                Err(e) => msg.push_str(&format!("; its receipt is issued at the next start ({})", crate::io::error_chain(&e))),
+                Err(e) => msg.push_str(&format!(
+                    "; its receipt is issued at the next start ({})",
+                    crate::io::error_chain(&e)
+                )),
             }
         }
-        Some(frame::error_response(Some(&id), code::INTERNAL_ERROR, &msg, None))
+        Some(frame::error_response(
+            Some(&id),
+            code::INTERNAL_ERROR,
+            &msg,
+            None,
+        ))
     }
 
     /// The server is gone: every call in flight answered; every forwarded

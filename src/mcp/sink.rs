@@ -235,7 +235,10 @@ pub fn finish_batch(
         }
     }
     for p in batch {
-        p.remove()?;
+        p.unlink()?;
     }
-    Ok(())
+    match batch.first() {
+        Some(p) => Ok(p.sync_removals()?),
+        None => Ok(()),
+    }
 }

@@ -244,34 +244,7 @@ impl Gate {
         };
         let (files, pre) = self.files_of(&pointers, call.arguments, &mut refusals);
         let (id, path) = self.ledger.next();
-        let mut record = StepRecord {
-            id,
-            decided_at: now(),
-            server: self.policy.server.clone(),
-            tool: call.tool.to_string(),
-            def,
-            arguments: call.arguments_text.to_string(),
-            arguments_digest,
-            change_id: change_id(
-                &self.policy.server,
-                call.tool,
-                def.as_ref(),
-                &arguments_digest,
-            ),
-            policy_id: self.policy.id,
-            replay: self.policy.replay,
-            files: files
-                .iter()
-                .zip(&pre)
-                .map(|(f, s)| FileRecord {
-                    pointer: f.pointer.clone(),
-                    path: f.rel(),
-                    pre: *s,
-                })
-                .collect(),
-            reversible: false,
-            evidence: Value::Null,
-        };
+        let mut record = self.record_of(call, id, def, arguments_digest, &files, &pre);
         record.evidence = match self.rule(call, &record, &refusals)? {
             Ruling::Admit { evidence } => evidence,
             other => return self.refuse(record, other, path, &refusals),
@@ -293,6 +266,46 @@ impl Gate {
         };
         pending.write(self.ledger.tmp())?;
         Ok(Prepared::Forward(Box::new(InFlight { pending })))
+    }
+
+    /// The step's record as decided (before the ruling).
+    fn record_of(
+        &self,
+        call: &Call<'_>,
+        id: String,
+        def: Option<Digest>,
+        arguments_digest: Digest,
+        files: &[StepFile],
+        pre: &[files::State],
+    ) -> StepRecord {
+        StepRecord {
+            id,
+            decided_at: now(),
+            server: self.policy.server.clone(),
+            tool: call.tool.to_string(),
+            def,
+            arguments: call.arguments_text.to_string(),
+            arguments_digest,
+            change_id: change_id(
+                &self.policy.server,
+                call.tool,
+                def.as_ref(),
+                &arguments_digest,
+            ),
+            policy_id: self.policy.id,
+            replay: self.policy.replay,
+            files: files
+                .iter()
+                .zip(pre)
+                .map(|(f, s)| FileRecord {
+                    pointer: f.pointer.clone(),
+                    path: f.rel(),
+                    pre: *s,
+                })
+                .collect(),
+            reversible: false,
+            evidence: Value::Null,
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 """A scripted MCP server for the proxy's protocol tests (Python 3, stdlib only).
 
-Usage: fake_server.py TOOLS.json RECEIVED.log   (RECEIVED.log "-": record nothing)
+Usage: fake_server.py TOOLS.json RECEIVED.log [slow-modern]
+       (RECEIVED.log "-": record nothing; slow-modern: answer server/discover
+       after 6 s, then refuse initialize with -32022 as a modern-only server)
 
 It speaks both eras (initialize, and server/discover with per-request _meta),
 lists the tools of TOOLS.json (re-read at every tools/list, so a test can
@@ -24,6 +26,8 @@ import threading
 import time
 
 TOOLS, RECEIVED = sys.argv[1], sys.argv[2]
+SLOW_MODERN = sys.argv[3:] == ["slow-modern"]
+locked_modern = False
 log = open(RECEIVED, "a") if RECEIVED != "-" else None
 
 
@@ -93,6 +97,7 @@ def lines_of(stream):
 
 
 def main():
+    global locked_modern
     lines = lines_of(sys.stdin)
     for line in lines:
         try:
@@ -104,11 +109,17 @@ def main():
         modern = "io.modelcontextprotocol/protocolVersion" in (params.get("_meta") or {})
         if method is None or rid is None:
             continue
-        if method == "initialize":
+        if method == "initialize" and locked_modern:
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32022, "message": "modern only",
+                  "data": {"supported": ["2026-07-28"], "requested": "2025-11-25"}}})
+        elif method == "initialize":
             send({"jsonrpc": "2.0", "id": rid, "result": {
                 "protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": True}},
                 "serverInfo": {"name": "fake", "version": "1"}}})
         elif method == "server/discover":
+            if SLOW_MODERN:
+                time.sleep(6)
+                locked_modern = True
             send({"jsonrpc": "2.0", "id": rid, "result": {
                 "resultType": "complete", "supportedVersions": ["2026-07-28"],
                 "capabilities": {"tools": {}}}})

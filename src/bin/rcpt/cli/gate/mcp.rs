@@ -61,7 +61,12 @@ struct RunArgs {
     #[command(flatten)]
     key: KeyArgs,
     /// Streamable HTTP instead of stdio: listen here (a loopback address).
-    #[arg(long, value_name = "127.0.0.1:PORT", requires = "upstream", conflicts_with = "command")]
+    #[arg(
+        long,
+        value_name = "127.0.0.1:PORT",
+        requires = "upstream",
+        conflicts_with = "command"
+    )]
     listen: Option<std::net::SocketAddr>,
     /// The server's MCP endpoint (http://HOST:PORT/PATH), with --listen.
     #[arg(long, value_name = "URL", requires = "listen")]
@@ -70,7 +75,11 @@ struct RunArgs {
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "listen")]
     allow_origin: Vec<String>,
     /// The server: its program and arguments.
-    #[arg(last = true, required_unless_present = "listen", value_name = "COMMAND")]
+    #[arg(
+        last = true,
+        required_unless_present = "listen",
+        value_name = "COMMAND"
+    )]
     command: Vec<OsString>,
 }
 
@@ -244,15 +253,28 @@ fn proxy(args: &RunArgs) -> anyhow::Result<u8> {
 fn serve_http(relay: Relay, listen: std::net::SocketAddr, args: &RunArgs) -> anyhow::Result<u8> {
     if !listen.ip().is_loopback() {
         relay.close();
-        return Err(UsageError(format!("--listen {listen}: the proxy listens on a loopback address only")).into());
+        return Err(UsageError(format!(
+            "--listen {listen}: the proxy listens on a loopback address only"
+        ))
+        .into());
     }
     let upstream = args.upstream.clone().unwrap_or_default();
     if !upstream.starts_with("http://") {
         relay.close();
-        return Err(UsageError(format!("--upstream {upstream:?}: an http:// URL (this build has no TLS)")).into());
+        return Err(UsageError(format!(
+            "--upstream {upstream:?}: an http:// URL (this build has no TLS)"
+        ))
+        .into());
     }
-    let proxy = std::sync::Arc::new(rcpt::mcp::http::HttpProxy::new(relay, upstream, args.allow_origin.clone()));
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let proxy = std::sync::Arc::new(rcpt::mcp::http::HttpProxy::new(
+        relay,
+        upstream,
+        args.allow_origin.clone(),
+    ));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
