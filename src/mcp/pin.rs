@@ -164,14 +164,7 @@ pub fn list_tools(command: &[OsString]) -> Result<PinnedList, PinError> {
     };
     let listed = converse(&mut talk);
     drop(talk);
-    let deadline = std::time::Instant::now() + super::stdio::SHUTDOWN_GRACE;
-    while std::time::Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if matches!(child.try_wait(), Ok(None)) {
-        let _ = child.kill();
-    }
-    let _ = child.wait();
+    super::stdio::stop(&mut child);
     listed
 }
 

@@ -521,25 +521,31 @@ impl Relay {
     pub fn abandon(&self, request: &str, why: &str) -> Option<String> {
         let id = frame::parse(request).ok()?.id?;
         let pending = self.state().pending.remove(&id)?;
-        let mut msg = format!("the server did not answer ({why})");
-        if let Pending::Step { step } = pending {
-            match self
-                .gate
-                .finish(*step, &Outcome::Unanswered(why.to_string()))
-            {
-                Ok(r) => msg.push_str(&format!("; receipt {r}")),
-                Err(e) => msg.push_str(&format!(
-                    "; its receipt is issued at the next start ({})",
-                    crate::io::error_chain(&e)
-                )),
-            }
-        }
+        let msg = self.unanswered(pending, &format!("the server did not answer ({why})"), why);
         Some(frame::error_response(
             Some(&id),
             code::INTERNAL_ERROR,
             &msg,
             None,
         ))
+    }
+
+    /// `msg` for a request that gets no answer; a step's receipt issued
+    /// first (no answer seen) and named.
+    fn unanswered(&self, pending: Pending, msg: &str, why: &str) -> String {
+        let Pending::Step { step } = pending else {
+            return msg.to_string();
+        };
+        match self
+            .gate
+            .finish(*step, &Outcome::Unanswered(why.to_string()))
+        {
+            Ok(r) => format!("{msg}; receipt {r}"),
+            Err(e) => format!(
+                "{msg}; its receipt is issued at the next start ({})",
+                crate::io::error_chain(&e)
+            ),
+        }
     }
 
     /// The server is gone: every call in flight answered; every forwarded
@@ -552,19 +558,11 @@ impl Relay {
         drop(st);
         let mut out = Vec::new();
         for (id, p) in pending {
-            let mut msg = format!("the server ended before answering ({why})");
-            if let Pending::Step { step } = p {
-                match self
-                    .gate
-                    .finish(*step, &Outcome::Unanswered(why.to_string()))
-                {
-                    Ok(r) => msg.push_str(&format!("; receipt {r}")),
-                    Err(e) => msg.push_str(&format!(
-                        "; its receipt is issued at the next start ({})",
-                        crate::io::error_chain(&e)
-                    )),
-                }
-            }
+            let msg = self.unanswered(
+                p,
+                &format!("the server ended before answering ({why})"),
+                why,
+            );
             out.push(error(Some(&id), code::INTERNAL_ERROR, &msg));
         }
         out

@@ -308,6 +308,26 @@ fn wait(child: &mut Child, events: &Receiver<Event>, queues: &Queues) -> Ended {
     Ended { by_client, code }
 }
 
+/// Wait for a child whose stdin was closed to exit: SIGTERM after
+/// [`SHUTDOWN_GRACE`], SIGKILL after as long again.
+pub fn stop(child: &mut Child) {
+    if !exited_within(child, SHUTDOWN_GRACE) {
+        terminate(child);
+    }
+    let _ = child.wait();
+}
+
+fn exited_within(child: &mut Child, grace: Duration) -> bool {
+    let deadline = std::time::Instant::now() + grace;
+    while std::time::Instant::now() < deadline {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
 /// SIGTERM, then SIGKILL after the grace.
 fn terminate(child: &mut Child) {
     if let Some(pid) = i32::try_from(child.id())
@@ -316,12 +336,8 @@ fn terminate(child: &mut Child) {
     {
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
     }
-    let deadline = std::time::Instant::now() + SHUTDOWN_GRACE;
-    while std::time::Instant::now() < deadline {
-        if matches!(child.try_wait(), Ok(Some(_))) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if exited_within(child, SHUTDOWN_GRACE) {
+        return;
     }
     let _ = child.kill();
 }

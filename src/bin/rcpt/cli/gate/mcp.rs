@@ -5,7 +5,9 @@
 //! writes the tool table from the server's list; `rcpt gate undo RECEIPT
 //! --store DIR --root DIR` puts a step's files back.
 
-use super::{IssueArgs, LogTarget, UndoArgs, log_target_of, publish, verdict_line};
+#[cfg(feature = "net")]
+use super::LogTarget;
+use super::{IssueArgs, UndoArgs, log_target_of, publish, verdict_line};
 use crate::cli::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError, read_input, write_target};
 use anyhow::Context as _;
 use rcpt::gate::store::GateStore;
