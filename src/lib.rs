@@ -45,6 +45,7 @@ pub mod io;
 pub mod keys;
 pub mod limits;
 pub mod log;
+pub mod mcp;
 pub mod monitor;
 #[cfg(feature = "net")]
 pub mod net;

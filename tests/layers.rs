@@ -82,6 +82,11 @@ const LAYERS: &[Layer] = &[
         rank: 7,
         modules: &["monitor"],
     },
+    Layer {
+        name: "mcp",
+        rank: 8,
+        modules: &["mcp"],
+    },
 ];
 
 /// Pairs (from layer, to layer) allowed although the ranks say no: none
@@ -89,8 +94,9 @@ const LAYERS: &[Layer] = &[
 const EXCEPTIONS: &[(&str, &str)] = &[];
 
 /// Modules that may use `std::process` (running programs): the issuing
-/// gate (its checks) and the monitor (its hook). The verifier never does.
-const MAY_RUN_PROCESSES: &[&str] = &["gate", "monitor"];
+/// gate (its checks), the monitor (its hook) and the tool-call proxy (the
+/// MCP server it stands in front of). The verifier never does.
+const MAY_RUN_PROCESSES: &[&str] = &["gate", "monitor", "mcp"];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")

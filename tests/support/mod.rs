@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 pub mod canonical;
 pub mod faultproxy;
 pub mod gate;
+pub mod mcp;
 pub mod monitor;
 pub mod readme;
 pub mod s3;

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 mod apply;
 mod approve;
 mod check;
+mod mcp;
 mod rules;
 mod show;
 
@@ -71,6 +72,11 @@ pub enum GateCommand {
         2 the module is refused, 3 not evaluated (an error, a budget, the deadline)."
     )]
     Rules(RulesArgs),
+    /// Gate an agent's tool calls: an MCP proxy that issues a receipt for every step (spec/gate-mcp.md).
+    #[command(
+        after_help = "Example:\n  rcpt gate mcp --policy agent.json --key gate.key --store .rcpt-store --root /work --log log/ \\\n      -- npx @modelcontextprotocol/server-filesystem /work"
+    )]
+    Mcp(Box<mcp::McpArgs>),
     /// Print the evidence of a receipt (commands, exits, outputs) from the store, re-hashing every object.
     #[command(after_help = "Example:\n  rcpt gate show bundle.json")]
     Show {
@@ -203,6 +209,9 @@ pub struct UndoArgs {
     receipt: Source,
     #[command(flatten)]
     issue: IssueArgs,
+    /// A tool-proxy receipt (`rcpt gate mcp`): the roots its files lie under (repeatable).
+    #[arg(long, value_name = "DIR")]
+    root: Vec<PathBuf>,
 }
 
 /// What issuing a receipt takes (apply, undo).
@@ -242,7 +251,13 @@ pub fn run(cmd: GateCommand) -> anyhow::Result<u8> {
         GateCommand::Approve(args) => approve::approve(&args),
         GateCommand::Apply(args) => apply::apply(&args),
         GateCommand::Rules(args) => rules::run(&args),
+        // A tool-proxy receipt is undone under its roots; the undo
+        // recovers the store's journal under its own lock (mcp/undo.rs).
+        GateCommand::Undo(args) if mcp::is_tool_proxy_undo(&args) => mcp::undo(&args),
         GateCommand::Undo(args) => apply::undo(&args),
+        GateCommand::Mcp(args) => {
+            recover(mcp::store_of(&args).as_deref()).and_then(|()| mcp::run(*args))
+        }
         GateCommand::Show { receipt, store } => {
             recover(store.as_deref()).and_then(|()| show::show(&receipt, store.as_deref()))
         }

@@ -1,0 +1,244 @@
+//! sink: where issued receipts go after the client has its answer
+//! (spec/gate-mcp.md "Receipts and the log").
+//!
+//! One thread, the [`Finisher`], takes issued steps in batches: it stores
+//! each one's objects in the gate store (the arguments as received, the
+//! evidence record, the envelope, the inverse record, the receipt
+//! pointer), appends the batch's envelopes to the log through one
+//! [`ReceiptLog`] call (one durable append for a burst of calls, not one
+//! each), and only then removes the steps' pending files. A crash anywhere
+//! in that leaves the pending files, and the next start does it again
+//! (storing is idempotent, the log keeps one index per entry).
+//!
+//! [`ReceiptLog`] is the seam for the log intake: [`WriterLog`] appends
+//! through [`LogWriter`]'s batch append until the intake replaces it.
+
+use super::ledger::Pending;
+use crate::gate::store::{GateStore, StoreError};
+use crate::keys::SigningKey;
+use crate::log::admit::{self, AcceptedIssuers};
+use crate::log::{Log, LogError, LogWriter};
+use crate::storage::Store;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::time::Duration;
+
+/// Most steps one batch stores and logs.
+pub const MAX_SINK_BATCH: usize = 1024;
+/// Most issued steps waiting for the finisher (the relay waits beyond).
+pub const MAX_SINK_QUEUE: usize = 4096;
+/// A log writer left idle this long is closed (its lock released).
+pub const LOG_IDLE_CLOSE: Duration = Duration::from_secs(1);
+
+/// Why a batch could not be stored or logged.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SinkError {
+    /// The gate store failed.
+    #[error("storing the receipt")]
+    Store(#[from] StoreError),
+    /// The log refused or failed.
+    #[error("logging the receipts")]
+    Log(#[from] LogError),
+    /// The log refused an envelope.
+    #[error("the log refused receipt {id}: {why}")]
+    Refused {
+        /// The receipt.
+        id: String,
+        /// Why.
+        why: String,
+    },
+    /// Another log (a service) failed.
+    #[error("logging the receipts: {0}")]
+    Remote(String),
+    /// A pending file could not be removed.
+    #[error(transparent)]
+    Ledger(#[from] super::ledger::LedgerError),
+}
+
+/// A log that takes a batch of receipts: the one place receipts leave the
+/// proxy (the log intake replaces [`WriterLog`] here).
+pub trait ReceiptLog: Send {
+    /// Append `envelopes` (DSSE JSON), durably, in one batch.
+    fn append(&mut self, envelopes: &[&str]) -> Result<(), SinkError>;
+    /// Nothing to do for a while: release what can be released.
+    fn idle(&mut self) {}
+}
+
+/// A log on a [`Store`] (a directory, a bucket), appended to in batches
+/// with its own key, the issuers it accepts checked as `log append` does.
+pub struct WriterLog {
+    store: Arc<dyn Store>,
+    key: SigningKey,
+    accepted: Option<AcceptedIssuers>,
+    writer: Option<LogWriter>,
+}
+
+impl std::fmt::Debug for WriterLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriterLog").finish_non_exhaustive()
+    }
+}
+
+impl WriterLog {
+    /// The log at `store`, appended to with `key` (the log's own key).
+    pub fn open(store: Arc<dyn Store>, key: SigningKey) -> Result<WriterLog, LogError> {
+        let log = Log::open_store(Arc::clone(&store), None)?;
+        let accepted = log.accepted_issuers()?;
+        Ok(WriterLog {
+            store,
+            key,
+            accepted,
+            writer: None,
+        })
+    }
+}
+
+impl ReceiptLog for WriterLog {
+    fn append(&mut self, envelopes: &[&str]) -> Result<(), SinkError> {
+        let mut entries = Vec::with_capacity(envelopes.len());
+        for e in envelopes {
+            let admitted = admit::admit(e.as_bytes(), self.accepted.as_ref()).map_err(|r| {
+                SinkError::Refused {
+                    id: String::new(),
+                    why: r.to_string(),
+                }
+            })?;
+            entries.push(admitted.entry);
+        }
+        let writer = match &mut self.writer {
+            Some(w) => w,
+            None => self.writer.insert(LogWriter::open_store(
+                Arc::clone(&self.store),
+                &self.key,
+                true,
+            )?),
+        };
+        match writer.append(&entries) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                // The next batch opens (and repairs) afresh.
+                self.writer = None;
+                Err(e.into())
+            }
+        }
+    }
+
+    fn idle(&mut self) {
+        self.writer = None;
+    }
+}
+
+/// Store what the store keeps of an issued step (idempotent).
+pub fn keep(store: &GateStore, p: &Pending) -> Result<(), SinkError> {
+    let Some(issued) = &p.issued else {
+        return Ok(());
+    };
+    store.put(p.step.arguments.as_bytes())?;
+    let evidence = store.put_record(&issued.evidence)?;
+    if let Some(inverse) = &issued.inverse {
+        store.put_record(inverse)?;
+    }
+    store.put(issued.envelope.as_bytes())?;
+    store.link_receipt(&issued.receipt_id, &evidence)?;
+    Ok(())
+}
+
+/// What the finisher reports: a batch stored and logged, or why not.
+pub type Report = Box<dyn Fn(Result<usize, &SinkError>) + Send>;
+
+/// The finisher thread: issued steps in, stored, logged, pending removed.
+#[derive(Debug)]
+pub struct Finisher {
+    tx: Option<SyncSender<Pending>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Finisher {
+    /// Start the thread.
+    pub fn start(store: GateStore, log: Option<Box<dyn ReceiptLog>>, report: Report) -> Finisher {
+        let (tx, rx) = std::sync::mpsc::sync_channel(MAX_SINK_QUEUE);
+        let thread = std::thread::Builder::new()
+            .name("rcpt-mcp-finisher".into())
+            .spawn(move || run(&store, log, &rx, &report))
+            .ok();
+        Finisher {
+            tx: Some(tx),
+            thread,
+        }
+    }
+
+    /// Hand over an issued step (waits when the queue is full).
+    pub fn send(&self, p: Pending) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(p);
+        }
+    }
+
+    /// Finish everything handed over, then stop.
+    pub fn close(mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn run(
+    store: &GateStore,
+    mut log: Option<Box<dyn ReceiptLog>>,
+    rx: &Receiver<Pending>,
+    report: &Report,
+) {
+    loop {
+        let first = match rx.recv_timeout(LOG_IDLE_CLOSE) {
+            Ok(p) => p,
+            Err(RecvTimeoutError::Timeout) => {
+                if let Some(l) = log.as_mut() {
+                    l.idle();
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        let mut batch = vec![first];
+        while batch.len() < MAX_SINK_BATCH {
+            match rx.try_recv() {
+                Ok(p) => batch.push(p),
+                Err(_) => break,
+            }
+        }
+        match finish_batch(store, log.as_deref_mut(), &batch) {
+            Ok(()) => report(Ok(batch.len())),
+            Err(e) => report(Err(&e)),
+        }
+    }
+}
+
+/// Store, log, then remove the pending files of `batch`. On an error the
+/// files stay: the next start finishes them.
+pub fn finish_batch(
+    store: &GateStore,
+    log: Option<&mut (dyn ReceiptLog + '_)>,
+    batch: &[Pending],
+) -> Result<(), SinkError> {
+    for p in batch {
+        keep(store, p)?;
+    }
+    if let Some(log) = log {
+        let envelopes: Vec<&str> = batch
+            .iter()
+            .filter_map(|p| p.issued.as_ref().map(|i| i.envelope.as_str()))
+            .collect();
+        if !envelopes.is_empty() {
+            log.append(&envelopes)?;
+        }
+    }
+    for p in batch {
+        p.unlink()?;
+    }
+    match batch.first() {
+        Some(p) => Ok(p.sync_removals()?),
+        None => Ok(()),
+    }
+}

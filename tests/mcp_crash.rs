@@ -1,0 +1,208 @@
+//! Crash trials of `rcpt gate mcp` (spec/gate-mcp.md "Crash safety"): the
+//! proxy and its server are SIGKILLed together at calibrated random moments
+//! during a stream of step calls, many times. Then the proxy is started
+//! again on the same store and log. Every step that reached the server
+//! (the server records every line before it acts) must have exactly one
+//! receipt in the log, whose `applied` is what the disk says; no receipt is
+//! issued twice; no pending step is left; the log checks and every object
+//! of the store re-hashes to its name.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod support;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt as _;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use support::mcp::{Proxy, World};
+
+/// Trials; each kills once.
+const TRIALS: u64 = 24;
+/// Calls in each trial's stream (more than are answered before the kill).
+const STREAM: usize = 40;
+
+fn start(w: &World, policy: &std::path::Path) -> Proxy {
+    let mut cmd = Command::new(support::bin());
+    cmd.args(w.proxy_args(policy)).arg("--").args(w.fake());
+    // Its own process group: the kill takes the server too, as a crash of
+    // the machine would (no orphan writes after the restart read the disk).
+    cmd.process_group(0);
+    Proxy::spawn(cmd, &w.dir)
+}
+
+fn call(n: usize, trial: u64, w: &World) -> Value {
+    let path = w.work.join(format!("t{trial}-{n}.txt"));
+    json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+           "params": {"name": "write", "arguments": {"path": path, "content": format!("{trial}/{n}")}}})
+}
+
+/// Mean seconds of one step call, through the proxy, on this machine now.
+fn calibrate(w: &World, policy: &std::path::Path) -> f64 {
+    let mut p = start(w, policy);
+    p.initialize();
+    let t = Instant::now();
+    for n in 1..=20 {
+        p.send(&call(n, 999, w).to_string());
+        let a = p.recv();
+        assert!(a["result"]["_meta"]["dev.rcpt/receipt"].is_string(), "{a}");
+    }
+    let per = t.elapsed().as_secs_f64() / 20.0;
+    p.close();
+    per
+}
+
+fn kill_group(p: &Proxy) {
+    let pid = rustix::process::Pid::from_raw(p.child.id() as i32).unwrap();
+    rustix::process::kill_process_group(pid, rustix::process::Signal::KILL).unwrap();
+}
+
+/// The change_id of a write call as the proxy computes it.
+fn change_id(arguments: &Value, def: &str) -> String {
+    let args = rcpt::mcp::table::jcs_sha256(arguments).unwrap();
+    let def: rcpt::digest::Digest = def.parse().unwrap();
+    rcpt::mcp::step::change_id("fake", "write", Some(&def), &args).to_string()
+}
+
+#[test]
+fn sigkill_at_any_moment_leaves_every_forwarded_step_with_exactly_one_receipt() {
+    let w = World::new();
+    let table = w.pin(&w.fake());
+    let def = table["tools"]["write"]["def"].as_str().unwrap().to_string();
+    let policy = w.policy(&table, &[("write", &["/path"])]);
+    let per_call = calibrate(&w, &policy);
+    eprintln!("calibrated: {:.2} ms a step call", per_call * 1000.0);
+    let mut rng = support::Rng(0x5eed_1234_abcd_0001);
+    for trial in 0..TRIALS {
+        std::fs::remove_file(&w.received).ok();
+        let mut p = start(&w, &policy);
+        p.initialize();
+        // Let the proxy's own tools/list settle with a first call.
+        p.send(&call(0, trial, &w).to_string());
+        p.recv();
+        let wait = Duration::from_secs_f64(per_call * (rng.next() % 8_000) as f64 / 1_000.0);
+        let writer = {
+            let lines: Vec<String> = (1..STREAM)
+                .map(|n| call(n, trial, &w).to_string())
+                .collect();
+            let mut stdin = p.take_stdin();
+            std::thread::spawn(move || {
+                // Pipelined: the stream is written at once, as a busy agent would.
+                if let Some(s) = stdin.as_mut() {
+                    use std::io::Write as _;
+                    for l in lines {
+                        if s.write_all(l.as_bytes())
+                            .and_then(|()| s.write_all(b"\n"))
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                }
+                std::thread::sleep(Duration::from_secs(30));
+            })
+        };
+        std::thread::sleep(wait);
+        kill_group(&p);
+        let _ = p.child.wait();
+        drop(writer);
+        let pending = std::fs::read_dir(w.store.join("mcp/pending")).map_or(0, |d| d.count());
+        // Restart: the proxy finishes what the dead one left, then ends.
+        let restart = start(&w, &policy);
+        let (status, err) = restart.close();
+        assert!(status.success(), "restart {trial}: {err}");
+        let reached = check_trial(&w, trial, &def);
+        eprintln!(
+            "trial {trial}: killed after {:.1} ms; {reached} steps had reached the server; \
+             {pending} were pending at the restart",
+            wait.as_secs_f64() * 1000.0
+        );
+    }
+    check_store_and_log(&w);
+}
+
+/// Every write that reached the server has exactly one receipt, `applied`
+/// as the disk says; no change has two.
+fn check_trial(w: &World, trial: u64, def: &str) -> usize {
+    let mut by_change: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for r in w.receipts() {
+        by_change
+            .entry(r["change_id"].as_str().unwrap().to_string())
+            .or_default()
+            .push(r);
+    }
+    for (c, rs) in &by_change {
+        assert_eq!(
+            rs.len(),
+            1,
+            "trial {trial}: change {c} has {} receipts",
+            rs.len()
+        );
+    }
+    let mut reached = 0;
+    for line in w.received() {
+        let m: Value = serde_json::from_str(&line).unwrap();
+        if m["params"]["name"] != "write" {
+            continue;
+        }
+        reached += 1;
+        let args = &m["params"]["arguments"];
+        let id = change_id(args, def);
+        let rs = by_change.get(&id).unwrap_or_else(|| {
+            panic!("trial {trial}: the step {args} reached the server but has no receipt")
+        });
+        let written = std::path::Path::new(args["path"].as_str().unwrap()).exists();
+        assert_eq!(
+            rs[0]["applied"], written,
+            "trial {trial}: {args}: applied vs the disk"
+        );
+    }
+    let pending = w.store.join("mcp/pending");
+    let left: Vec<_> = std::fs::read_dir(&pending)
+        .map(|d| d.flatten().collect())
+        .unwrap_or_default();
+    assert!(
+        left.is_empty(),
+        "trial {trial}: pending steps left: {left:?}"
+    );
+    reached
+}
+
+fn check_store_and_log(w: &World) {
+    let out = Command::new(support::bin())
+        .args(["log", "check"])
+        .arg(&w.log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "log check: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut objects = 0;
+    for fan in std::fs::read_dir(w.store.join("objects"))
+        .unwrap()
+        .flatten()
+    {
+        for o in std::fs::read_dir(fan.path()).unwrap().flatten() {
+            let name = format!(
+                "{}{}",
+                fan.file_name().to_string_lossy(),
+                o.file_name().to_string_lossy()
+            );
+            let bytes = std::fs::read(o.path()).unwrap();
+            assert_eq!(
+                blake3::hash(&bytes).to_hex().as_str(),
+                name,
+                "store object {name}"
+            );
+            objects += 1;
+        }
+    }
+    assert!(objects > 0);
+    w.verify_all();
+}
