@@ -395,10 +395,13 @@ fn sigint_kills_the_check_and_removes_the_clean_worktree() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait for the clean worktree, then interrupt.
+    // Wait for the clean copy, then interrupt.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while g.worktrees() < 2 {
-        assert!(std::time::Instant::now() < deadline, "no worktree appeared");
+    while g.runs().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no clean copy appeared"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     std::thread::sleep(std::time::Duration::from_millis(200));

@@ -159,13 +159,6 @@ impl GateStore {
         Ok((a.to_string(), b.to_string()))
     }
 
-    /// The file of object `digest`.
-    #[cfg(test)]
-    fn object_path(&self, digest: &Digest) -> Result<PathBuf, StoreError> {
-        let (a, b) = Self::object_name(digest)?;
-        Ok(self.dir.join("objects").join(a).join(b))
-    }
-
     /// Store `bytes`; their BLAKE3 digest names them. Storing what is
     /// already there (and intact) writes nothing.
     pub fn put(&self, bytes: &[u8]) -> Result<Digest, StoreError> {
@@ -280,6 +273,14 @@ impl GateStore {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
+
+    impl GateStore {
+        /// The file of object `digest`.
+        fn object_path(&self, digest: &Digest) -> Result<PathBuf, StoreError> {
+            let (a, b) = Self::object_name(digest)?;
+            Ok(self.dir.join("objects").join(a).join(b))
+        }
+    }
 
     #[test]
     fn objects_are_content_addressed_and_rehashed_on_read() {
