@@ -290,6 +290,15 @@ impl Home {
             return Ok(None);
         };
         let holder = self.dir.child_or_create("tree", PRIVATE_DIR_MODE)?;
+        // A link in place of the parked copy is refused, never used or followed.
+        for n in holder.names()? {
+            if holder.kind(&n)? == Some(crate::io::FileKind::Symlink) {
+                return Err(crate::io::DirError::Link {
+                    path: holder.join(n),
+                }
+                .into());
+            }
+        }
         let name = copy_name(tree);
         let index = crate::io::read_at(&self.dir, "index", MAX_INDEX_BYTES).ok();
         let _ = self.dir.remove_file("index");
@@ -337,12 +346,7 @@ fn adopt(holder: &Dir, name: &OsStr) -> Result<bool, CleanError> {
         return Ok(false);
     }
     if only != name {
-        rustix::fs::renameat(holder.fd(), only.as_os_str(), holder.fd(), name).map_err(|e| {
-            CleanError::TempDir {
-                path: holder.join(name),
-                source: e.into(),
-            }
-        })?;
+        holder.rename_to(only, holder, name)?;
     }
     Ok(true)
 }

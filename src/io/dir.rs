@@ -205,6 +205,13 @@ impl Dir {
         }
     }
 
+    /// Open the directory `path` names as an input, to read only: links in
+    /// it are followed, the last one too, as an input file's are (a
+    /// directory rcpt writes in or cleans is opened by [`Dir::open`]).
+    pub fn open_input(path: &Path) -> Result<Dir, DirError> {
+        Dir::plain(path)
+    }
+
     /// Open `path` as a directory, following links (the caller's own path).
     fn plain(path: &Path) -> Result<Dir, DirError> {
         let at = if path.as_os_str().is_empty() {
@@ -381,6 +388,20 @@ impl Dir {
         Ok(out)
     }
 
+    /// Rename `from` in this directory to `to` in `dest`, relative to the
+    /// two handles (`renameat`: no path is resolved again, so no link
+    /// planted since either was opened is used).
+    pub fn rename_to(
+        &self,
+        from: impl AsRef<OsStr>,
+        dest: &Dir,
+        to: impl AsRef<OsStr>,
+    ) -> Result<(), DirError> {
+        let (from, to) = (self.name(from.as_ref())?, dest.name(to.as_ref())?);
+        rustix::fs::renameat(&self.fd, from, &dest.fd, to)
+            .map_err(io_err("rename into", &dest.join(to)))
+    }
+
     /// Remove `name` when it is not a directory (a file, or a link, which
     /// is removed itself); `false` when nothing was there.
     pub fn remove_file(&self, name: impl AsRef<OsStr>) -> Result<bool, DirError> {
@@ -481,6 +502,23 @@ impl Dir {
     fn identity(&self) -> Result<(u64, u64), DirError> {
         let s = rustix::fs::fstat(&self.fd).map_err(io_err("examine", &self.path))?;
         Ok((s.st_dev, s.st_ino))
+    }
+}
+
+/// Remove `path` whatever it is ([`Dir::remove_tree`]: a link removed
+/// itself, a directory and everything in it, never through a link); the
+/// path leading to it is the caller's. `false` when nothing was there.
+pub fn remove_tree_at(path: &Path) -> Result<bool, DirError> {
+    match split(path) {
+        Some((parent, name)) => match Dir::plain(parent) {
+            Ok(d) => d.remove_tree(name),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
+        },
+        None => Err(DirError::BadName {
+            dir: path.to_path_buf(),
+            name: path.as_os_str().to_os_string(),
+        }),
     }
 }
 

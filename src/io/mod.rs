@@ -31,7 +31,7 @@ mod lines;
 mod read;
 mod write;
 
-pub use dir::{Dir, DirError, MAX_TREE_DEPTH, PRIVATE_DIR_MODE};
+pub use dir::{Dir, DirError, MAX_TREE_DEPTH, PRIVATE_DIR_MODE, remove_tree_at};
 pub use lines::{Line, LineReader};
 pub use read::*;
 pub use write::*;

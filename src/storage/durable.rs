@@ -120,8 +120,9 @@ pub(super) fn rename_at(
     to_dir: &Dir,
     to: &str,
 ) -> Result<(), StoreError> {
-    rustix::fs::renameat(from_dir.fd(), from, to_dir.fd(), to)
-        .map_err(|e| io_err(&to_dir.join(to))(e.into()))
+    from_dir
+        .rename_to(from, to_dir, to)
+        .map_err(|e| io_err(&to_dir.join(to))(e.into_io()))
 }
 
 /// fsync one directory, so that the names created or renamed in it last.

@@ -133,9 +133,9 @@ impl PosixStore {
     }
 
     /// The directory `rel` (plain components, `""` for the log directory)
-    /// beneath the log directory, every component opened without
-    /// following a link; made where absent when `create`, else `None` when
-    /// absent.
+    /// beneath the log directory, to write in or clean: every component,
+    /// the log directory's own name too, opened without following a link;
+    /// made where absent when `create`, else `None` when absent.
     fn dir(&self, rel: &str, create: bool) -> Result<Option<Dir>, StoreError> {
         let opened = if create {
             Dir::create(&self.root, DIR_MODE).and_then(|d| d.descend(rel, Some(DIR_MODE)))
@@ -145,6 +145,18 @@ impl PosixStore {
         match opened {
             Ok(d) => Ok(Some(d)),
             Err(e) if e.is_not_found() && !create => Ok(None),
+            Err(e) => Err(dir_err(&self.root)(e)),
+        }
+    }
+
+    /// The directory `rel` beneath the log directory, to read from: the
+    /// log directory as the user named it (an input: a link there is
+    /// followed), every component beneath opened without following a
+    /// link; `None` when absent.
+    fn found(&self, rel: &str) -> Result<Option<Dir>, StoreError> {
+        match Dir::open_input(&self.root).and_then(|d| d.descend(rel, None)) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(dir_err(&self.root)(e)),
         }
     }
@@ -163,7 +175,7 @@ impl PosixStore {
     /// Read the file at `rel` beneath the log directory (see [`read_in`]).
     fn read_rel(&self, rel: &str, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
         let (parent, name) = split(rel);
-        match self.dir(parent, false)? {
+        match self.found(parent)? {
             Some(d) => read_in(&d, name, max),
             None => Ok(None),
         }
@@ -400,7 +412,7 @@ impl TileStore for PosixStore {
                 .filter(|s| !s.is_empty())
                 .collect::<Vec<_>>()
                 .join("/");
-            let Some(dir) = self.dir(&rel, false)? else {
+            let Some(dir) = self.found(&rel)? else {
                 continue;
             };
             for name in names(&dir)? {
@@ -442,7 +454,7 @@ impl TileStore for PosixStore {
 
 impl CheckpointStore for PosixStore {
     fn is_empty(&self) -> Result<bool, StoreError> {
-        match self.dir("", false)? {
+        match self.found("")? {
             Some(root) => Ok(root.names().map_err(dir_err(&self.root))?.is_empty()),
             None => Ok(true),
         }
@@ -510,7 +522,7 @@ impl PrivateStore for PosixStore {
     }
 
     fn list_private(&self, dir: PrivateDir) -> Result<Vec<PrivateKey>, StoreError> {
-        let mut names = match self.dir(&format!("{PRIVATE_DIR}/{}", dir.path()), false)? {
+        let mut names = match self.found(&format!("{PRIVATE_DIR}/{}", dir.path()))? {
             Some(d) => names(&d)?,
             None => Vec::new(),
         };
@@ -525,7 +537,7 @@ impl PrivateStore for PosixStore {
         let path = self.private_path(key);
         let rel = format!("{PRIVATE_DIR}/{}", key.path());
         let (parent, name) = split(&rel);
-        let Some(dir) = self.dir(parent, false)? else {
+        let Some(dir) = self.found(parent)? else {
             return Ok(None);
         };
         // The one reader's open: a FIFO, a device or a link is refused
