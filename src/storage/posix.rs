@@ -288,9 +288,9 @@ impl PosixStore {
             let rel = t.dest.strip_prefix(&self.root).unwrap_or(&t.dest);
             let parent = rel.parent().map(|p| p.to_string_lossy().into_owned());
             let parent = parent.unwrap_or_default();
-            if !dirs.contains_key(&parent) {
-                let d = self.made(&parent)?;
-                dirs.insert(parent, d);
+            if let std::collections::btree_map::Entry::Vacant(slot) = dirs.entry(parent) {
+                let d = self.made(slot.key())?;
+                slot.insert(d);
             }
         }
         parallel(tiles, |t| {
