@@ -447,3 +447,64 @@ fn remove_empty_parents(top: &Path, path: &str) {
         rel = parent;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn side(bytes: &[u8]) -> Side {
+        Side {
+            digest: Digest::blake3(bytes),
+            executable: false,
+        }
+    }
+
+    /// A work-tree directory the journal writes in, removes from or cleans
+    /// strays beside, made a link to somewhere else: nothing there is
+    /// written or removed (the stray included), the file is named as one at
+    /// neither side. A rewrite, a removal and a creation, each through the link.
+    #[cfg(unix)]
+    #[test]
+    fn recovery_never_writes_removes_or_cleans_through_a_linked_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let store = GateStore::open(&t.path().join("store")).unwrap();
+        let (top, outside) = (t.path().join("top"), t.path().join("outside"));
+        std::fs::create_dir_all(&top).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let (old, new) = (b"old\n".as_slice(), b"new\n".as_slice());
+        store.put(old).unwrap();
+        store.put(new).unwrap();
+        for (name, bytes) in [
+            ("f.txt", old),
+            (".f.txt.0123.rcpt-tmp", b"stray".as_slice()),
+        ] {
+            std::fs::write(outside.join(name), bytes).unwrap();
+        }
+        std::os::unix::fs::symlink(&outside, top.join("sub")).unwrap();
+        let cases = [
+            (Some(side(old)), Some(side(new))),
+            (Some(side(old)), None),
+            (None, Some(side(new))),
+        ];
+        for (pre, post) in cases {
+            let record = Record {
+                base: "0".repeat(40),
+                files: vec![Transition {
+                    path: "sub/f.txt".into(),
+                    pre,
+                    post,
+                }],
+            };
+            // Left alone and named (a file at neither side), never written.
+            let (rewritten, conflicts) = reach(&store, &top, &record, &mut || {}).unwrap();
+            assert_eq!((rewritten, conflicts), (0, vec!["sub/f.txt".to_string()]));
+            assert_eq!(std::fs::read(outside.join("f.txt")).unwrap(), old);
+            assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 2);
+        }
+        assert!(matches!(
+            side_now(&top, "sub/f.txt"),
+            Err(JournalError::Parent(_))
+        ));
+    }
+}
