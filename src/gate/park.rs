@@ -229,8 +229,9 @@ impl Home {
         Ok(home)
     }
 
-    /// Remove run directories a killed run left (their lock is free, or
-    /// they have none and are older than [`RUN_GRACE`]).
+    /// Remove run directories a killed run left: older than [`RUN_GRACE`]
+    /// (a run making its directory now has not taken its lock yet) and
+    /// with their lock free or absent.
     fn sweep_runs(&self) {
         let now = std::time::SystemTime::now();
         let Ok(names) = self.dir.names() else {
@@ -243,15 +244,17 @@ impl Home {
             let Ok(run) = self.dir.child(&name) else {
                 continue;
             };
-            let stale = match run.kind("lock") {
-                Ok(Some(_)) => try_lock(&run).is_some(),
-                _ => self
-                    .dir
-                    .modified(&name)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|t| now.duration_since(t).is_ok_and(|age| age > RUN_GRACE)),
-            };
+            let old = self
+                .dir
+                .modified(&name)
+                .ok()
+                .flatten()
+                .is_some_and(|t| now.duration_since(t).is_ok_and(|age| age > RUN_GRACE));
+            let stale = old
+                && match run.kind("lock") {
+                    Ok(Some(_)) => try_lock(&run).is_some(),
+                    _ => true,
+                };
             if stale {
                 let _ = self.dir.remove_tree(&name);
             }
@@ -392,10 +395,21 @@ fn prepare(
 ) -> Result<Vec<u8>, CleanError> {
     copy.remove_tree(".git")?;
     let path = copy.path();
+    // The base's object format, and the files ref format (HEAD is written
+    // below as a file), whatever the user's init.* defaults say; a git too
+    // old to know these settings ignores them and makes what they name.
     let format = if base.len() == 64 { "sha256" } else { "sha1" };
-    let object_format = format!("--object-format={format}");
+    let object_format = format!("init.defaultObjectFormat={format}");
     let run = |args: &[&str]| git_in(path, args).map_err(CleanError::Worktree);
-    run(&["init", "--quiet", "--template=", &object_format])?;
+    run(&[
+        "-c",
+        &object_format,
+        "-c",
+        "init.defaultRefFormat=files",
+        "init",
+        "--quiet",
+        "--template=",
+    ])?;
     let git_dir = copy.child(".git")?;
     let objects = real(&tree.common_dir.join("objects"));
     let mut alternates = objects.as_os_str().as_encoded_bytes().to_vec();
