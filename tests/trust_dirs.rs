@@ -59,15 +59,7 @@ impl Outside {
 
     /// Every file under it with its bytes, sorted.
     fn snapshot(&self) -> Vec<(String, Vec<u8>)> {
-        let mut out: Vec<(String, Vec<u8>)> = support::files_under(&self.dir)
-            .iter()
-            .map(|p| {
-                let rel = p.strip_prefix(&self.dir).unwrap().display().to_string();
-                (rel, std::fs::read(p).unwrap())
-            })
-            .collect();
-        out.sort();
-        out
+        support::snapshot(&self.dir)
     }
 
     /// Replace `at` (whatever is there) by a link to this directory.
@@ -99,6 +91,12 @@ fn refused(out: &Output, want: i32, at: &Path, what: &str) {
         "{what}: the message names the link {}: {err}",
         at.display()
     );
+}
+
+/// The run's message says a symbolic link is in the way.
+fn says_link(out: &Output) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("symbolic link"), "{}", shown(out));
 }
 
 fn project() -> Gate {
@@ -140,11 +138,7 @@ fn the_gate_store_and_its_journal_never_follow_a_planted_link() {
     }
     let out = gate_check(&g, "fan-out", &[]);
     assert_eq!(code(&out), 3, "{}", shown(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("symbolic link"),
-        "{}",
-        shown(&out)
-    );
+    says_link(&out);
     assert_eq!(outside.snapshot(), before, "fan-out: outside untouched");
     std::fs::remove_dir_all(&objects).unwrap();
     std::fs::rename(&kept, &objects).unwrap();
@@ -205,26 +199,26 @@ fn the_clean_copys_directories_never_follow_a_planted_link() {
     }
     // Inside the copy everything is the checks' scratch: its `.git` made a
     // link to the user's repository is removed, never followed.
-    let user_git: Vec<(String, Vec<u8>)> = snapshot(&g.repo.join(".git/refs"));
+    let user_git: Vec<(String, Vec<u8>)> = support::snapshot(&g.repo.join(".git/refs"));
     let head = std::fs::read(g.repo.join(".git/HEAD")).unwrap();
     let dot_git = g.parked().join(".git");
     std::fs::remove_dir_all(&dot_git).unwrap();
     symlink(g.repo.join(".git"), &dot_git).unwrap();
     let out = gate_check(&g, "dot-git", &[]);
     assert_eq!(code(&out), 0, "{}", shown(&out));
-    assert_eq!(snapshot(&g.repo.join(".git/refs")), user_git);
+    assert_eq!(support::snapshot(&g.repo.join(".git/refs")), user_git);
     assert_eq!(std::fs::read(g.repo.join(".git/HEAD")).unwrap(), head);
     assert!(g.repo.join(".git/objects").is_dir() && g.repo.join(".git/config").is_file());
 }
 
-/// Every file under `dir` with its bytes, sorted.
-fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<(String, Vec<u8>)> = support::files_under(dir)
-        .iter()
-        .map(|p| (p.display().to_string(), std::fs::read(p).unwrap()))
-        .collect();
-    out.sort();
-    out
+/// `rcpt log append LOG ENVELOPE-i` of the demo log.
+fn log_append(demo: &support::Demo, i: usize) -> Output {
+    support::rcpt()
+        .args(["log", "append"])
+        .arg(&demo.log)
+        .arg(&demo.envelopes[i])
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -233,14 +227,7 @@ fn the_log_directory_never_follows_a_planted_link() {
     let demo = support::Demo::new(tmp.path(), "", "log.example/dirs", 3, 1);
     let outside = Outside::new(tmp.path(), "outside-log");
     let before = outside.snapshot();
-    let append = |i: usize| {
-        support::rcpt()
-            .args(["log", "append"])
-            .arg(&demo.log)
-            .arg(&demo.envelopes[i])
-            .output()
-            .unwrap()
-    };
+    let append = |i: usize| log_append(&demo, i);
     for planted in [
         ".rcpt/tmp",
         ".rcpt",
@@ -280,11 +267,7 @@ fn the_log_directory_never_follows_a_planted_link() {
         .output()
         .unwrap();
     assert_ne!(code(&out), 0, "{}", shown(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("symbolic link"),
-        "{}",
-        shown(&out)
-    );
+    says_link(&out);
     assert_eq!(outside.snapshot(), before, "log init: outside untouched");
 }
 
@@ -292,25 +275,22 @@ fn the_log_directory_never_follows_a_planted_link() {
 fn a_log_directory_named_through_a_link_is_read_never_written_through() {
     let tmp = tempfile::tempdir().unwrap();
     let demo = support::Demo::new(tmp.path(), "", "log.example/named", 2, 1);
-    let append = |i: usize| {
-        support::rcpt()
-            .args(["log", "append"])
-            .arg(&demo.log)
-            .arg(&demo.envelopes[i])
-            .output()
-            .unwrap()
-    };
+    let append = |i: usize| log_append(&demo, i);
     // The log directory named through a link to the real log: read as an
     // input, never written through (the writer names the link).
     let real = tmp.path().join("real-log");
     std::fs::rename(&demo.log, &real).unwrap();
     symlink(&real, &demo.log).unwrap();
-    let log_before = snapshot(&real);
+    let log_before = support::snapshot(&real);
     let out = append(1);
     assert_ne!(code(&out), 0, "{}", shown(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("symbolic link"), "{err}");
-    assert_eq!(snapshot(&real), log_before, "the real log untouched");
+    assert_eq!(
+        support::snapshot(&real),
+        log_before,
+        "the real log untouched"
+    );
     let out = support::rcpt()
         .args(["log", "check"])
         .arg(&demo.log)

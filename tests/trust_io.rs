@@ -30,6 +30,31 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Every code line of `src/` outside test modules (from `#[cfg(test)]`
+/// on, fixtures may be made) and comments: (file relative to the crate,
+/// line number, line).
+fn code_lines() -> Vec<(String, usize, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    sources(&root.join("src"), &mut files);
+    let mut out = Vec::new();
+    for f in &files {
+        let rel = f
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let text = std::fs::read_to_string(f).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        for (n, line) in code.lines().enumerate() {
+            if !line.trim_start().starts_with("//") {
+                out.push((rel.clone(), n + 1, line.to_string()));
+            }
+        }
+    }
+    out
+}
+
 /// Ways of opening or creating a file other than rcpt::io's.
 const BYPASSES: &[&str] = &[
     "File::open",
@@ -51,31 +76,14 @@ const ALLOWED: &[&str] = &["src/io/read.rs", "src/io/write.rs"];
 
 #[test]
 fn no_file_in_src_is_opened_or_created_except_through_rcpt_io() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    sources(&root.join("src"), &mut files);
     let mut found = Vec::new();
-    for f in &files {
-        let rel = f
-            .strip_prefix(root)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+    for (rel, n, line) in code_lines() {
         if ALLOWED.contains(&rel.as_str()) {
             continue;
         }
-        let text = std::fs::read_to_string(f).unwrap();
-        // Test modules (from `#[cfg(test)]` on) may make fixtures.
-        let code = text.split("#[cfg(test)]").next().unwrap();
-        for (n, line) in code.lines().enumerate() {
-            let trimmed = line.trim_start();
-            if trimmed.starts_with("//") {
-                continue;
-            }
-            for b in BYPASSES {
-                if line.contains(b) {
-                    found.push(format!("{rel}:{}: {b}: {}", n + 1, line.trim()));
-                }
+        for b in BYPASSES {
+            if line.contains(b) {
+                found.push(format!("{rel}:{n}: {b}: {}", line.trim()));
             }
         }
     }
@@ -130,29 +138,14 @@ const DIR_ALLOWED: &[(&str, &str, &str)] = &[
 /// exceptions.
 #[test]
 fn no_directory_in_src_is_made_or_removed_except_through_rcpt_io_dir() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    sources(&root.join("src"), &mut files);
     let mut found = Vec::new();
-    for f in &files {
-        let rel = f
-            .strip_prefix(root)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
-        let text = std::fs::read_to_string(f).unwrap();
-        let code = text.split("#[cfg(test)]").next().unwrap();
-        for (n, line) in code.lines().enumerate() {
-            if line.trim_start().starts_with("//") {
-                continue;
-            }
-            for b in DIR_BYPASSES {
-                let allowed = DIR_ALLOWED
-                    .iter()
-                    .any(|(file, what, _)| *file == rel && (what.is_empty() || what == b));
-                if line.contains(b) && !allowed {
-                    found.push(format!("{rel}:{}: {b}: {}", n + 1, line.trim()));
-                }
+    for (rel, n, line) in code_lines() {
+        for b in DIR_BYPASSES {
+            let allowed = DIR_ALLOWED
+                .iter()
+                .any(|(file, what, _)| *file == rel && (what.is_empty() || what == b));
+            if line.contains(b) && !allowed {
+                found.push(format!("{rel}:{n}: {b}: {}", line.trim()));
             }
         }
     }
