@@ -56,7 +56,7 @@ const MAX_INDEX_BYTES: usize = crate::limits::MAX_GIT_OUTPUT_BYTES;
 /// Settings of every git command the gate runs in a clean copy: no hook;
 /// the index compared by its full stat data (never trusted from a
 /// monitor, an untracked cache or a split index the copy does not have).
-const GIT_SAFE: [&str; 14] = [
+const GIT_SAFE: [&str; 16] = [
     "-c",
     "core.hooksPath=/dev/null",
     "-c",
@@ -71,6 +71,8 @@ const GIT_SAFE: [&str; 14] = [
     "core.checkStat=default",
     "-c",
     "core.ignoreStat=false",
+    "-c",
+    "checkout.workers=0",
 ];
 
 /// `git GIT_SAFE ARGS` in the copy at `dir`.
@@ -421,12 +423,7 @@ fn prepare(
     if let Some(index) = index {
         write(&git_dir, "index", index)?;
     }
-    // A full checkout writes every file from as many workers as cores; a
-    // parked copy's reset rewrites what changed, where workers cost more
-    // than they save.
-    let workers = if index.is_some() { "1" } else { "0" };
-    let workers = format!("checkout.workers={workers}");
-    run(&["-c", &workers, "reset", "--hard", "--quiet"])?;
+    run(&["reset", "--hard", "--quiet"])?;
     run(&["clean", "-ffdxq"])?;
     let status = run(&[
         "--no-optional-locks",
