@@ -14,12 +14,14 @@
 //! - direct: the check (`cat` of every tracked file, a stand-in for a test
 //!   suite that reads the project) run in the work tree;
 //! - gate: `rcpt gate check` with the same check: status and hashing,
-//!   bringing the repository's parked clean worktree to the base (`git
-//!   worktree add --no-checkout`, `reset --hard`, `clean -ffdx`, `status`),
-//!   copying the change, the check, storing the evidence, signing,
-//!   parking the worktree again;
+//!   bringing the repository's parked clean copy to the base (a new `git
+//!   init` with the saved index, `reset --hard`, `clean -ffdx`, `status`),
+//!   copying the change, the check, storing the evidence, signing;
 //! - first: the first `gate check` of the repository, which has no parked
-//!   worktree yet and checks the whole base out (not in the median).
+//!   copy yet and checks the whole base out (not in the median).
+//!
+//! The clean copies' home (XDG_CACHE_HOME) is a directory beside the
+//! repository, on the same file system, so the user's cache is not used.
 //!
 //! Then the rules (issue #35 "Bounds": rules add at most 5 ms to a `gate
 //! check` with a policy of 20 rules over a change of 1,000 files), two
@@ -138,6 +140,7 @@ fn measure(files: usize, change: usize, runs: usize) -> (Duration, Duration, Dur
         let t = Instant::now();
         let out = Command::new(bin)
             .current_dir(&repo)
+            .env("XDG_CACHE_HOME", tmp.path().join("cache"))
             .args([
                 "gate",
                 "check",

@@ -641,7 +641,7 @@ fn the_parked_clean_worktree_is_faithful_and_reused() {
     let p = g.policy(&[("dirty", &["sh", "-c", dirty], 30)], &[]);
     let out = g.check(&p, &g.world.dir().join("1.json"), &[]);
     assert_eq!(code(&out), 0, "{}", shown(&out));
-    let parked = g.repo.join(".git/rcpt/clean/tree");
+    let parked = g.parked();
     assert!(
         parked.join("untracked.txt").exists(),
         "parked as the check left it"
@@ -842,7 +842,7 @@ fn a_second_apply_while_one_is_running_is_refused() {
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while g.worktrees() < 2 {
+    while g.runs().is_empty() {
         assert!(
             std::time::Instant::now() < deadline,
             "no clean copy appeared"

@@ -14,7 +14,6 @@ mod support;
 use support::gate as gate_support;
 
 use gate_support::{Gate, git, git_cmd, shown};
-use std::path::Path;
 
 /// A project whose "test" passes when `value.txt` holds `good`.
 fn project() -> Gate {
@@ -395,10 +394,13 @@ fn sigint_kills_the_check_and_removes_the_clean_worktree() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait for the clean worktree, then interrupt.
+    // Wait for the clean copy, then interrupt.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while g.worktrees() < 2 {
-        assert!(std::time::Instant::now() < deadline, "no worktree appeared");
+    while g.runs().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no clean copy appeared"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     std::thread::sleep(std::time::Duration::from_millis(200));
@@ -418,16 +420,6 @@ fn sigint_kills_the_check_and_removes_the_clean_worktree() {
     assert_eq!(g.worktrees(), 1);
 }
 
-/// Every file under `dir`, with its bytes, sorted.
-fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<(String, Vec<u8>)> = support::files_under(dir)
-        .iter()
-        .map(|p| (p.display().to_string(), std::fs::read(p).unwrap()))
-        .collect();
-    out.sort();
-    out
-}
-
 #[test]
 fn the_users_index_head_refs_and_objects_are_untouched() {
     let g = project();
@@ -445,8 +437,8 @@ fn the_users_index_head_refs_and_objects_are_untouched() {
     let before = (
         keep("index"),
         keep("HEAD"),
-        snapshot(&git_dir.join("refs")),
-        snapshot(&git_dir.join("objects")),
+        support::snapshot(&git_dir.join("refs")),
+        support::snapshot(&git_dir.join("objects")),
         git(
             &g.repo,
             &["--no-optional-locks", "status", "--porcelain=v2"],
@@ -459,8 +451,8 @@ fn the_users_index_head_refs_and_objects_are_untouched() {
     let after = (
         keep("index"),
         keep("HEAD"),
-        snapshot(&git_dir.join("refs")),
-        snapshot(&git_dir.join("objects")),
+        support::snapshot(&git_dir.join("refs")),
+        support::snapshot(&git_dir.join("objects")),
         git(
             &g.repo,
             &["--no-optional-locks", "status", "--porcelain=v2"],
@@ -471,7 +463,10 @@ fn the_users_index_head_refs_and_objects_are_untouched() {
     assert!(before.2 == after.2, "refs changed");
     assert!(before.3 == after.3, "objects changed");
     assert_eq!(before.4, after.4);
-    assert!(!git_dir.join("worktrees").exists() || snapshot(&git_dir.join("worktrees")).is_empty());
+    assert!(
+        !git_dir.join("worktrees").exists()
+            || support::snapshot(&git_dir.join("worktrees")).is_empty()
+    );
     assert!(g.leftovers().is_empty());
 }
 
@@ -510,7 +505,7 @@ fn gate_show_refuses_a_corrupt_store_object() {
     };
     assert_eq!(code(&show(&g)), 0);
     // The test's stdout is one of the objects: change one byte of every object.
-    for (path, mut bytes) in snapshot(&store.join("objects")) {
+    for (path, mut bytes) in support::snapshot(&store.join("objects")) {
         if let Some(b) = bytes.first_mut() {
             *b ^= 1;
             std::fs::write(&path, &bytes).unwrap();

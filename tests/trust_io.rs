@@ -30,6 +30,31 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Every code line of `src/` outside test modules (from `#[cfg(test)]`
+/// on, fixtures may be made) and comments: (file relative to the crate,
+/// line number, line).
+fn code_lines() -> Vec<(String, usize, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    sources(&root.join("src"), &mut files);
+    let mut out = Vec::new();
+    for f in &files {
+        let rel = f
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let text = std::fs::read_to_string(f).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        for (n, line) in code.lines().enumerate() {
+            if !line.trim_start().starts_with("//") {
+                out.push((rel.clone(), n + 1, line.to_string()));
+            }
+        }
+    }
+    out
+}
+
 /// Ways of opening or creating a file other than rcpt::io's.
 const BYPASSES: &[&str] = &[
     "File::open",
@@ -51,37 +76,82 @@ const ALLOWED: &[&str] = &["src/io/read.rs", "src/io/write.rs"];
 
 #[test]
 fn no_file_in_src_is_opened_or_created_except_through_rcpt_io() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    sources(&root.join("src"), &mut files);
     let mut found = Vec::new();
-    for f in &files {
-        let rel = f
-            .strip_prefix(root)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+    for (rel, n, line) in code_lines() {
         if ALLOWED.contains(&rel.as_str()) {
             continue;
         }
-        let text = std::fs::read_to_string(f).unwrap();
-        // Test modules (from `#[cfg(test)]` on) may make fixtures.
-        let code = text.split("#[cfg(test)]").next().unwrap();
-        for (n, line) in code.lines().enumerate() {
-            let trimmed = line.trim_start();
-            if trimmed.starts_with("//") {
-                continue;
-            }
-            for b in BYPASSES {
-                if line.contains(b) {
-                    found.push(format!("{rel}:{}: {b}: {}", n + 1, line.trim()));
-                }
+        for b in BYPASSES {
+            if line.contains(b) {
+                found.push(format!("{rel}:{n}: {b}: {}", line.trim()));
             }
         }
     }
     assert!(
         found.is_empty(),
         "files opened outside rcpt::io (use io::read_path / open_regular / write_atomic / create_new / create_temp_in / open_lock):\n{}",
+        found.join("\n")
+    );
+}
+
+/// Ways of making, removing or renaming a directory (or working relative
+/// to a directory handle) other than rcpt::io::Dir's: each follows a link
+/// planted at the path, or bypasses the one set of primitives.
+const DIR_BYPASSES: &[&str] = &[
+    "remove_dir_all",
+    "fs::remove_dir(",
+    "fs::create_dir(",
+    "fs::create_dir_all",
+    "DirBuilder",
+    "rustix::fs::",
+];
+
+/// Where a bypass of [`DIR_BYPASSES`] is allowed, and why.
+const DIR_ALLOWED: &[(&str, &str, &str)] = &[
+    ("src/io/dir.rs", "", "the directory primitives themselves"),
+    (
+        "src/io/read.rs",
+        "rustix::fs::",
+        "opens a file relative to a Dir, O_NOFOLLOW",
+    ),
+    (
+        "src/io/write.rs",
+        "DirBuilder",
+        "create_temp_dir: mkdir of a new random name, mode 0700",
+    ),
+    (
+        "src/bin/rcpt/cli/log/prove.rs",
+        "fs::create_dir_all",
+        "the output directory the user names (its path is the user's, as an output file's directory is)",
+    ),
+    (
+        "src/bin/rcpt/cli/log/submit.rs",
+        "fs::create_dir_all",
+        "the output directory the user names (its path is the user's, as an output file's directory is)",
+    ),
+];
+
+/// The directory rule of spec/security.md: no directory is made, removed
+/// or renamed in src/ (outside test modules) except through rcpt::io::Dir
+/// (O_NOFOLLOW | O_DIRECTORY from the parent's handle, mkdirat, unlinkat,
+/// renameat, a removal that never goes through a link), save the listed
+/// exceptions.
+#[test]
+fn no_directory_in_src_is_made_or_removed_except_through_rcpt_io_dir() {
+    let mut found = Vec::new();
+    for (rel, n, line) in code_lines() {
+        for b in DIR_BYPASSES {
+            let allowed = DIR_ALLOWED
+                .iter()
+                .any(|(file, what, _)| *file == rel && (what.is_empty() || what == b));
+            if line.contains(b) && !allowed {
+                found.push(format!("{rel}:{n}: {b}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "directories made or removed outside rcpt::io::Dir (use Dir::create / child_or_create / descend / remove_tree, io::remove_tree_at):\n{}",
         found.join("\n")
     );
 }

@@ -22,7 +22,7 @@
 use super::inverse::{self, InverseError, Record, Side, Transition};
 use super::store::{GateStore, StoreError};
 use crate::digest::{Algorithm, Digest};
-use crate::io::InputError;
+use crate::io::{Dir, DirError, InputError};
 use crate::receipt::canonical::{Value, dagcbor};
 use std::collections::BTreeMap;
 use std::fs::{File, TryLockError};
@@ -103,7 +103,8 @@ pub fn lock(store: &GateStore) -> Result<Lock, JournalError> {
 }
 
 fn lock_dir(dir: &Path) -> Result<Lock, JournalError> {
-    let path = dir.join("lock");
+    // The store's directory, never through a link (the lock is its file).
+    let path = Dir::open(dir).map_err(StoreError::from)?.join("lock");
     let err = |source| JournalError::Lock {
         path: path.clone(),
         source,
@@ -131,8 +132,8 @@ pub struct Entry {
     pub envelope: Digest,
 }
 
-fn journal_path(store: &GateStore) -> PathBuf {
-    store.dir().join("journal")
+fn journal_path(store: &GateStore) -> Result<PathBuf, JournalError> {
+    Ok(store.journal_path()?)
 }
 
 impl Entry {
@@ -171,8 +172,8 @@ impl Entry {
     /// Write the journal (atomically, durably).
     pub fn write(&self, store: &GateStore) -> Result<(), JournalError> {
         crate::io::write_atomic_via(
-            &store.dir().join("tmp"),
-            &journal_path(store),
+            &store.tmp_dir()?,
+            &journal_path(store)?,
             &dagcbor::encode(&self.to_value()),
             0o644,
         )
@@ -182,7 +183,7 @@ impl Entry {
 
 /// Remove the journal (durably).
 pub fn clear(store: &GateStore) -> Result<(), JournalError> {
-    let path = journal_path(store);
+    let path = journal_path(store)?;
     let write = |source| JournalError::Write {
         path: path.display().to_string(),
         source,
@@ -210,8 +211,12 @@ pub struct Recovered {
 /// Recover an interrupted apply or undo of the store at `dir`, if its
 /// journal says one was under way (nothing is created when it does not).
 pub fn recover_at(dir: &Path) -> Result<Option<Recovered>, JournalError> {
-    if std::fs::symlink_metadata(dir.join("journal")).is_err() {
-        return Ok(None);
+    // The store's directory, never through a link: a planted one is named.
+    match Dir::open(dir) {
+        Ok(d) if d.kind("journal").map_err(StoreError::from)?.is_some() => {}
+        Ok(_) => return Ok(None),
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(StoreError::from(e).into()),
     }
     // Locked before the store is opened (opening empties `tmp/`); a held
     // lock means its holder is alive and finishes its own journal.
@@ -249,7 +254,7 @@ pub fn lock_and_recover(dir: &Path) -> Result<(Locked, Option<Recovered>), Journ
 
 /// [`recover_at`] for an open store whose lock the caller holds.
 fn recover(store: &GateStore) -> Result<Option<Recovered>, JournalError> {
-    let path = journal_path(store);
+    let path = journal_path(store)?;
     let bytes = match crate::io::read_path(&path, MAX_JOURNAL_BYTES) {
         Ok(b) => b,
         Err(InputError::NotFound { .. }) => return Ok(None),
@@ -280,7 +285,11 @@ fn recover(store: &GateStore) -> Result<Option<Recovered>, JournalError> {
 
 /// The state of `path` under `top` now: `None` absent, else its side.
 pub fn side_now(top: &Path, path: &str) -> Result<Option<Side>, JournalError> {
-    let full = top.join(path);
+    // Its directory is reached without following a link.
+    let Some((dir, name)) = parent_dir(top, path, false)? else {
+        return Ok(None);
+    };
+    let full = dir.join(name);
     let meta = match std::fs::symlink_metadata(&full) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -382,22 +391,26 @@ pub fn reach(
     Ok((rewritten, conflicts))
 }
 
-/// Write the `post` side of `t` (remove the file when it is absent).
+/// Write the `post` side of `t` (remove the file when it is absent). The
+/// file's directory is reached (and made) without following a link.
 fn write_side(store: &GateStore, top: &Path, t: &Transition) -> Result<(), JournalError> {
-    let full = top.join(&t.path);
     let err = |source| JournalError::Write {
         path: t.path.clone(),
         source,
     };
     let Some(post) = t.post else {
-        std::fs::remove_file(&full).map_err(err)?;
-        let parent = full.parent().unwrap_or(top);
-        crate::io::sync_dir(parent).map_err(err)?;
-        remove_empty_parents(top, &full);
+        if let Some((dir, name)) = parent_dir(top, &t.path, false)? {
+            dir.remove_file(name).map_err(|e| err(e.into_io()))?;
+            dir.sync().map_err(|e| err(e.into_io()))?;
+        }
+        remove_empty_parents(top, &t.path);
         return Ok(());
     };
     let bytes = store.get(&post.digest)?;
-    make_parents(top, &t.path)?;
+    let Some((dir, name)) = parent_dir(top, &t.path, true)? else {
+        return Err(JournalError::Parent(t.path.clone()));
+    };
+    let full = dir.join(name);
     let mode = if post.executable { 0o755 } else { 0o644 };
     crate::io::write_atomic(&full, &bytes, mode).map_err(|e| JournalError::Write {
         path: t.path.clone(),
@@ -406,45 +419,116 @@ fn write_side(store: &GateStore, top: &Path, t: &Transition) -> Result<(), Journ
     crate::io::set_mode(&full, mode).map_err(err)
 }
 
-/// Temporary files an interrupted atomic write left beside `path`.
-fn remove_strays(top: &Path, path: &str) {
-    let full = top.join(path);
-    let (Some(dir), Some(name)) = (full.parent(), full.file_name()) else {
-        return;
-    };
-    let prefix = format!(".{}.", name.to_string_lossy());
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let n = e.file_name().to_string_lossy().into_owned();
-        if n.starts_with(&prefix) && n.ends_with(".rcpt-tmp") {
-            let _ = std::fs::remove_file(e.path());
+/// The directory holding `path` under `top` and the file's name, reached
+/// one component at a time without following a link (made, mode 0777
+/// before the umask as git makes them, when `create`); `None` when a
+/// directory on the way is absent. A link or a file on the way is
+/// [`JournalError::Parent`].
+fn parent_dir<'p>(
+    top: &Path,
+    path: &'p str,
+    create: bool,
+) -> Result<Option<(Dir, &'p str)>, JournalError> {
+    let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
+    let opened = Dir::open(top).and_then(|d| d.descend(parent, create.then_some(0o777)));
+    match opened {
+        Ok(d) => Ok(Some((d, name))),
+        Err(e) if e.is_not_found() && !create => Ok(None),
+        Err(DirError::Link { .. } | DirError::NotADirectory { .. } | DirError::BadName { .. }) => {
+            Err(JournalError::Parent(path.to_string()))
         }
+        Err(e) => Err(JournalError::Write {
+            path: path.to_string(),
+            source: e.into_io(),
+        }),
     }
 }
 
-/// Remove directories left empty between `file` and `top`, as git does.
-fn remove_empty_parents(top: &Path, file: &Path) {
-    let mut dir = file.parent();
-    while let Some(d) = dir.filter(|d| *d != top && d.starts_with(top)) {
-        if std::fs::remove_dir(d).is_err() {
+/// Temporary files an interrupted atomic write left beside `path` (in its
+/// directory's handle: a link there is never followed).
+fn remove_strays(top: &Path, path: &str) {
+    let Ok(Some((dir, name))) = parent_dir(top, path, false) else {
+        return;
+    };
+    let prefix = format!(".{name}.");
+    let _ = dir.remove_entries(|n, kind| {
+        let n = n.to_string_lossy();
+        kind != crate::io::FileKind::Directory && n.starts_with(&prefix) && n.ends_with(".rcpt-tmp")
+    });
+}
+
+/// Remove directories left empty above `path`, up to `top`, as git does
+/// (each removed from its parent's handle, never through a link).
+fn remove_empty_parents(top: &Path, path: &str) {
+    let mut rel = path;
+    while let Some((parent, _)) = rel.rsplit_once('/') {
+        let Ok(Some((dir, name))) = parent_dir(top, parent, false) else {
+            break;
+        };
+        if !dir.remove_empty_dir(name).unwrap_or(false) {
             break;
         }
-        dir = d.parent();
+        rel = parent;
     }
 }
 
-/// Create the parents of `rel` under `top`, refusing a link or a file.
-fn make_parents(top: &Path, rel: &str) -> Result<(), JournalError> {
-    crate::io::create_parents(top, rel).map_err(|source| {
-        if source.kind() == std::io::ErrorKind::NotADirectory {
-            JournalError::Parent(rel.to_string())
-        } else {
-            JournalError::Write {
-                path: rel.to_string(),
-                source,
-            }
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn side(bytes: &[u8]) -> Side {
+        Side {
+            digest: Digest::blake3(bytes),
+            executable: false,
         }
-    })
+    }
+
+    /// A work-tree directory the journal writes in, removes from or cleans
+    /// strays beside, made a link to somewhere else: nothing there is
+    /// written or removed (the stray included), the file is named as one at
+    /// neither side. A rewrite, a removal and a creation, each through the link.
+    #[cfg(unix)]
+    #[test]
+    fn recovery_never_writes_removes_or_cleans_through_a_linked_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let store = GateStore::open(&t.path().join("store")).unwrap();
+        let (top, outside) = (t.path().join("top"), t.path().join("outside"));
+        std::fs::create_dir_all(&top).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let (old, new) = (b"old\n".as_slice(), b"new\n".as_slice());
+        store.put(old).unwrap();
+        store.put(new).unwrap();
+        for (name, bytes) in [
+            ("f.txt", old),
+            (".f.txt.0123.rcpt-tmp", b"stray".as_slice()),
+        ] {
+            std::fs::write(outside.join(name), bytes).unwrap();
+        }
+        std::os::unix::fs::symlink(&outside, top.join("sub")).unwrap();
+        let cases = [
+            (Some(side(old)), Some(side(new))),
+            (Some(side(old)), None),
+            (None, Some(side(new))),
+        ];
+        for (pre, post) in cases {
+            let record = Record {
+                base: "0".repeat(40),
+                files: vec![Transition {
+                    path: "sub/f.txt".into(),
+                    pre,
+                    post,
+                }],
+            };
+            // Left alone and named (a file at neither side), never written.
+            let (rewritten, conflicts) = reach(&store, &top, &record, &mut || {}).unwrap();
+            assert_eq!((rewritten, conflicts), (0, vec!["sub/f.txt".to_string()]));
+            assert_eq!(std::fs::read(outside.join("f.txt")).unwrap(), old);
+            assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 2);
+        }
+        assert!(matches!(
+            side_now(&top, "sub/f.txt"),
+            Err(JournalError::Parent(_))
+        ));
+    }
 }

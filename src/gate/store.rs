@@ -16,7 +16,7 @@
 //! never the project's own objects, index or refs.
 
 use crate::digest::{Algorithm, Digest, to_hex};
-use crate::io::{InputError, OutputError};
+use crate::io::{Dir, DirError, InputError, OutputError};
 use crate::limits::{MAX_STORE_OBJECT_BYTES, MAX_STORE_RECORD_BYTES};
 use crate::receipt::canonical::{Value, dagcbor};
 use std::path::{Path, PathBuf};
@@ -29,6 +29,9 @@ pub const MAX_STORED_APPROVALS: usize = 64;
 
 /// Mode of stored objects and pointers (before the umask).
 const OBJECT_MODE: u32 = 0o644;
+
+/// Mode of the store's directories (before the umask).
+const STORE_DIR_MODE: u32 = 0o755;
 
 /// Why the store could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +84,9 @@ pub enum StoreError {
     /// Only BLAKE3 names objects.
     #[error("{0} is not a blake3 digest; store objects are named by BLAKE3")]
     NotBlake3(Digest),
+    /// A directory of the store is a link, not a directory, or unusable.
+    #[error(transparent)]
+    Dir(#[from] DirError),
 }
 
 /// The default store of `tree`: `<git common dir>/rcpt/store`.
@@ -96,33 +102,36 @@ pub struct GateStore {
 
 impl GateStore {
     /// Open (creating if needed) the store at `dir`, emptying `tmp/`.
+    /// `dir` and every directory in it are opened without following a link
+    /// ([`Dir`]): a link in place of `objects/`, `receipts/` or `tmp/` (or
+    /// of `dir` itself) is refused with [`StoreError::Dir`], naming it.
     pub fn open(dir: &Path) -> Result<GateStore, StoreError> {
-        for sub in ["objects", "receipts", "tmp"] {
-            let path = dir.join(sub);
-            std::fs::create_dir_all(&path).map_err(|source| StoreError::Create {
-                path: path.clone(),
-                source,
-            })?;
+        let root = Dir::create(dir, STORE_DIR_MODE)?;
+        for sub in ["objects", "receipts"] {
+            root.child_or_create(sub, STORE_DIR_MODE)?;
         }
         // Leftovers of an interrupted write: never objects (a rename is the
         // only way in), so removing them loses nothing. A temporary file
         // lives for one atomic write; one younger than a minute may be
-        // another gate process's write in flight, and is left.
-        if let Ok(entries) = std::fs::read_dir(dir.join("tmp")) {
-            let now = std::time::SystemTime::now();
-            for entry in entries.flatten() {
-                let young = entry
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .is_ok_and(|t| now.duration_since(t).map_or(true, |age| age < TMP_GRACE));
-                if !young {
-                    let _ = std::fs::remove_file(entry.path());
-                }
-            }
-        }
+        // another gate process's write in flight, and is left. Removed on
+        // the handle of `tmp/`: a link in it is removed, never followed.
+        let tmp = root.child_or_create("tmp", STORE_DIR_MODE)?;
+        let now = std::time::SystemTime::now();
+        let old = |name: &std::ffi::OsStr| {
+            tmp.modified(name)
+                .ok()
+                .flatten()
+                .is_some_and(|t| now.duration_since(t).is_ok_and(|age| age >= TMP_GRACE))
+        };
+        tmp.remove_entries(|name, _| old(name))?;
         Ok(GateStore {
             dir: dir.to_path_buf(),
         })
+    }
+
+    /// The subdirectory `name` of the store, opened without following a link.
+    fn sub(&self, name: &str) -> Result<Dir, StoreError> {
+        Ok(Dir::open(&self.dir)?.child(name)?)
     }
 
     /// The store's directory.
@@ -130,21 +139,18 @@ impl GateStore {
         &self.dir
     }
 
-    /// Bytes the store's objects take (their file sizes), read now.
+    /// Bytes the store's objects take (their file sizes), read now; the
+    /// fan-out directories are opened without following a link.
     pub fn size(&self) -> Result<u64, StoreError> {
-        let objects = self.dir.join("objects");
-        let err = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| StoreError::Create { path, source }
-        };
+        let objects = self.sub("objects")?;
         let mut total = 0u64;
-        for fan in std::fs::read_dir(&objects).map_err(err(&objects))? {
-            let fan = fan.map_err(err(&objects))?.path();
-            let Ok(entries) = std::fs::read_dir(&fan) else {
+        for fan in objects.names()? {
+            let Some(fan) = objects.try_child(&fan)? else {
                 continue;
             };
-            for e in entries.flatten() {
-                if let Ok(m) = e.metadata() {
+            for name in fan.names()? {
+                let path = fan.join(&name);
+                if let Ok(m) = std::fs::symlink_metadata(&path) {
                     total = total.saturating_add(m.len());
                 }
             }
@@ -152,31 +158,27 @@ impl GateStore {
         Ok(total)
     }
 
-    /// The file of object `digest`.
-    fn object_path(&self, digest: &Digest) -> Result<PathBuf, StoreError> {
+    /// The fan-out directory and file name of object `digest`.
+    fn object_name(digest: &Digest) -> Result<(String, String), StoreError> {
         if digest.algorithm != Algorithm::Blake3 {
             return Err(StoreError::NotBlake3(*digest));
         }
         let hex = to_hex(&digest.bytes);
         let (a, b) = hex.split_at(2);
-        Ok(self.dir.join("objects").join(a).join(b))
+        Ok((a.to_string(), b.to_string()))
     }
 
     /// Store `bytes`; their BLAKE3 digest names them. Storing what is
     /// already there (and intact) writes nothing.
     pub fn put(&self, bytes: &[u8]) -> Result<Digest, StoreError> {
         let digest = Digest::blake3(bytes);
-        let path = self.object_path(&digest)?;
         if self.get(&digest).is_ok() {
             return Ok(digest);
         }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|source| StoreError::Create {
-                path: parent.to_path_buf(),
-                source,
-            })?;
-        }
-        crate::io::write_atomic_via(&self.dir.join("tmp"), &path, bytes, OBJECT_MODE)
+        let (a, b) = Self::object_name(&digest)?;
+        let fan = self.sub("objects")?.child_or_create(&a, STORE_DIR_MODE)?;
+        let tmp = self.sub("tmp")?;
+        crate::io::write_atomic_via(tmp.path(), &fan.join(&b), bytes, OBJECT_MODE)
             .map_err(StoreError::Write)?;
         Ok(digest)
     }
@@ -187,11 +189,20 @@ impl GateStore {
     }
 
     fn get_capped(&self, digest: &Digest, limit: usize) -> Result<Vec<u8>, StoreError> {
-        let path = self.object_path(digest)?;
-        let bytes = crate::io::read_path(&path, limit).map_err(|source| StoreError::Read {
+        let (a, b) = Self::object_name(digest)?;
+        let read = |source| StoreError::Read {
             digest: *digest,
             source,
-        })?;
+        };
+        let fan = match self.sub("objects")?.child(&a) {
+            Ok(fan) => fan,
+            Err(e) if e.is_not_found() => {
+                let path = self.dir.join("objects").join(&a).join(&b);
+                return Err(read(InputError::NotFound { path }));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let bytes = crate::io::read_at(&fan, &b, limit).map_err(read)?;
         let found = Digest::blake3(&bytes);
         if found != *digest {
             return Err(StoreError::Corrupt {
@@ -216,16 +227,13 @@ impl GateStore {
         })
     }
 
-    fn pointer_path(&self, receipt_id: &Digest) -> PathBuf {
-        self.dir.join("receipts").join(to_hex(&receipt_id.bytes))
-    }
-
     /// Remember that receipt `receipt_id` rests on record `record`.
     pub fn link_receipt(&self, receipt_id: &Digest, record: &Digest) -> Result<(), StoreError> {
         let text = format!("{record}\n");
+        let (receipts, tmp) = (self.sub("receipts")?, self.sub("tmp")?);
         crate::io::write_atomic_via(
-            &self.dir.join("tmp"),
-            &self.pointer_path(receipt_id),
+            tmp.path(),
+            &receipts.join(to_hex(&receipt_id.bytes)),
             text.as_bytes(),
             OBJECT_MODE,
         )
@@ -234,8 +242,13 @@ impl GateStore {
 
     /// The record a receipt rests on, if this store issued it.
     pub fn receipt_record(&self, receipt_id: &Digest) -> Result<Option<Digest>, StoreError> {
-        let path = self.pointer_path(receipt_id);
-        let text = match crate::io::read_path_text(&path, 256) {
+        let receipts = self.sub("receipts")?;
+        let name = to_hex(&receipt_id.bytes);
+        let text = match crate::io::read_at(&receipts, &name, 256).and_then(|b| {
+            String::from_utf8(b).map_err(|_| InputError::NotUtf8 {
+                source_name: receipts.join(&name).display().to_string(),
+            })
+        }) {
             Ok(t) => t,
             Err(InputError::NotFound { .. }) => return Ok(None),
             Err(source) => {
@@ -248,13 +261,38 @@ impl GateStore {
         text.trim_end()
             .parse()
             .map(Some)
-            .map_err(|_| StoreError::BadPointer { path })
+            .map_err(|_| StoreError::BadPointer {
+                path: receipts.join(&name),
+            })
+    }
+
+    /// The journal file's path (spec/gate.md "The apply protocol"), in a
+    /// store directory opened without following a link.
+    pub fn journal_path(&self) -> Result<PathBuf, StoreError> {
+        Ok(Dir::open(&self.dir)?.join("journal"))
+    }
+
+    /// The temporary directory of the atomic writes, checked not a link.
+    pub fn tmp_dir(&self) -> Result<PathBuf, StoreError> {
+        Ok(self.sub("tmp")?.path().to_path_buf())
     }
 }
 
 impl GateStore {
-    fn approvals_dir(&self, ticket: &Digest) -> PathBuf {
-        self.dir.join("approvals").join(to_hex(&ticket.bytes))
+    /// `approvals/<ticket hex>/` of the store, opened without following a
+    /// link; created (with `approvals/`) when `create`, else `None` when
+    /// it does not exist.
+    fn approvals_dir(&self, ticket: &Digest, create: bool) -> Result<Option<Dir>, StoreError> {
+        let root = Dir::open(&self.dir)?;
+        let name = to_hex(&ticket.bytes);
+        if create {
+            let approvals = root.child_or_create("approvals", STORE_DIR_MODE)?;
+            return Ok(Some(approvals.child_or_create(&name, STORE_DIR_MODE)?));
+        }
+        match root.try_child("approvals")? {
+            Some(approvals) => Ok(approvals.try_child(&name)?),
+            None => Ok(None),
+        }
     }
 
     /// Keep the envelope (JSON) of approval receipt `receipt_id` under the
@@ -266,13 +304,11 @@ impl GateStore {
         receipt_id: &Digest,
         envelope: &[u8],
     ) -> Result<(), StoreError> {
-        let dir = self.approvals_dir(ticket);
-        std::fs::create_dir_all(&dir).map_err(|source| StoreError::Create {
-            path: dir.clone(),
-            source,
-        })?;
+        let Some(dir) = self.approvals_dir(ticket, true)? else {
+            return Ok(());
+        };
         crate::io::write_atomic_via(
-            &self.dir.join("tmp"),
+            &self.tmp_dir()?,
             &dir.join(to_hex(&receipt_id.bytes)),
             envelope,
             OBJECT_MODE,
@@ -282,31 +318,28 @@ impl GateStore {
 
     /// The envelopes kept under `ticket` (by receipt id, at most
     /// [`MAX_STORED_APPROVALS`]); none when there is no such directory.
+    /// Each is read on the handle of its directory: a link is refused.
     pub fn approvals(&self, ticket: &Digest) -> Result<Vec<Vec<u8>>, StoreError> {
-        let dir = self.approvals_dir(ticket);
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+        let Some(dir) = self.approvals_dir(ticket, false)? else {
             return Ok(Vec::new());
         };
-        let mut names: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.len() == 64 && n.bytes().all(|b| b.is_ascii_hexdigit()))
-            })
+        let mut names: Vec<String> = dir
+            .names()?
+            .into_iter()
+            .filter_map(|n| n.into_string().ok())
+            .filter(|n| n.len() == 64 && n.bytes().all(|b| b.is_ascii_hexdigit()))
             .collect();
         names.sort();
         names.truncate(MAX_STORED_APPROVALS);
         names
             .iter()
-            .map(|path| {
-                crate::io::read_path(path, crate::limits::MAX_ENVELOPE_BYTES).map_err(|source| {
-                    StoreError::Read {
+            .map(|name| {
+                crate::io::read_at(&dir, name, crate::limits::MAX_ENVELOPE_BYTES).map_err(
+                    |source| StoreError::Read {
                         digest: *ticket,
                         source,
-                    }
-                })
+                    },
+                )
             })
             .collect()
     }
@@ -316,6 +349,14 @@ impl GateStore {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
+
+    impl GateStore {
+        /// The file of object `digest`.
+        fn object_path(&self, digest: &Digest) -> Result<PathBuf, StoreError> {
+            let (a, b) = Self::object_name(digest)?;
+            Ok(self.dir.join("objects").join(a).join(b))
+        }
+    }
 
     #[test]
     fn objects_are_content_addressed_and_rehashed_on_read() {

@@ -284,6 +284,49 @@ pub fn read_path(path: &Path, limit: usize) -> Result<Vec<u8>, InputError> {
     read_file_to_limit(file, meta.len(), limit, || path.display().to_string())
 }
 
+/// Open the regular file `name` of the directory `dir` (a handle reached
+/// without following links, [`super::Dir`]): `O_NOFOLLOW | O_NONBLOCK |
+/// O_NOCTTY` relative to the handle, then `fstat`, so a link, a FIFO, a
+/// device or a directory at the name is refused at once.
+pub fn open_regular_at(dir: &super::Dir, name: &str) -> Result<(File, Metadata), InputError> {
+    let path = dir.join(name);
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+        return Err(InputError::Open {
+            path,
+            source: io::Error::new(io::ErrorKind::InvalidInput, "not a plain file name"),
+        });
+    }
+    let flags = rustix::fs::OFlags::RDONLY
+        | rustix::fs::OFlags::NOFOLLOW
+        | rustix::fs::OFlags::NONBLOCK
+        | rustix::fs::OFlags::NOCTTY
+        | rustix::fs::OFlags::CLOEXEC;
+    let opened = rustix::fs::openat(dir.fd(), name, flags, rustix::fs::Mode::empty());
+    let file = match opened {
+        Ok(fd) => File::from(fd),
+        Err(rustix::io::Errno::LOOP) => {
+            return Err(InputError::NotRegular {
+                path,
+                kind: FileKind::Symlink,
+            });
+        }
+        Err(e) => return Err(open_error(&path, e.into())),
+    };
+    let meta = file.metadata().map_err(|e| open_error(&path, e))?;
+    if !meta.is_file() {
+        return Err(not_regular(&path, &meta));
+    }
+    Ok((file, meta))
+}
+
+/// [`read_path`] of the file `name` in `dir`, opened by [`open_regular_at`].
+pub fn read_at(dir: &super::Dir, name: &str, limit: usize) -> Result<Vec<u8>, InputError> {
+    let (file, meta) = open_regular_at(dir, name)?;
+    read_file_to_limit(file, meta.len(), limit, || {
+        dir.join(name).display().to_string()
+    })
+}
+
 /// Read `source`, at most `limit` bytes; `stdin` is read for
 /// [`Source::Stdin`] (the caller passes it: the library never picks it).
 pub fn read_capped(source: &Source, limit: usize, stdin: impl Read) -> Result<Vec<u8>, InputError> {

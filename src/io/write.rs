@@ -209,31 +209,6 @@ pub fn create_temp_dir(parent: &Path, prefix: &str) -> io::Result<PathBuf> {
     Err(io::Error::from(io::ErrorKind::AlreadyExists))
 }
 
-/// Create the parent directories of the relative path `rel` (components
-/// separated by `/`) under `top`, one component at a time, never through a
-/// symbolic link: a component that exists and is not a directory (a file,
-/// a link, even one to a directory) is refused with
-/// [`io::ErrorKind::NotADirectory`].
-pub fn create_parents(top: &Path, rel: &str) -> io::Result<()> {
-    let mut dir = top.to_path_buf();
-    let parts: Vec<&str> = rel.split('/').collect();
-    for part in parts.iter().take(parts.len().saturating_sub(1)) {
-        dir.push(part);
-        match std::fs::symlink_metadata(&dir) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::NotADirectory,
-                    format!("{} is not a directory", dir.display()),
-                ));
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::create_dir(&dir)?,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
 /// Set a file's permission bits (`mode & 0o7777`); nothing where there are none.
 pub fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
     #[cfg(unix)]
@@ -369,26 +344,6 @@ pub fn write_scratch(path: &Path, bytes: &[u8], mode: u32) -> Result<(), OutputE
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
-
-    #[cfg(unix)]
-    #[test]
-    fn parents_are_made_but_never_through_a_link_or_a_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let top = dir.path().join("top");
-        std::fs::create_dir(&top).unwrap();
-        create_parents(&top, "a/b/c.txt").unwrap();
-        assert!(top.join("a/b").is_dir());
-        assert!(!top.join("a/b/c.txt").exists());
-        let outside = dir.path().join("outside");
-        std::fs::create_dir(&outside).unwrap();
-        std::os::unix::fs::symlink(&outside, top.join("l")).unwrap();
-        let e = create_parents(&top, "l/x/y").unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::NotADirectory, "{e}");
-        assert!(!outside.join("x").exists());
-        std::fs::write(top.join("f"), b"").unwrap();
-        let e = create_parents(&top, "f/y").unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::NotADirectory, "{e}");
-    }
 
     #[cfg(unix)]
     #[test]

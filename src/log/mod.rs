@@ -182,7 +182,8 @@ impl Log {
         opts: InitOptions<'_>,
     ) -> Result<Log, LogError> {
         use crate::storage::posix::io_err as io;
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        // The log directory itself never through a link (spec/security.md).
+        crate::io::Dir::create(dir, 0o755).map_err(crate::storage::posix::dir_err(dir))?;
         let dir = std::fs::canonicalize(dir).map_err(io(dir))?;
         let key_file = match opts.key_file {
             Some(k) => {

@@ -52,6 +52,9 @@ pub enum LedgerError {
     /// A pending file is not one.
     #[error("the pending step {0} is corrupt: {1}")]
     Corrupt(String, String),
+    /// A directory of the ledger is a link or could not be opened.
+    #[error(transparent)]
+    Dir(#[from] crate::io::DirError),
 }
 
 /// One file of a step: the pointer, the path relative to `/`, its state
@@ -374,11 +377,11 @@ pub struct Ledger {
     _lock: File,
 }
 
-fn mkdirs(path: &Path) -> Result<(), LedgerError> {
-    std::fs::create_dir_all(path).map_err(|source| LedgerError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+/// `rel` under the store's directory, made where missing, every directory
+/// opened without following a link (a link there is refused, never used).
+fn mkdirs(store: &GateStore, rel: &str) -> Result<(), LedgerError> {
+    crate::io::Dir::open(store.dir())?.descend(rel, Some(crate::io::PRIVATE_DIR_MODE))?;
+    Ok(())
 }
 
 impl Ledger {
@@ -386,8 +389,8 @@ impl Ledger {
     pub fn open(store: &GateStore) -> Result<Ledger, LedgerError> {
         let base = store.dir().join("mcp");
         let (pending, sessions) = (base.join("pending"), base.join("sessions"));
-        mkdirs(&pending)?;
-        mkdirs(&sessions)?;
+        mkdirs(store, "mcp/pending")?;
+        mkdirs(store, "mcp/sessions")?;
         let mut raw = [0u8; 8];
         getrandom::fill(&mut raw).map_err(|e| LedgerError::Io {
             path: sessions.clone(),

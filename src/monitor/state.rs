@@ -11,7 +11,7 @@
 //! atomic no-follow writer ([`crate::io::write_atomic_via`]) and read by the
 //! capped reader: a crash leaves the old state or the new one, whole.
 
-use crate::io::{InputError, OUTPUT_FILE_MODE, OutputError};
+use crate::io::{Dir, DirError, InputError, OUTPUT_FILE_MODE, OutputError};
 use crate::limits::MAX_MONITOR_STATE_BYTES;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, TryLockError};
@@ -98,6 +98,17 @@ pub struct StateDir {
     _lock: File,
 }
 
+/// Mode of the state directories (before the umask).
+const STATE_DIR_MODE: u32 = 0o755;
+
+/// A directory of the state that is a link, not a directory, or unusable.
+fn dir_err(e: DirError) -> StateError {
+    StateError::Io {
+        path: e.path().to_path_buf(),
+        source: e.into_io(),
+    }
+}
+
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StateError + '_ {
     move |source| StateError::Io {
         path: path.to_path_buf(),
@@ -108,12 +119,17 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StateError + '_ {
 impl StateDir {
     /// Open (creating it if absent) and lock `dir`; a second monitor gets
     /// [`StateError::Locked`] at once.
+    /// `dir`, `tmp/` and `origins/` are opened without following a link
+    /// ([`Dir`]): a link planted in place of one is refused, naming it.
     pub fn open(dir: &Path) -> Result<StateDir, StateError> {
-        let tmp = dir.join("tmp");
-        for d in [dir.to_path_buf(), tmp.clone(), dir.join("origins")] {
-            std::fs::create_dir_all(&d).map_err(io_err(&d))?;
-        }
-        let lock_path = dir.join("lock");
+        let root = Dir::create(dir, STATE_DIR_MODE).map_err(dir_err)?;
+        let tmp_dir = root
+            .child_or_create("tmp", STATE_DIR_MODE)
+            .map_err(dir_err)?;
+        root.child_or_create("origins", STATE_DIR_MODE)
+            .map_err(dir_err)?;
+        let tmp = tmp_dir.path().to_path_buf();
+        let lock_path = root.join("lock");
         let lock = crate::io::open_lock(&lock_path).map_err(io_err(&lock_path))?;
         match lock.try_lock() {
             Ok(()) => {}
@@ -124,12 +140,9 @@ impl StateDir {
             }
             Err(TryLockError::Error(e)) => return Err(io_err(&lock_path)(e)),
         }
-        // Temporary files a killed monitor left are never renamed: drop them.
-        if let Ok(entries) = std::fs::read_dir(&tmp) {
-            for e in entries.flatten() {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
+        // Temporary files a killed monitor left are never renamed: drop
+        // them, on the handle of `tmp/` (a link in it is removed, not followed).
+        tmp_dir.remove_entries(|_, _| true).map_err(dir_err)?;
         Ok(StateDir {
             dir: dir.to_path_buf(),
             tmp,
@@ -191,12 +204,14 @@ impl StateDir {
         sizes: (u64, u64),
         files: &[(&str, &[u8])],
     ) -> Result<PathBuf, StateError> {
-        let dir = self
-            .dir
-            .join("evidence")
+        let rel = Path::new("evidence")
             .join(origin_hash(origin))
             .join(format!("{what}-{}-{}", sizes.0, sizes.1));
-        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let dir = Dir::open(&self.dir)
+            .and_then(|d| d.descend(&rel, Some(STATE_DIR_MODE)))
+            .map_err(dir_err)?
+            .path()
+            .to_path_buf();
         for (name, bytes) in files {
             self.write(&dir.join(name), bytes)?;
         }
@@ -204,6 +219,12 @@ impl StateDir {
     }
 
     fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), StateError> {
+        // `tmp/` and the file's directory again, never through a link
+        // planted since the open.
+        Dir::open(&self.tmp).map_err(dir_err)?;
+        if let Some(parent) = path.parent() {
+            Dir::open(parent).map_err(dir_err)?;
+        }
         crate::io::write_atomic_via(&self.tmp, path, bytes, OUTPUT_FILE_MODE)
             .map_err(StateError::Write)
     }

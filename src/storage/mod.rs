@@ -18,6 +18,7 @@
 //! objects live under `PREFIX/.rcpt/`.
 
 pub mod contract;
+mod durable;
 pub mod posix;
 #[cfg(feature = "s3")]
 pub mod s3;

@@ -2,10 +2,17 @@
 //! tlog-tiles paths (servable as static files); private state is under
 //! `DIR/.rcpt/`; temporary files under `DIR/.rcpt/tmp/`.
 //!
+//! Every directory of the log (the log directory itself, `tile/…`,
+//! `.rcpt/`, `.rcpt/tmp/`, the private directories) is opened, made,
+//! listed and cleaned without following a link ([`crate::io::Dir`]: each
+//! component `O_NOFOLLOW | O_DIRECTORY` from its parent's handle): a link
+//! planted in place of one is refused with an error naming it, and nothing
+//! outside the log is read, written or removed through it.
+//!
 //! Reads and single-file writes go through the crate's one capped reader
-//! and one atomic writer ([`crate::io::read_path`] and
+//! and one atomic writer ([`crate::io::read_at`] and
 //! [`crate::io::write_atomic_via`], with the temporary file in
-//! `DIR/.rcpt/tmp/`): [`read_capped`] (never more than the limit plus one
+//! `DIR/.rcpt/tmp/`): [`read_in`] (never more than the limit plus one
 //! byte, never a FIFO, a device or a symlink) and [`write_replace`] (a new
 //! temporary file, fsync, rename over the name, fsync of the directory).
 //! The one other writer is [`write_durable`], for batches of tiles: the
@@ -17,28 +24,28 @@
 //! look before the rename; they are exact because one writer holds the
 //! lock (`DIR/.rcpt/lock`, an `flock` released when its holder dies).
 
+use super::durable::{create_temp, parallel, rename_at, sync_dirs_known};
+pub use super::durable::{
+    dir_err, io_err, read_in, sync_dir, sync_dirs, write_durable, write_replace,
+};
 use super::{
     Family, PrivateDir, PrivateKey, PublicKey, PublicRead, RandomRead, Staged, StagedWrite,
     StoreError, TileKey, Version, Versioned, WriterLock,
 };
-use crate::io::{InputError, OutputError};
+use crate::io::{Dir, InputError};
 use crate::storage::{CheckpointStore, PrivateStore, TileStore};
 use sha2::{Digest as _, Sha256};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Private state directory, relative to the log directory.
 pub const PRIVATE_DIR: &str = ".rcpt";
-/// Mode of the files the store writes (what umask 022 gave before).
-const FILE_MODE: u32 = 0o644;
-/// Threads that write and fsync tile files at once: fsync waits on the
-/// device, not the CPU, so more threads than cores keep the device busy.
-const WRITE_THREADS: usize = 16;
+/// Mode of the directories the store makes (before the umask).
+const DIR_MODE: u32 = 0o755;
 
 /// A log directory.
 #[derive(Clone, Debug)]
@@ -58,193 +65,8 @@ struct StagedTile {
     file: File,
     tmp: PathBuf,
     dest: PathBuf,
-}
-
-/// Map an I/O error on `path` to a [`StoreError`] (full and read-only
-/// file systems get their own variants).
-pub fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |source| {
-        let what = path.display().to_string();
-        match source.kind() {
-            std::io::ErrorKind::StorageFull => StoreError::NoSpace { what },
-            std::io::ErrorKind::ReadOnlyFilesystem => StoreError::ReadOnlyFs { what },
-            _ => StoreError::Io { what, source },
-        }
-    }
-}
-
-/// Read a whole regular file of at most `max` bytes: `Ok(None)` when it
-/// does not exist, [`StoreError::TooLarge`] when longer (at most `max + 1`
-/// bytes are read, whatever the file's metadata says). A symlink, a FIFO,
-/// a device or a directory is refused before it is opened, so a read never
-/// waits on a pipe and never leaves the directory.
-///
-/// The read is [`crate::io::read_path`]'s; this adds the symlink refusal
-/// (a log's files are its own, never links out of it) and the store's
-/// error kinds.
-pub fn read_capped(path: &Path, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
-    let not_regular =
-        || std::io::Error::other("not a regular file (a symlink, directory, FIFO or device)");
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_file() => {}
-        Ok(_) => return Err(io_err(path)(not_regular())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_err(path)(e)),
-    }
-    match crate::io::read_path(path, max) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(InputError::NotFound { .. }) => Ok(None),
-        Err(InputError::TooLarge { .. }) => Err(StoreError::TooLarge {
-            what: path.display().to_string(),
-            max,
-        }),
-        Err(InputError::Open { source, .. } | InputError::Read { source, .. }) => {
-            Err(io_err(path)(source))
-        }
-        Err(InputError::NotRegular { .. }) => Err(io_err(path)(not_regular())),
-        Err(e) => Err(io_err(path)(std::io::Error::other(e))),
-    }
-}
-
-/// Replace (or create) the file `dest` whole and durably with the crate's
-/// atomic writer ([`crate::io::write_atomic_via`]), the temporary file in
-/// `tmp_dir`: written, fsynced, renamed over `dest`, `dest`'s directory
-/// fsynced. `dest`'s directory must exist.
-pub fn write_replace(tmp_dir: &Path, dest: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    if !tmp_dir.is_dir() {
-        std::fs::create_dir_all(tmp_dir).map_err(io_err(tmp_dir))?;
-    }
-    crate::io::write_atomic_via(tmp_dir, dest, bytes, FILE_MODE).map_err(|e| match e {
-        OutputError::Io { path, source, .. } => io_err(&path)(source),
-        other => io_err(dest)(std::io::Error::other(other)),
-    })
-}
-
-/// A fresh temporary file in `tmp_dir`, created exclusively under an
-/// unpredictable name by the crate's one creator ([`crate::io::create_temp_in`]).
-fn create_temp(tmp_dir: &Path) -> Result<(File, PathBuf), StoreError> {
-    match crate::io::create_temp_in(tmp_dir, FILE_MODE) {
-        // No directory yet: make it (idempotent: several writers of one
-        // batch may all find it missing, and whichever makes it first, each
-        // then creates its file). Testing `is_dir()` here instead would
-        // fail the writers that test after another made it.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(tmp_dir).map_err(io_err(tmp_dir))?;
-            crate::io::create_temp_in(tmp_dir, FILE_MODE).map_err(io_err(tmp_dir))
-        }
-        other => other.map_err(io_err(tmp_dir)),
-    }
-}
-
-/// Write `bytes` to a new file in `tmp_dir`, fsync it, and rename it to
-/// `dest` (creating `dest`'s parent directories). On failure the temporary
-/// file is removed. The caller fsyncs the directories that gained a name
-/// ([`sync_dirs`]) before relying on `dest`.
-///
-/// The batch writer, and the only writer besides [`crate::io`]'s: a batch
-/// of tiles is many such writes from several threads, then one fsync per
-/// directory, instead of one per file ([`write_replace`] for one file).
-pub fn write_durable(tmp_dir: &Path, dest: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let (mut file, tmp) = create_temp(tmp_dir)?;
-    let written = (|| {
-        file.write_all(bytes).map_err(io_err(&tmp))?;
-        file.sync_all().map_err(io_err(&tmp))?;
-        drop(file);
-        if let Some(parent) = dest.parent() {
-            std::fs::create_dir_all(parent).map_err(io_err(parent))?;
-        }
-        std::fs::rename(&tmp, dest).map_err(io_err(dest))
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
-}
-
-/// fsync one directory, so that the names created or renamed in it last.
-pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    crate::io::sync_dir(dir).map_err(io_err(dir))
-}
-
-/// fsync the parent directory of every path in `files`, and each of their
-/// ancestors up to and including `root` (a directory made by an earlier,
-/// interrupted writer may not be durable in its parent yet). Each
-/// directory is synced once, from several threads.
-pub fn sync_dirs<'a>(
-    root: &Path,
-    files: impl IntoIterator<Item = &'a Path>,
-) -> Result<(), StoreError> {
-    sync_dirs_known(root, files, &Mutex::new(HashSet::new()))
-}
-
-/// [`sync_dirs`], skipping the ancestors already in `named`: directories
-/// whose own name this process made durable (it fsynced their parent
-/// while they existed). The parent of every file is always synced (it
-/// gained a name); an ancestor is synced only to make a directory in
-/// `named`'s complement durable, and is then added. Directories are never
-/// removed while the writer holds the lock (repair removes files only), so
-/// an entry stays true for the store's life.
-fn sync_dirs_known<'a>(
-    root: &Path,
-    files: impl IntoIterator<Item = &'a Path>,
-    named: &Mutex<HashSet<PathBuf>>,
-) -> Result<(), StoreError> {
-    let known = named.lock().map(|n| n.clone()).unwrap_or_default();
-    let mut dirs = BTreeSet::new();
-    // The directories whose name in their parent this sync makes durable.
-    let mut naming = Vec::new();
-    for file in files {
-        let mut cur = file.parent();
-        while let Some(dir) = cur {
-            if !dir.starts_with(root) || !dirs.insert(dir.to_path_buf()) {
-                break;
-            }
-            if dir == root || known.contains(dir) {
-                break;
-            }
-            naming.push(dir.to_path_buf());
-            cur = dir.parent();
-        }
-    }
-    let dirs: Vec<PathBuf> = dirs.into_iter().collect();
-    parallel(&dirs, |d| sync_dir(d))?;
-    if let Ok(mut n) = named.lock() {
-        n.extend(naming);
-    }
-    Ok(())
-}
-
-/// Run `f` on every item from [`WRITE_THREADS`] threads; the first error wins.
-fn parallel<T: Sync>(
-    items: &[T],
-    f: impl Fn(&T) -> Result<(), StoreError> + Sync,
-) -> Result<(), StoreError> {
-    if items.len() <= 1 {
-        // Nothing to overlap: no thread.
-        return items.iter().try_for_each(f);
-    }
-    let next = AtomicU64::new(0);
-    let threads = WRITE_THREADS.min(items.len());
-    let results: Vec<Result<(), StoreError>> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    loop {
-                        let k = next.fetch_add(1, Ordering::Relaxed) as usize;
-                        let Some(item) = items.get(k) else {
-                            return Ok(());
-                        };
-                        f(item)?;
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap_or(Err(StoreError::Thread)))
-            .collect()
-    });
-    results.into_iter().collect()
+    /// Its name in `.rcpt/tmp/`.
+    tmp_name: String,
 }
 
 /// The path of the tiles of index group `group` (index / 1000): every
@@ -266,22 +88,20 @@ fn group_dir(group: u64) -> String {
         .join("/")
 }
 
-/// File names in `dir` (none when it does not exist); names that are not
-/// UTF-8 are skipped (no key can name them).
-fn names(dir: &Path) -> Result<Vec<String>, StoreError> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_err(dir)(e)),
-    };
-    let mut out = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(io_err(dir))?;
-        if let Ok(name) = entry.file_name().into_string() {
-            out.push(name);
-        }
-    }
-    Ok(out)
+/// File names in `dir`; names that are not UTF-8 are skipped (no key can
+/// name them).
+fn names(dir: &Dir) -> Result<Vec<String>, StoreError> {
+    Ok(dir
+        .names()
+        .map_err(dir_err(dir.path()))?
+        .into_iter()
+        .filter_map(|n| n.into_string().ok())
+        .collect())
+}
+
+/// `rel` as (its directory, its last name).
+fn split(rel: &str) -> (&str, &str) {
+    rel.rsplit_once('/').unwrap_or(("", rel))
 }
 
 /// The version of checkpoint bytes: hex SHA-256.
@@ -312,9 +132,62 @@ impl PosixStore {
         self.root.join(PRIVATE_DIR)
     }
 
-    /// `DIR/.rcpt/tmp/`.
-    fn tmp(&self) -> PathBuf {
-        self.private_dir().join("tmp")
+    /// The directory `rel` (plain components, `""` for the log directory)
+    /// beneath the log directory, to write in or clean: every component,
+    /// the log directory's own name too, opened without following a link;
+    /// made where absent when `create`, else `None` when absent.
+    fn dir(&self, rel: &str, create: bool) -> Result<Option<Dir>, StoreError> {
+        let opened = if create {
+            Dir::create(&self.root, DIR_MODE).and_then(|d| d.descend(rel, Some(DIR_MODE)))
+        } else {
+            Dir::open(&self.root).and_then(|d| d.descend(rel, None))
+        };
+        match opened {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if e.is_not_found() && !create => Ok(None),
+            Err(e) => Err(dir_err(&self.root)(e)),
+        }
+    }
+
+    /// The directory `rel` beneath the log directory, to read from: the
+    /// log directory as the user named it (an input: a link there is
+    /// followed), every component beneath opened without following a
+    /// link; `None` when absent.
+    fn found(&self, rel: &str) -> Result<Option<Dir>, StoreError> {
+        match Dir::open_input(&self.root).and_then(|d| d.descend(rel, None)) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(dir_err(&self.root)(e)),
+        }
+    }
+
+    /// [`PosixStore::dir`] made where absent.
+    fn made(&self, rel: &str) -> Result<Dir, StoreError> {
+        self.dir(rel, true)?
+            .ok_or_else(|| io_err(&self.root)(std::io::ErrorKind::NotFound.into()))
+    }
+
+    /// `DIR/.rcpt/tmp/`, made where absent.
+    fn tmp(&self) -> Result<Dir, StoreError> {
+        self.made(".rcpt/tmp")
+    }
+
+    /// Read the file at `rel` beneath the log directory (see [`read_in`]).
+    fn read_rel(&self, rel: &str, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
+        let (parent, name) = split(rel);
+        match self.found(parent)? {
+            Some(d) => read_in(&d, name, max),
+            None => Ok(None),
+        }
+    }
+
+    /// Replace the file at `rel` (see [`write_replace`]); whether its
+    /// directory had to be made.
+    fn replace_rel(&self, rel: &str, bytes: &[u8]) -> Result<bool, StoreError> {
+        let (parent, name) = split(rel);
+        let made = self.dir(parent, false)?.is_none();
+        write_replace(&self.tmp()?, &self.made(parent)?, name, bytes)?;
+        Ok(made)
     }
 
     /// The file of a public object.
@@ -336,9 +209,15 @@ impl PosixStore {
     /// when the same bytes are already under its name (a retried write),
     /// a conflict when other bytes are, else its bytes written to a new
     /// temporary file (not synced, not named yet).
-    fn stage_tile(&self, key: &TileKey, bytes: &[u8]) -> Result<Option<StagedTile>, StoreError> {
-        let dest = self.public_path(&PublicKey::Tile(*key));
-        match read_capped(&dest, bytes.len()) {
+    fn stage_tile(
+        &self,
+        tmp: &Dir,
+        key: &TileKey,
+        bytes: &[u8],
+    ) -> Result<Option<StagedTile>, StoreError> {
+        let rel = PublicKey::Tile(*key).path();
+        let dest = self.root.join(&rel);
+        match self.read_rel(&rel, bytes.len()) {
             Ok(None) => {}
             Ok(Some(old)) if old == bytes => return Ok(None),
             Ok(Some(_)) | Err(StoreError::TooLarge { .. }) => {
@@ -346,12 +225,17 @@ impl PosixStore {
             }
             Err(e) => return Err(e),
         }
-        let (mut file, tmp) = create_temp(&self.tmp())?;
+        let (mut file, path, tmp_name) = create_temp(tmp)?;
         if let Err(e) = file.write_all(bytes) {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(io_err(&tmp)(e));
+            let _ = tmp.remove_file(&tmp_name);
+            return Err(io_err(&path)(e));
         }
-        Ok(Some(StagedTile { file, tmp, dest }))
+        Ok(Some(StagedTile {
+            file,
+            tmp: path,
+            dest,
+            tmp_name,
+        }))
     }
 
     /// One group of tiles: all written, then all synced, then all named
@@ -360,10 +244,11 @@ impl PosixStore {
         let staged: Vec<Mutex<Option<StagedTile>>> =
             objects.iter().map(|_| Mutex::new(None)).collect();
         let slots: Vec<_> = objects.iter().zip(&staged).collect();
+        let tmp = self.tmp()?;
         let result = (|| {
             // Write: every file of the group, no sync yet.
             parallel(&slots, |((key, bytes), slot)| {
-                let tile = self.stage_tile(key, bytes)?;
+                let tile = self.stage_tile(&tmp, key, bytes)?;
                 if let Ok(mut s) = slot.lock() {
                     *s = tile;
                 }
@@ -375,10 +260,10 @@ impl PosixStore {
                 .collect();
             // Sync: every file's bytes durable before any is named.
             let synced = parallel(&tiles, |t| t.file.sync_data().map_err(io_err(&t.tmp)));
-            let named = synced.and_then(|()| self.name_tiles(&tiles));
+            let named = synced.and_then(|()| self.name_tiles(&tmp, &tiles));
             if named.is_err() {
                 for t in &tiles {
-                    let _ = std::fs::remove_file(&t.tmp);
+                    let _ = tmp.remove_file(&t.tmp_name);
                 }
             }
             named
@@ -387,23 +272,35 @@ impl PosixStore {
             // Staged but never collected (another thread failed first).
             for slot in &staged {
                 if let Some(t) = slot.lock().ok().and_then(|mut s| s.take()) {
-                    let _ = std::fs::remove_file(&t.tmp);
+                    let _ = tmp.remove_file(&t.tmp_name);
                 }
             }
         }
         result
     }
 
-    /// Rename each synced tile to its name (its directories made once each).
-    fn name_tiles(&self, tiles: &[StagedTile]) -> Result<(), StoreError> {
-        let parents: BTreeSet<&Path> = tiles.iter().filter_map(|t| t.dest.parent()).collect();
-        for parent in parents {
-            if !parent.is_dir() {
-                std::fs::create_dir_all(parent).map_err(io_err(parent))?;
+    /// Rename each synced tile to its name (its directories made once
+    /// each, without following a link; each rename relative to the two
+    /// directory handles).
+    fn name_tiles(&self, tmp: &Dir, tiles: &[StagedTile]) -> Result<(), StoreError> {
+        let mut dirs = std::collections::BTreeMap::new();
+        for t in tiles {
+            let rel = t.dest.strip_prefix(&self.root).unwrap_or(&t.dest);
+            let parent = rel.parent().map(|p| p.to_string_lossy().into_owned());
+            let parent = parent.unwrap_or_default();
+            if let std::collections::btree_map::Entry::Vacant(slot) = dirs.entry(parent) {
+                let d = self.made(slot.key())?;
+                slot.insert(d);
             }
         }
         parallel(tiles, |t| {
-            std::fs::rename(&t.tmp, &t.dest).map_err(io_err(&t.dest))
+            let rel = t.dest.strip_prefix(&self.root).unwrap_or(&t.dest);
+            let parent = rel.parent().map(|p| p.to_string_lossy().into_owned());
+            let name = rel.file_name().map(|n| n.to_string_lossy().into_owned());
+            match (dirs.get(&parent.unwrap_or_default()), name) {
+                (Some(dir), Some(name)) => rename_at(tmp, &t.tmp_name, dir, &name),
+                _ => Err(io_err(&t.dest)(std::io::ErrorKind::NotFound.into())),
+            }
         })
     }
 }
@@ -414,7 +311,7 @@ impl PublicRead for PosixStore {
     }
 
     fn read(&self, key: &PublicKey, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
-        read_capped(&self.public_path(key), max)
+        self.read_rel(&key.path(), max)
     }
 
     fn read_checkpoint(&self, max: usize) -> Result<Option<Versioned>, StoreError> {
@@ -483,7 +380,7 @@ impl WriterLock for FileLock {
 impl TileStore for PosixStore {
     /// The durable batch write of `spec/log.md` step 4, in groups of
     /// [`STAGE_GROUP`] files: every file of a group written to
-    /// `.rcpt/tmp/` from [`WRITE_THREADS`] threads, then every one
+    /// `.rcpt/tmp/` from several threads, then every one
     /// fdatasynced from as many threads (the device sees the whole group's
     /// data at once, and the file system commits the syncs together), then
     /// each renamed to its name; after the last group, each directory that
@@ -515,10 +412,16 @@ impl TileStore for PosixStore {
                 .filter(|s| !s.is_empty())
                 .collect::<Vec<_>>()
                 .join("/");
-            for name in names(&self.root.join(&rel))? {
+            let Some(dir) = self.found(&rel)? else {
+                continue;
+            };
+            for name in names(&dir)? {
                 let mut paths = vec![format!("{rel}/{name}")];
                 if let Some(stem) = name.strip_suffix(".p") {
-                    let widths = names(&self.root.join(&rel).join(&name))?;
+                    let widths = match dir.try_child(&name).map_err(dir_err(&self.root))? {
+                        Some(partial) => names(&partial)?,
+                        None => Vec::new(),
+                    };
                     paths = widths
                         .iter()
                         .map(|w| format!("{rel}/{stem}.p/{w}"))
@@ -539,11 +442,10 @@ impl TileStore for PosixStore {
 
     fn remove_tiles(&self, keys: &[TileKey]) -> Result<(), StoreError> {
         for key in keys {
-            let path = self.public_path(&PublicKey::Tile(*key));
-            match std::fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io_err(&path)(e)),
+            let rel = PublicKey::Tile(*key).path();
+            let (parent, name) = split(&rel);
+            if let Some(dir) = self.dir(parent, false)? {
+                dir.remove_file(name).map_err(dir_err(&self.root))?;
             }
         }
         Ok(())
@@ -552,10 +454,9 @@ impl TileStore for PosixStore {
 
 impl CheckpointStore for PosixStore {
     fn is_empty(&self) -> Result<bool, StoreError> {
-        match std::fs::read_dir(&self.root) {
-            Ok(mut entries) => Ok(entries.next().is_none()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
-            Err(e) => Err(io_err(&self.root)(e)),
+        match self.found("")? {
+            Some(root) => Ok(root.names().map_err(dir_err(&self.root))?.is_empty()),
+            None => Ok(true),
         }
     }
 
@@ -568,15 +469,12 @@ impl CheckpointStore for PosixStore {
         if current.as_ref().map(|c| &c.version) != expected {
             return Err(StoreError::CheckpointMoved);
         }
-        let path = self.public_path(&PublicKey::Checkpoint);
-        write_replace(&self.tmp(), &path, bytes)?;
+        self.replace_rel(&PublicKey::Checkpoint.path(), bytes)?;
         Ok(version_of(bytes))
     }
 
     fn lock(&self, wait: bool) -> Result<Box<dyn WriterLock>, StoreError> {
-        let path = self.lock_path();
-        let dir = self.private_dir();
-        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let path = self.made(PRIVATE_DIR)?.join("lock");
         let file = crate::io::open_lock(&path).map_err(io_err(&path))?;
         if wait {
             file.lock().map_err(io_err(&path))?;
@@ -598,17 +496,12 @@ impl CheckpointStore for PosixStore {
 
 impl PrivateStore for PosixStore {
     fn read_private(&self, key: &PrivateKey, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
-        read_capped(&self.private_path(key), max)
+        self.read_rel(&format!("{PRIVATE_DIR}/{}", key.path()), max)
     }
 
     fn write_private(&self, key: &PrivateKey, bytes: &[u8]) -> Result<(), StoreError> {
         let path = self.private_path(key);
-        let parent = path.parent().unwrap_or(&self.root).to_path_buf();
-        let made = !parent.is_dir();
-        if made {
-            std::fs::create_dir_all(&parent).map_err(io_err(&parent))?;
-        }
-        write_replace(&self.tmp(), &path, bytes)?;
+        let made = self.replace_rel(&format!("{PRIVATE_DIR}/{}", key.path()), bytes)?;
         if made {
             // A new directory is a name in its parent too.
             sync_dirs(&self.root, [path.as_path()])?;
@@ -618,23 +511,21 @@ impl PrivateStore for PosixStore {
 
     fn remove_private(&self, keys: &[PrivateKey]) -> Result<(), StoreError> {
         for key in keys {
-            let path = self.private_path(key);
-            let removed = match std::fs::symlink_metadata(&path) {
-                Ok(m) if m.is_dir() => std::fs::remove_dir_all(&path),
-                Ok(_) => std::fs::remove_file(&path),
-                Err(e) => Err(e),
-            };
-            match removed {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io_err(&path)(e)),
+            let rel = format!("{PRIVATE_DIR}/{}", key.path());
+            let (parent, name) = split(&rel);
+            // A file, or a directory removed whole: never through a link.
+            if let Some(dir) = self.dir(parent, false)? {
+                dir.remove_tree(name).map_err(dir_err(&self.root))?;
             }
         }
         Ok(())
     }
 
     fn list_private(&self, dir: PrivateDir) -> Result<Vec<PrivateKey>, StoreError> {
-        let mut names = names(&self.private_dir().join(dir.path()))?;
+        let mut names = match self.found(&format!("{PRIVATE_DIR}/{}", dir.path()))? {
+            Some(d) => names(&d)?,
+            None => Vec::new(),
+        };
         names.sort();
         Ok(names
             .iter()
@@ -644,9 +535,14 @@ impl PrivateStore for PosixStore {
 
     fn open_private(&self, key: &PrivateKey) -> Result<Option<Box<dyn RandomRead>>, StoreError> {
         let path = self.private_path(key);
-        // The one reader's open: a FIFO or a device is refused without
-        // blocking (opened non-blocking, then `fstat`).
-        let (file, meta) = match crate::io::open_regular(&path) {
+        let rel = format!("{PRIVATE_DIR}/{}", key.path());
+        let (parent, name) = split(&rel);
+        let Some(dir) = self.found(parent)? else {
+            return Ok(None);
+        };
+        // The one reader's open: a FIFO, a device or a link is refused
+        // without blocking or following (`O_NOFOLLOW | O_NONBLOCK`, `fstat`).
+        let (file, meta) = match crate::io::open_regular_at(&dir, name) {
             Ok(opened) => opened,
             Err(InputError::NotFound { .. } | InputError::NotRegular { .. }) => return Ok(None),
             Err(InputError::Open { source, .. }) => return Err(io_err(&path)(source)),
@@ -660,7 +556,7 @@ impl PrivateStore for PosixStore {
     }
 
     fn stage_private(&self) -> Result<Box<dyn StagedWrite>, StoreError> {
-        let (file, path) = create_temp(&self.tmp())?;
+        let (file, path, _) = create_temp(&self.tmp()?)?;
         Ok(Box::new(PosixStaged { file, path }))
     }
 
@@ -668,21 +564,19 @@ impl PrivateStore for PosixStore {
         if staged.temp.is_empty() || staged.temp.contains('/') || staged.temp.starts_with('.') {
             return Err(StoreError::BadName(staged.temp));
         }
-        let tmp = self.tmp().join(&staged.temp);
-        let dest = self.private_path(key);
-        let parent = dest.parent().unwrap_or(&self.root).to_path_buf();
-        std::fs::create_dir_all(&parent).map_err(io_err(&parent))?;
-        std::fs::rename(&tmp, &dest).map_err(io_err(&dest))?;
-        sync_dir(&parent)
+        let rel = format!("{PRIVATE_DIR}/{}", key.path());
+        let (parent, name) = split(&rel);
+        let dir = self.made(parent)?;
+        rename_at(&self.tmp()?, &staged.temp, &dir, name)?;
+        dir.sync().map_err(dir_err(&self.root))
     }
 
     fn clear_staging(&self) -> Result<(), StoreError> {
-        let tmp = self.tmp();
-        std::fs::create_dir_all(&tmp).map_err(io_err(&tmp))?;
-        for name in names(&tmp)? {
-            let path = tmp.join(name);
-            std::fs::remove_file(&path).map_err(io_err(&path))?;
-        }
+        // On the handle of `.rcpt/tmp/` (a link there is refused, never
+        // followed); everything in it is a leftover of this store's writers.
+        let tmp = self.tmp()?;
+        tmp.remove_entries(|_, _| true)
+            .map_err(dir_err(&self.root))?;
         Ok(())
     }
 }
@@ -710,26 +604,24 @@ mod tests {
     #[test]
     fn reads_refuse_fifos_and_symlinks_and_stop_at_the_cap() {
         let tmp = tempfile::tempdir().unwrap();
-        let p = tmp.path().join("f");
-        std::fs::write(&p, [7u8; 10]).unwrap();
-        assert_eq!(read_capped(&p, 10).unwrap().unwrap().len(), 10);
+        let d = Dir::open(tmp.path()).unwrap();
+        std::fs::write(d.join("f"), [7u8; 10]).unwrap();
+        assert_eq!(read_in(&d, "f", 10).unwrap().unwrap().len(), 10);
         assert!(matches!(
-            read_capped(&p, 9),
+            read_in(&d, "f", 9),
             Err(StoreError::TooLarge { max: 9, .. })
         ));
-        let link = tmp.path().join("l");
-        std::os::unix::fs::symlink(&p, &link).unwrap();
-        assert!(matches!(read_capped(&link, 10), Err(StoreError::Io { .. })));
-        let fifo = tmp.path().join("pipe");
+        std::os::unix::fs::symlink(d.join("f"), d.join("l")).unwrap();
+        assert!(matches!(read_in(&d, "l", 10), Err(StoreError::Io { .. })));
+        let fifo = d.join("pipe");
         let made = std::process::Command::new("mkfifo").arg(&fifo).status();
         if made.is_ok_and(|s| s.success()) {
-            assert!(matches!(read_capped(&fifo, 10), Err(StoreError::Io { .. })));
+            assert!(matches!(
+                read_in(&d, "pipe", 10),
+                Err(StoreError::Io { .. })
+            ));
         }
-        assert!(
-            read_capped(&tmp.path().join("absent"), 10)
-                .unwrap()
-                .is_none()
-        );
+        assert!(read_in(&d, "absent", 10).unwrap().is_none());
     }
 
     /// More tiles than one staging group: every one named with its bytes,
@@ -781,15 +673,15 @@ mod tests {
     fn concurrent_writers_all_make_the_missing_tmp_dir() {
         for round in 0..40 {
             let top = tempfile::tempdir().unwrap();
-            let t = top.path().join(".rcpt/tmp");
+            let store = PosixStore::new(top.path());
             let barrier = std::sync::Barrier::new(8);
             std::thread::scope(|s| {
                 for k in 0..8 {
-                    let (t, barrier, top) = (&t, &barrier, top.path());
+                    let (store, barrier) = (&store, &barrier);
                     s.spawn(move || {
                         barrier.wait();
-                        let dest = top.join(format!("out/{k}"));
-                        write_durable(t, &dest, b"x")
+                        let (tmp, out) = (store.tmp().unwrap(), store.made("out").unwrap());
+                        write_durable(&tmp, &out, &k.to_string(), b"x")
                             .unwrap_or_else(|e| panic!("round {round}, writer {k}: {e}"));
                     });
                 }
@@ -804,12 +696,67 @@ mod tests {
     #[test]
     fn a_failed_write_leaves_no_temporary_file() {
         let tmp = tempfile::tempdir().unwrap();
-        let t = tmp.path().join("tmp");
-        std::fs::create_dir(&t).unwrap();
-        // The destination's parent is a file: the rename cannot happen.
-        std::fs::write(tmp.path().join("file"), b"x").unwrap();
-        let dest = tmp.path().join("file/child");
-        assert!(write_durable(&t, &dest, b"bytes").is_err());
-        assert_eq!(std::fs::read_dir(&t).unwrap().count(), 0);
+        let store = PosixStore::new(tmp.path());
+        let (t, out) = (store.tmp().unwrap(), store.made("out").unwrap());
+        // The destination is a directory that is not empty: the rename fails.
+        std::fs::create_dir_all(out.join("child/x")).unwrap();
+        assert!(write_durable(&t, &out, "child", b"bytes").is_err());
+        assert_eq!(t.names().unwrap().len(), 0);
+    }
+
+    /// A link planted in place of any directory of the log (the staging
+    /// directory, the private directory, a tile directory, a private
+    /// subdirectory) is refused with an error naming it, and nothing in
+    /// the directory it points to is read, written or removed.
+    #[test]
+    fn a_link_in_place_of_a_directory_is_refused_and_nothing_outside_is_touched() {
+        use crate::storage::{CheckpointStore as _, PrivateStore as _, TileStore as _};
+        for planted in [
+            ".rcpt/tmp",
+            ".rcpt",
+            "tile",
+            "tile/entries",
+            ".rcpt/checkpoints",
+        ] {
+            let top = tempfile::tempdir().unwrap();
+            let log = top.path().join("log");
+            let outside = top.path().join("outside");
+            std::fs::create_dir_all(&outside).unwrap();
+            std::fs::write(outside.join("old"), b"keep").unwrap();
+            let at = log.join(planted);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(&outside, &at).unwrap();
+            let store = PosixStore::new(&log);
+            let tile = [(TileKey::entries(0, Width::Full), vec![1u8; 8])];
+            let key = PrivateKey::in_dir(PrivateDir::Checkpoints, "7").unwrap();
+            let results = [
+                store.clear_staging().err(),
+                store.lock(false).err(),
+                store.create_tiles(&tile).err(),
+                store.list_tiles(Family::Entries, 0, 0).err(),
+                store.write_private(&key, b"x").err(),
+                store.remove_private(std::slice::from_ref(&key)).err(),
+                store.list_private(PrivateDir::Checkpoints).err(),
+            ];
+            let errors: Vec<String> = results
+                .into_iter()
+                .flatten()
+                .map(|e| crate::io::error_chain(&e))
+                .collect();
+            assert!(!errors.is_empty(), "{planted}: nothing refused");
+            for e in &errors {
+                assert!(
+                    e.contains("symbolic link") && e.contains(planted),
+                    "{planted}: {e}"
+                );
+            }
+            let mut left: Vec<_> = std::fs::read_dir(&outside)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            left.sort();
+            assert_eq!(left, vec![std::ffi::OsString::from("old")], "{planted}");
+            assert_eq!(std::fs::read(outside.join("old")).unwrap(), b"keep");
+        }
     }
 }

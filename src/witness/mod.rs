@@ -443,11 +443,18 @@ impl Witness {
     ) -> Result<Witness, WitnessError> {
         let verifier = WitnessVerifier::new(name, key.verifying_key())?;
         witness_policy(Path::new("policy"), policy)?;
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
-        let dir = std::fs::canonicalize(dir).map_err(io(dir))?;
-        if std::fs::read_dir(&dir).map_err(io(&dir))?.next().is_some() {
-            return Err(WitnessError::NotEmpty(dir));
+        // The witness's directory itself never through a link (spec/security.md).
+        let dir_io = |e: crate::io::DirError| WitnessError::Io {
+            path: e.path().to_path_buf(),
+            source: e.into_io(),
+        };
+        let opened = crate::io::Dir::create(dir, 0o755).map_err(dir_io)?;
+        if !opened.names().map_err(dir_io)?.is_empty() {
+            return Err(WitnessError::NotEmpty(
+                std::fs::canonicalize(dir).map_err(io(dir))?,
+            ));
         }
+        let dir = std::fs::canonicalize(dir).map_err(io(dir))?;
         let key_file = match key_file {
             Some(k) => Some(std::fs::canonicalize(k).map_err(io(k))?),
             None => None,

@@ -110,6 +110,19 @@ pub struct StateStore {
     tmp: PathBuf,
 }
 
+/// A state directory that is a link, not a directory, or unusable.
+fn dir_err(e: crate::io::DirError) -> StateError {
+    StateError::Io {
+        path: e.path().to_path_buf(),
+        source: e.into_io(),
+    }
+}
+
+/// Open `dir` without following a link at it.
+fn open_dir(dir: &Path) -> Result<crate::io::Dir, StateError> {
+    crate::io::Dir::open(dir).map_err(dir_err)
+}
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StateError + '_ {
     move |source| StateError::Io {
         path: path.to_path_buf(),
@@ -125,9 +138,12 @@ pub fn origin_hash(origin: &str) -> String {
 impl StateStore {
     /// The store with records in `dir` and temporary files in `tmp` (same
     /// file system, so the rename is atomic). Both are created if absent.
+    ///
+    /// Each is opened without following a link ([`crate::io::Dir`]): a
+    /// link planted in place of either is refused, naming it.
     pub fn open(dir: &Path, tmp: &Path) -> Result<StateStore, StateError> {
         for d in [dir, tmp] {
-            std::fs::create_dir_all(d).map_err(io(d))?;
+            crate::io::Dir::create(d, 0o755).map_err(dir_err)?;
         }
         Ok(StateStore {
             dir: dir.to_path_buf(),
@@ -177,6 +193,10 @@ impl StateStore {
             origin: origin.to_owned(),
             detail,
         })?;
+        // Both directories again, never through a link planted since open.
+        for d in [&self.dir, &self.tmp] {
+            open_dir(d)?;
+        }
         let lock_path = self.lock_path(origin);
         let lock = crate::io::open_lock(&lock_path).map_err(io(&lock_path))?;
         // Held until `lock` drops at the end of this function (or the

@@ -74,8 +74,9 @@ pub fn git_trimmed(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
-/// A repository, a gate key (named by its `.vkey`), a log, a trust file and
-/// a private temporary directory for the gate's clean worktrees.
+/// A repository, a gate key (named by its `.vkey`), a log, a trust file,
+/// a private temporary directory and a cache directory (the home of the
+/// gate's clean copies), both outside the repository.
 pub struct Gate {
     /// Keys, log, trust file (outside the repository).
     pub world: World,
@@ -83,6 +84,9 @@ pub struct Gate {
     pub repo: PathBuf,
     /// TMPDIR of the gate: empty again after every run.
     pub tmp: PathBuf,
+    /// XDG_CACHE_HOME of the gate: the clean copies live under
+    /// `rcpt/clean/<key>/`.
+    pub cache: PathBuf,
     /// The gate key.
     pub key: PathBuf,
 }
@@ -93,6 +97,7 @@ impl Gate {
         let world = World::new(GATE);
         let repo = world.dir().join("repo");
         let tmp = world.dir().join("tmp");
+        let cache = world.dir().join("cache");
         std::fs::create_dir_all(&repo).unwrap();
         std::fs::create_dir_all(&tmp).unwrap();
         git(&repo, &["init", "-q"]);
@@ -101,6 +106,7 @@ impl Gate {
             world,
             repo,
             tmp,
+            cache,
         };
         for (path, content) in files {
             gate.write(path, content);
@@ -141,10 +147,12 @@ impl Gate {
         path
     }
 
-    /// `rcpt ARGS` in the work tree with the gate's TMPDIR.
+    /// `rcpt ARGS` in the work tree with the gate's TMPDIR and XDG_CACHE_HOME.
     pub fn rcpt(&self) -> Command {
         let mut cmd = Command::new(rcpt_bin());
-        cmd.current_dir(&self.repo).env("TMPDIR", &self.tmp);
+        cmd.current_dir(&self.repo)
+            .env("TMPDIR", &self.tmp)
+            .env("XDG_CACHE_HOME", &self.cache);
         cmd
     }
 
@@ -273,12 +281,52 @@ impl Gate {
         out
     }
 
-    /// What is left in the gate's TMPDIR.
+    /// What is left in the gate's TMPDIR, and the run directories left in
+    /// the home of the clean copies (each run removes its own).
     pub fn leftovers(&self) -> Vec<String> {
-        std::fs::read_dir(&self.tmp)
+        let mut left: Vec<String> = std::fs::read_dir(&self.tmp)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect()
+            .collect();
+        left.extend(self.runs().iter().map(|p| p.display().to_string()));
+        left
+    }
+
+    /// The repository directories under the home of the clean copies
+    /// (`XDG_CACHE_HOME/rcpt/clean/<key>/`).
+    pub fn homes(&self) -> Vec<PathBuf> {
+        match std::fs::read_dir(self.cache.join("rcpt/clean")) {
+            Ok(entries) => entries.map(|e| e.unwrap().path()).collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// The run directories (`run-*`) now in the home: one per gate run in
+    /// progress.
+    pub fn runs(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for home in self.homes() {
+            for e in std::fs::read_dir(&home).unwrap() {
+                let p = e.unwrap().path();
+                if p.file_name().unwrap().to_string_lossy().starts_with("run-") {
+                    out.push(p);
+                }
+            }
+        }
+        out
+    }
+
+    /// The parked clean copy (`<home>/<key>/tree/<name>`), asserting there
+    /// is exactly one.
+    pub fn parked(&self) -> PathBuf {
+        let homes = self.homes();
+        assert_eq!(homes.len(), 1, "one repository home: {homes:?}");
+        let copies: Vec<PathBuf> = std::fs::read_dir(homes[0].join("tree"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(copies.len(), 1, "one parked copy: {copies:?}");
+        copies[0].clone()
     }
 
     /// The worktrees git knows of.

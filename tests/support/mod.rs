@@ -639,6 +639,17 @@ pub const APPEND_STEPS: [rcpt::log::Step; 7] = [
     rcpt::log::Step::Retire,
 ];
 
+/// Every file under `dir` with its bytes, sorted by path (to compare a
+/// directory before and after).
+pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = files_under(dir)
+        .iter()
+        .map(|p| (p.display().to_string(), std::fs::read(p).unwrap()))
+        .collect();
+    out.sort();
+    out
+}
+
 /// Every file (not directory) under `dir`, at any depth, in walk order.
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

@@ -24,7 +24,8 @@ pub fn block_after(marker: &str) -> String {
 }
 
 /// Run `script` with bash (-euo pipefail) in a fresh directory, `rcpt` on
-/// PATH and TMPDIR inside that directory: (stdout, stderr, status).
+/// PATH, TMPDIR inside that directory and XDG_CACHE_HOME (the home of the
+/// gate's clean copies) in another: (stdout, stderr, status).
 pub fn run_script(script: &str) -> (String, String, std::process::ExitStatus) {
     let bin = super::rcpt_bin();
     let path = format!(
@@ -33,11 +34,13 @@ pub fn run_script(script: &str) -> (String, String, std::process::ExitStatus) {
         std::env::var("PATH").unwrap_or_default()
     );
     let tmp = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
     let out = Command::new("bash")
         .args(["-euo", "pipefail", "-c", script])
         .current_dir(tmp.path())
         .env("PATH", path)
         .env("TMPDIR", tmp.path())
+        .env("XDG_CACHE_HOME", cache.path())
         .output()
         .unwrap();
     (

@@ -206,10 +206,14 @@ pub async fn mirror(
     dir: &Path,
     key: &NoteVerifier,
 ) -> Result<MirrorReport, MirrorError> {
-    std::fs::create_dir_all(dir).map_err(|source| MirrorError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    // The mirror and its private directory, never through a link (the
+    // staging area below is filled and removed).
+    crate::io::Dir::create(dir, 0o755)
+        .and_then(|d| d.child_or_create(crate::storage::posix::PRIVATE_DIR, 0o755))
+        .map_err(|e| MirrorError::Io {
+            path: e.path().to_path_buf(),
+            source: e.into_io(),
+        })?;
     let public: Arc<dyn Store> = Arc::new(PosixStore::new(dir));
     mirror_into(client, &public, &staging(dir), key).await
 }
@@ -273,7 +277,7 @@ pub async fn mirror_into(
     if let Err(e) = checked {
         // What was fetched is not part of this log's one history: drop it,
         // so a later run fetches afresh.
-        let _ = std::fs::remove_dir_all(stage);
+        let _ = crate::io::remove_tree_at(stage);
         return Err(e);
     }
     let version = old.map(|(_, v, _)| v);
@@ -281,7 +285,7 @@ pub async fn mirror_into(
         let (union, key, text) = (Arc::clone(&union), key.clone(), text.clone());
         blocking(move || install(&union, (m, n), &key, &text, version.as_ref())).await?;
     }
-    let _ = std::fs::remove_dir_all(stage);
+    let _ = crate::io::remove_tree_at(stage);
     Ok(MirrorReport {
         old_size: m,
         new_size: n,

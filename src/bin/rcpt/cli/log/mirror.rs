@@ -60,7 +60,7 @@ pub fn mirror(args: MirrorArgs) -> anyhow::Result<u8> {
         // writes running, and dropping the runtime waits for them, so
         // nothing is written into the stage after it is removed.
         drop(runtime);
-        let _ = std::fs::remove_dir_all(&stage);
+        let _ = rcpt::io::remove_tree_at(&stage);
         mirrored?
     } else {
         if args.endpoint.is_some() {
