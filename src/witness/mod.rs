@@ -33,7 +33,7 @@ use crate::tlog::policy::{TlogPolicy, TlogPolicyError};
 use std::path::{Path, PathBuf};
 
 /// `Content-Type` of a 200 answer and of refusals other than 409.
-pub const TEXT_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
+pub use crate::constants::TEXT_CONTENT_TYPE;
 /// Version of the settings file format.
 pub const SETTINGS_FORMAT: u64 = 1;
 
