@@ -14,10 +14,10 @@ use hyper::Method;
 use prometheus_client::encoding::{
     DescriptorEncoder, EncodeLabel, EncodeLabelSet, EncodeMetric, LabelSetEncoder,
 };
-use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
 
 /// `Content-Type` of `/metrics`: OpenMetrics 1.0 text, which Prometheus
@@ -180,6 +180,19 @@ pub(crate) fn gauge(
     metric.encode(encoder.encode_descriptor(name, help, unit, MetricType::Gauge)?)
 }
 
+/// A family of `M` with one value per label set, written at scrape time.
+fn family<'a, S: EncodeLabelSet + 'a, M: EncodeMetric + TypedMetric>(
+    encoder: &mut DescriptorEncoder,
+    (name, help, unit): (&str, &str, Option<&Unit>),
+    values: impl IntoIterator<Item = (&'a S, M)>,
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(name, help, unit, M::TYPE)?;
+    for (labels, metric) in values {
+        metric.encode(family.encode_family(labels)?)?;
+    }
+    Ok(())
+}
+
 /// A gauge family with one value per label set, written at scrape time.
 pub(crate) fn gauges<S: EncodeLabelSet>(
     encoder: &mut DescriptorEncoder,
@@ -188,11 +201,8 @@ pub(crate) fn gauges<S: EncodeLabelSet>(
     unit: Option<&Unit>,
     values: &[(S, f64)],
 ) -> Result<(), std::fmt::Error> {
-    let mut family = encoder.encode_descriptor(name, help, unit, MetricType::Gauge)?;
-    for (labels, value) in values {
-        ConstGauge::new(*value).encode(family.encode_family(labels)?)?;
-    }
-    Ok(())
+    let values = values.iter().map(|(l, v)| (l, ConstGauge::new(*v)));
+    family(encoder, (name, help, unit), values)
 }
 
 /// A counter family (`NAME_total`) with one value per label set, written
@@ -203,11 +213,8 @@ pub(crate) fn counters<S: EncodeLabelSet>(
     help: &str,
     values: &[(S, u64)],
 ) -> Result<(), std::fmt::Error> {
-    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-    for (labels, value) in values {
-        ConstCounter::new(*value).encode(family.encode_family(labels)?)?;
-    }
-    Ok(())
+    let values = values.iter().map(|(l, v)| (l, ConstCounter::new(*v)));
+    family(encoder, (name, help, None), values)
 }
 
 /// Seconds as a float.

@@ -63,39 +63,45 @@ impl Metrics {
             "Entries per batch integrated by one durable append",
             self.batch_entries.clone(),
         );
-        r.register_with_unit(
-            "rcpt_batch_integration",
-            "Time of one durable append (tiles, dedup, checkpoint), per batch",
-            Unit::Seconds,
-            self.integration.clone(),
-        );
-        r.register_with_unit(
-            "rcpt_checkpoint_publication",
-            "Time from a batch's durable append to its checkpoint being published \
-             (the witnesses' cosignatures, for a witnessed log)",
-            Unit::Seconds,
-            self.publication.clone(),
-        );
+        for (name, help, histogram) in [
+            (
+                "rcpt_batch_integration",
+                "Time of one durable append (tiles, dedup, checkpoint), per batch",
+                &self.integration,
+            ),
+            (
+                "rcpt_checkpoint_publication",
+                "Time from a batch's durable append to its checkpoint being published \
+                 (the witnesses' cosignatures, for a witnessed log)",
+                &self.publication,
+            ),
+        ] {
+            r.register_with_unit(name, help, Unit::Seconds, histogram.clone());
+        }
         r.register(
             "rcpt_append_failures",
             "Durable appends that failed (their batches answered 500)",
             self.append_failures.clone(),
         );
-        r.register(
-            "rcpt_queue_depth",
-            "Submissions in the service (being read, queued, integrated or answered)",
-            self.queue_depth.clone(),
-        );
-        r.register(
-            "rcpt_queue_capacity",
-            "Most submissions in the service at once (--queue-max)",
-            self.queue_capacity.clone(),
-        );
-        r.register(
-            "rcpt_tree_size",
-            "Tree size of the published checkpoint",
-            self.tree_size.clone(),
-        );
+        for (name, help, gauge) in [
+            (
+                "rcpt_queue_depth",
+                "Submissions in the service (being read, queued, integrated or answered)",
+                &self.queue_depth,
+            ),
+            (
+                "rcpt_queue_capacity",
+                "Most submissions in the service at once (--queue-max)",
+                &self.queue_capacity,
+            ),
+            (
+                "rcpt_tree_size",
+                "Tree size of the published checkpoint",
+                &self.tree_size,
+            ),
+        ] {
+            r.register(name, help, gauge.clone());
+        }
         r.register_with_unit(
             "rcpt_checkpoint_age",
             "Seconds since this service last published a checkpoint (the stored one counts \

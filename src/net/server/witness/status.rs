@@ -177,9 +177,22 @@ mod tests {
 
     #[test]
     fn answer_reasons_are_a_fixed_set() {
-        assert_eq!(answer_reason(200), "ok");
-        assert_eq!(answer_reason(409), "conflict");
-        assert_eq!(answer_reason(503), "server_error");
-        assert_eq!(answer_reason(418), "other");
+        let table = [
+            (200, "ok"),
+            (400, "bad_request"),
+            (403, "bad_signature"),
+            (404, "unknown_log"),
+            (405, "method_not_allowed"),
+            (408, "body_timeout"),
+            (409, "conflict"),
+            (413, "too_large"),
+            (422, "inconsistent"),
+            (500, "server_error"),
+            (503, "server_error"),
+            (418, "other"),
+        ];
+        for (status, reason) in table {
+            assert_eq!(answer_reason(status), reason, "{status}");
+        }
     }
 }
