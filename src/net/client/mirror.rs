@@ -40,11 +40,12 @@ use crate::log::{SETTINGS_FORMAT, Settings};
 use crate::storage::TileStore as _;
 use crate::storage::posix::PosixStore;
 use crate::storage::tiles::TileReader;
+use crate::storage::walk::{self, ConsistencyWalk, Tree, WalkError};
 use crate::storage::{
     Family, PrivateKey, PublicKey, PublicRead, Store, StoreError, TileKey, Version, Versioned,
     Width,
 };
-use crate::tlog::merkle::{self, Frontier, Hash};
+use crate::tlog::merkle::{self, Hash};
 use crate::tlog::note::Checkpoint;
 use crate::tlog::tiles::{self, TILE_WIDTH};
 use base64::Engine;
@@ -485,7 +486,9 @@ fn read_new(union: &Union, key: &TileKey) -> Result<Vec<u8>, MirrorError> {
 }
 
 /// Steps 1 and 2 of the module comment, on the files fetched for the tree
-/// of `n` leaves extending the mirrored tree of `m`.
+/// of `n` leaves extending the mirrored tree of `m`: the consistency walk
+/// (`storage::walk`) over the staged and mirrored tiles, with the hash
+/// tiles it completes rebuilt and compared.
 fn check_new(
     union: Arc<Union>,
     m: u64,
@@ -493,65 +496,52 @@ fn check_new(
     old_root: &Hash,
     new_root: &Hash,
 ) -> Result<(), MirrorError> {
-    let mismatch = |e: String| MirrorError::Mismatch(e);
-    if m > 0 {
-        let reader = TileReader::over(Arc::clone(&union) as Arc<dyn PublicRead>, n, None);
-        let proof = merkle::prove_consistency(m, n, &reader)
-            .map_err(|e| mismatch(format!("consistency proof from the tiles: {e}")))?;
-        merkle::verify_consistency(m, n, &proof, old_root, new_root).map_err(|e| {
-            MirrorError::Rewritten {
-                old: m,
-                new: n,
-                detail: e.to_string(),
-            }
-        })?;
-    }
+    let (old, new) = (
+        Tree {
+            size: m,
+            root: *old_root,
+        },
+        Tree {
+            size: n,
+            root: *new_root,
+        },
+    );
+    let reader = TileReader::over(Arc::clone(&union) as Arc<dyn PublicRead>, n, None);
+    walk::prove_extends(&reader, old, new).map_err(|e| walk_error(m, n, e))?;
     let public: Arc<dyn PublicRead> = Arc::clone(&union.public) as Arc<dyn PublicRead>;
-    let mut frontier = if m == 0 {
-        Frontier::new()
-    } else {
-        Frontier::from_reader(m, &TileReader::over(Arc::clone(&public), m, None))
-            .map_err(|e| mismatch(format!("the mirrored tree's edge: {e}")))?
-    };
+    let mut walk = ConsistencyWalk::from_tiles(reader, new, m).map_err(|e| walk_error(m, n, e))?;
     let mut builder = TileBuilder::new(m, |key: &TileKey| {
         let bytes = public
             .read(&PublicKey::Tile(*key), MAX_HASH_TILE_BYTES)?
-            .ok_or_else(|| mismatch(format!("the mirror lacks {key}")))?;
+            .ok_or_else(|| MirrorError::Mismatch(format!("the mirror lacks {key}")))?;
         tiles::decode_hash_tile(&bytes, key.width().items(), &key.path())
-            .map_err(|e| mismatch(e.to_string()))
+            .map_err(|e| MirrorError::Mismatch(e.to_string()))
     })?;
     let old_partial = old_partial_entries(&*public, m)?;
-    for t in m / TILE_WIDTH..n.div_ceil(TILE_WIDTH) {
-        let Some(width) = Width::of(t, n) else {
-            continue;
-        };
-        let key = TileKey::entries(t, width);
-        let bytes = read_new(&union, &key)?;
-        let entries =
-            tiles::decode_entry_bundle(&bytes).map_err(|e| mismatch(format!("{key}: {e}")))?;
-        if entries.len() != width.items() {
-            return Err(mismatch(format!(
-                "{key} holds {} entries, not {}",
-                entries.len(),
-                width.items()
-            )));
-        }
-        for (k, entry) in entries.iter().enumerate() {
-            let index = t * TILE_WIDTH + k as u64;
-            if index < m {
-                if old_partial.get(k).map(Vec::as_slice) != Some(*entry) {
-                    return Err(MirrorError::Rewritten {
-                        old: m,
-                        new: n,
-                        detail: format!("entry {index} differs from the mirrored one"),
-                    });
-                }
-                continue;
+    while let Some(bundle) = walk.next_bundle().map_err(|e| walk_error(m, n, e))? {
+        if bundle.first < m {
+            let fetched = bundle
+                .from(bundle.first)
+                .iter()
+                .map(Some)
+                .chain(std::iter::repeat(None));
+            if let Some(k) = old_partial
+                .iter()
+                .zip(fetched)
+                .position(|(o, f)| f != Some(o))
+            {
+                return Err(MirrorError::Rewritten {
+                    old: m,
+                    new: n,
+                    detail: format!(
+                        "entry {} differs from the mirrored one",
+                        bundle.first + k as u64
+                    ),
+                });
             }
-            frontier
-                .push(merkle::leaf_hash(entry), |id, h| builder.node(id, h))
-                .map_err(|e| mismatch(e.to_string()))?;
         }
+        walk.push_bundle(&bundle, |id, h| builder.node(id, h))
+            .map_err(|e| walk_error(m, n, e))?;
         for tile in builder.take_full() {
             compare(&union, &tile.key, &tile.bytes())?;
         }
@@ -559,14 +549,22 @@ fn check_new(
     for tile in builder.take_partial() {
         compare(&union, &tile.key, &tile.bytes())?;
     }
-    if frontier.root() != *new_root {
-        return Err(mismatch(format!(
-            "the entries give root {}, the checkpoint {}",
-            STANDARD.encode(frontier.root()),
-            STANDARD.encode(new_root)
-        )));
-    }
+    walk.finish().map_err(|e| walk_error(m, n, e))?;
     Ok(())
+}
+
+/// What a failed step of the walk means for a mirror run: a log whose
+/// tiles prove no consistency with the mirrored tree rewrote its history;
+/// anything else is files that do not match its checkpoint.
+fn walk_error(m: u64, n: u64, e: WalkError) -> MirrorError {
+    match e {
+        WalkError::Inconsistent { source, .. } => MirrorError::Rewritten {
+            old: m,
+            new: n,
+            detail: source.to_string(),
+        },
+        other => MirrorError::Mismatch(crate::io::error_chain(&other)),
+    }
 }
 
 /// The entries of the mirrored partial bundle at size `m` (none when `m`
