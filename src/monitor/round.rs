@@ -285,9 +285,6 @@ impl Monitor {
             Ok(()) => return Ok(true),
             Err(WalkError::Fork { .. }) => (Vec::new(), "same size, another root: a fork".into()),
             Err(WalkError::Inconsistent { proof, source, .. }) => (proof, source.to_string()),
-            Err(WalkError::Tiles { size, source }) => {
-                return Err(MonitorError::Tiles { size, source });
-            }
             Err(e) => return Err(walked(m, m, n, e)),
         };
         let dir = self.evidence(h, "inconsistent", &proof, &detail)?;
@@ -535,21 +532,12 @@ fn tree_of(c: &Checkpoint) -> Tree {
 /// give the signed tree.
 fn walked(start: u64, end: u64, size: u64, e: WalkError) -> MonitorError {
     match e {
-        WalkError::Tiles { size, source } => MonitorError::Tiles { size, source },
-        WalkError::Bundle {
-            bundle,
-            size,
-            source,
-        } => MonitorError::Bundle {
-            bundle,
-            size,
-            source,
-        },
+        WalkError::Tiles { .. } | WalkError::Bundle { .. } => MonitorError::Read(e),
         other => MonitorError::Mismatch {
             start,
             end,
             size,
-            detail: crate::io::error_chain(&other),
+            source: other,
         },
     }
 }
