@@ -22,6 +22,7 @@ use crate::net::client::witnessing::Witnessing;
 pub use crate::net::server::{CACHE_NONE, MAX_LOGGED_PATH_BYTES, RequestSink};
 use crate::net::server::{Limits, bind, runtime_with_stop, serve};
 use crate::storage::{Family, PublicKey, Store, TileKey};
+use crate::tlog::tiles::MAX_HASH_TILE_BYTES;
 use hyper::StatusCode;
 use hyper::header;
 use std::net::SocketAddr;
@@ -44,8 +45,6 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// `Retry-After` of a 503 (seconds).
 pub const RETRY_AFTER_SECONDS: u64 = 1;
-/// Largest hash tile file: 256 hashes.
-const MAX_HASH_TILE_BYTES: usize = 256 * 32;
 /// Cache-Control of the checkpoint (C2SP tlog-tiles: mutable).
 pub const CACHE_CHECKPOINT: &str = "no-cache";
 /// Cache-Control of a full tile or entry bundle (immutable once published).

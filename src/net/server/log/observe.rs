@@ -83,6 +83,12 @@ impl Metrics {
             "Durable appends that failed (their batches answered 500)",
             self.append_failures.clone(),
         );
+        self.register_gauges(live)
+    }
+
+    /// The gauges set at scrape time, and the values read from elsewhere.
+    fn register_gauges(mut self, live: Live) -> Metrics {
+        let r = self.http.registry_mut();
         for (name, help, gauge) in [
             (
                 "rcpt_queue_depth",
