@@ -26,3 +26,6 @@ pub const COSIGNATURE_V1_HEADER: &str = "cosignature/v1";
 pub const TLOG_PROOF_HEADER: &str = "c2sp.org/tlog-proof@v1";
 /// C2SP tlog-witness: `Content-Type` of a 409 answer (the witness's size).
 pub const TLOG_SIZE_CONTENT_TYPE: &str = "text/x.tlog.size";
+/// `Content-Type` of a plain text answer: a checkpoint, a cosignature, a
+/// refusal written for people.
+pub const TEXT_CONTENT_TYPE: &str = "text/plain; charset=utf-8";

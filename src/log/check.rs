@@ -12,6 +12,7 @@
 use super::error::{CheckpointError, LogError};
 use super::tilebuild::{BuiltTile, TileBuilder};
 use super::{Log, verify_checkpoint};
+use crate::storage::walk::{ConsistencyWalk, Tree, WalkError};
 use crate::storage::{PrivateKey, PublicKey, TileKey, Width};
 use crate::tlog::merkle::{self, Frontier, Hash};
 use crate::tlog::tiles::{self, MAX_HASH_TILE_BYTES, TILE_WIDTH};
@@ -138,6 +139,33 @@ impl Kept<'_> {
     }
 }
 
+/// The log's error for a step of the walk that failed: pushing a leaf
+/// fails only when the tree is full or past the checkpoint's size,
+/// finishing only when the entries give another size or root.
+fn walk_error(e: WalkError) -> LogError {
+    match e {
+        WalkError::Full(full) => LogError::Full(full),
+        WalkError::RootMismatch {
+            computed, signed, ..
+        } => LogError::RootMismatch {
+            name: "checkpoint".to_string(),
+            claimed: STANDARD.encode(signed),
+            computed: STANDARD.encode(computed),
+        },
+        WalkError::Tiles { source, .. } => LogError::Proof(source),
+        WalkError::Bundle { source, .. } => LogError::Tile(source),
+        WalkError::WrongSize { end, size } if end > size => LogError::OutOfRange {
+            what: "entry",
+            value: end - 1,
+            size,
+        },
+        _ => LogError::Checkpoint {
+            name: "checkpoint".to_string(),
+            source: CheckpointError::Unreached,
+        },
+    }
+}
+
 /// Recompute the whole log at `dir` and verify it; `progress(done, total)`
 /// is called after each entry bundle. The first mismatch is the error.
 pub fn check(dir: &Path, progress: impl FnMut(u64, u64)) -> Result<CheckReport, LogError> {
@@ -158,18 +186,22 @@ pub fn check_log(log: &Log, mut progress: impl FnMut(u64, u64)) -> Result<CheckR
         checkpoints: 0,
         tiles: 0,
     };
-    let mut frontier = Frontier::new();
+    // The consistency walk from the empty tree to the latest checkpoint.
+    let signed = Tree {
+        size,
+        root: log.root(),
+    };
+    let mut walk = ConsistencyWalk::new(log.reader(size), signed);
     let mut builder = TileBuilder::new(0, |_| Ok::<_, LogError>(Vec::new()))?;
     let mut tiles = 0u64;
-    kept.reached(&frontier, &builder, None)?;
+    kept.reached(walk.edge(), &builder, None)?;
     log.for_each_bundle(0, size, |first, entries| {
         let leaves: Vec<Hash> = entries.par_iter().map(|e| merkle::leaf_hash(e)).collect();
         for leaf in leaves {
-            frontier
-                .push(leaf, |id, h| builder.node(id, h))
-                .map_err(LogError::Full)?;
-            if kept.next() == Some(frontier.size()) {
-                kept.reached(&frontier, &builder, Some((first / TILE_WIDTH, entries)))?;
+            walk.push(leaf, |id, h| builder.node(id, h))
+                .map_err(walk_error)?;
+            if kept.next() == Some(walk.size()) {
+                kept.reached(walk.edge(), &builder, Some((first / TILE_WIDTH, entries)))?;
             }
         }
         for tile in builder.take_full() {
@@ -183,14 +215,7 @@ pub fn check_log(log: &Log, mut progress: impl FnMut(u64, u64)) -> Result<CheckR
         compare_tile(log, &tile)?;
         tiles += 1;
     }
-    let root = frontier.root();
-    if root != log.root() {
-        return Err(LogError::RootMismatch {
-            name: "checkpoint".to_string(),
-            claimed: STANDARD.encode(log.root()),
-            computed: STANDARD.encode(root),
-        });
-    }
+    let root = walk.finish().map_err(walk_error)?;
     if let Some(missing) = kept.next() {
         return Err(LogError::Checkpoint {
             name: PrivateKey::Checkpoint(missing).to_string(),

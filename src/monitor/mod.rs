@@ -33,7 +33,7 @@ pub use state::{StateDir, StateError};
 pub use watch::{Watch, WatchError};
 
 use crate::storage::StoreError;
-use crate::tlog::tiles::TileError;
+use crate::storage::walk::WalkError;
 
 /// What an event says (spec/monitor.md "Events"), in the table's order:
 /// an entry gives at most one, the first that applies.
@@ -214,30 +214,14 @@ pub enum MonitorError {
     /// No known log key has the checkpoint's origin.
     #[error("no log key for the origin {0:?} (give --log-key or a trust file listing it)")]
     NoLogKey(String),
-    /// A tile or entry bundle the signed tree needs could not be read.
-    #[error("the source's tiles at size {size}")]
-    Tiles {
-        /// The tree size being read.
-        size: u64,
-        /// The cause.
-        #[source]
-        source: crate::tlog::merkle::ProveError<TileError>,
-    },
-    /// An entry bundle could not be read or decoded.
-    #[error("entry bundle {bundle} of the tree of size {size}")]
-    Bundle {
-        /// The bundle index.
-        bundle: u64,
-        /// The tree size.
-        size: u64,
-        /// The cause.
-        #[source]
-        source: TileError,
-    },
+    /// A tile or entry bundle the signed tree needs could not be read
+    /// (`WalkError::Tiles` or `WalkError::Bundle`).
+    #[error(transparent)]
+    Read(WalkError),
     /// The source's entries (or tiles) do not give the signed tree.
     #[error(
-        "the source's entries up to index {end} do not give the signed tree of size {size} \
-         ({detail}); nothing past index {start} is reported"
+        "the source's entries up to index {end} do not give the signed tree of size {size}; \
+         nothing past index {start} is reported"
     )]
     Mismatch {
         /// First entry of the bundle that failed.
@@ -246,8 +230,9 @@ pub enum MonitorError {
         end: u64,
         /// The signed tree size.
         size: u64,
-        /// What failed.
-        detail: String,
+        /// What the consistency walk found.
+        #[source]
+        source: WalkError,
     },
     /// The state directory.
     #[error(transparent)]

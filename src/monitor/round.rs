@@ -8,10 +8,10 @@ use crate::keys::NoteVerifier;
 use crate::limits::MAX_NOTE_BYTES;
 use crate::storage::PublicRead;
 use crate::storage::tiles::{TileCache, TileReader};
-use crate::tlog::merkle::{self, Frontier, Hash};
+use crate::storage::walk::{self, ConsistencyWalk, Tree, WalkError};
+use crate::tlog::merkle::Hash;
 use crate::tlog::note::{Checkpoint, Note};
 use crate::tlog::policy::{QuorumVerdict, TlogPolicy};
-use crate::tlog::tiles::TILE_WIDTH;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use rayon::prelude::*;
@@ -279,22 +279,13 @@ impl Monitor {
             )?;
             return Ok(false);
         }
-        let failed = if n == m {
-            (h.new.root_hash != h.old.root_hash)
-                .then(|| (Vec::new(), "same size, another root: a fork".to_string()))
-        } else if m == 0 {
-            None
-        } else {
-            let reader =
-                TileReader::over(Arc::clone(&self.source), n, Some(Arc::clone(&self.cache)));
-            let proof = merkle::prove_consistency(m, n, &reader)
-                .map_err(|source| MonitorError::Tiles { size: n, source })?;
-            merkle::verify_consistency(m, n, &proof, &h.old.root_hash, &h.new.root_hash)
-                .err()
-                .map(|e| (proof, e.to_string()))
-        };
-        let Some((proof, detail)) = failed else {
-            return Ok(true);
+        let reader = TileReader::over(Arc::clone(&self.source), n, Some(Arc::clone(&self.cache)));
+        let (old, new) = (tree_of(h.old), tree_of(h.new));
+        let (proof, detail) = match walk::prove_extends(&reader, old, new) {
+            Ok(()) => return Ok(true),
+            Err(WalkError::Fork { .. }) => (Vec::new(), "same size, another root: a fork".into()),
+            Err(WalkError::Inconsistent { proof, source, .. }) => (proof, source.to_string()),
+            Err(e) => return Err(walked(m, m, n, e)),
         };
         let dir = self.evidence(h, "inconsistent", &proof, &detail)?;
         let summary = format!(
@@ -359,8 +350,8 @@ impl Monitor {
     ) -> Result<(), MonitorError> {
         let n = new.size;
         let reader = TileReader::over(Arc::clone(&self.source), n, Some(Arc::clone(&self.cache)));
-        let mut frontier = Frontier::from_reader(next, &reader)
-            .map_err(|source| MonitorError::Tiles { size: n, source })?;
+        let mut walk = ConsistencyWalk::from_tiles(reader, tree_of(new), next)
+            .map_err(|e| walked(next, next, n, e))?;
         // The index saved last, and when.
         let saved = std::cell::Cell::new((next, Instant::now()));
         let save = |sink: &mut dyn Sink, index: u64| -> Result<(), MonitorError> {
@@ -373,20 +364,19 @@ impl Monitor {
         };
         let watch = &self.watch;
         std::thread::scope(|s| {
-            // Bundles proved and being classified, oldest first; the next
-            // to prove; the error that ended proving.
+            // Bundles proved and being classified, oldest first; whether
+            // the walk goes on; the error that ended it.
             let mut jobs = std::collections::VecDeque::new();
-            let mut ahead = (next < n).then_some(next);
+            let mut ahead = next < n;
             let mut later = None;
             loop {
-                while jobs.len() < PIPELINE_DEPTH {
-                    let Some(i) = ahead.take() else { break };
-                    match self.proved(&reader, &mut frontier, new, i) {
+                while ahead && jobs.len() < PIPELINE_DEPTH {
+                    match proved(&mut walk) {
                         Ok(b) => {
-                            ahead = (b.end < n).then_some(b.end);
+                            ahead = b.end < n;
                             jobs.push_back(s.spawn(move || b.classify(origin, watch)));
                         }
-                        Err(e) => later = Some(e),
+                        Err(e) => (ahead, later) = (false, Some(e)),
                     }
                 }
                 let Some(job) = jobs.pop_front() else { break };
@@ -420,44 +410,6 @@ impl Monitor {
         })
     }
 
-    /// Read bundle `i / TILE_WIDTH`, add its entries from `i` on to
-    /// `frontier`, and prove the result a prefix of the signed tree `new`.
-    fn proved(
-        &self,
-        reader: &TileReader,
-        frontier: &mut Frontier,
-        new: &Checkpoint,
-        i: u64,
-    ) -> Result<Proved, MonitorError> {
-        let n = new.size;
-        let t = i / TILE_WIDTH;
-        let mut entries = reader
-            .entry_bundle(t)
-            .map_err(|source| MonitorError::Bundle {
-                bundle: t,
-                size: n,
-                source,
-            })?;
-        let first = t * TILE_WIDTH;
-        let end = first + entries.len() as u64;
-        let skip = (i - first) as usize;
-        if skip >= entries.len() {
-            return Err(mismatch(i, end, n, "the bundle is short".into()));
-        }
-        entries.drain(..skip);
-        for e in &entries {
-            frontier
-                .push(merkle::leaf_hash(e), |_, _| {})
-                .map_err(|e| mismatch(i, end, n, e.to_string()))?;
-        }
-        self.prefix_of(frontier, reader, new, i)?;
-        Ok(Proved {
-            start: i,
-            end,
-            entries,
-        })
-    }
-
     /// Deliver the events of a classified bundle in order, reading `stop`
     /// between two entries.
     fn deliver(
@@ -481,30 +433,6 @@ impl Monitor {
             report.scanned += 1;
         }
         Delivered::All
-    }
-
-    /// The tree `frontier` holds (entries up to its size, read from the
-    /// source) must be a prefix of the signed tree `new`: its root, or a
-    /// consistency proof from the tiles to the signed root.
-    fn prefix_of(
-        &self,
-        frontier: &Frontier,
-        reader: &TileReader,
-        new: &Checkpoint,
-        start: u64,
-    ) -> Result<(), MonitorError> {
-        let (end, n) = (frontier.size(), new.size);
-        let root = frontier.root();
-        if end == n {
-            if root != new.root_hash {
-                return Err(mismatch(start, end, n, "the root differs".into()));
-            }
-            return Ok(());
-        }
-        let proof = merkle::prove_consistency(end, n, reader)
-            .map_err(|source| MonitorError::Tiles { size: n, source })?;
-        merkle::verify_consistency(end, n, &proof, &root, &new.root_hash)
-            .map_err(|e| mismatch(start, end, n, e.to_string()))
     }
 }
 
@@ -560,11 +488,56 @@ struct Classified {
     events: Vec<Option<Event>>,
 }
 
-fn mismatch(start: u64, end: u64, size: u64, detail: String) -> MonitorError {
-    MonitorError::Mismatch {
+/// Read the bundle holding the walk's next entry, push its entries from
+/// there, and prove the result a prefix of the signed tree
+/// (`storage::walk`): the entries of the bundle it returns are the signed
+/// tree's.
+fn proved(walk: &mut ConsistencyWalk) -> Result<Proved, MonitorError> {
+    let (start, n) = (walk.size(), walk.signed().size);
+    let Some(mut bundle) = walk.next_bundle().map_err(|e| walked(start, start, n, e))? else {
+        return Err(walked(
+            start,
+            start,
+            n,
+            WalkError::WrongSize {
+                end: start,
+                size: n,
+            },
+        ));
+    };
+    walk.push_bundle(&bundle, |_, _| {})
+        .map_err(|e| walked(start, bundle.end(), n, e))?;
+    walk.prove_prefix()
+        .map_err(|e| walked(start, bundle.end(), n, e))?;
+    let skip = usize::try_from(start - bundle.first).unwrap_or(usize::MAX);
+    bundle.entries.drain(..skip.min(bundle.entries.len()));
+    Ok(Proved {
         start,
-        end,
-        size,
-        detail,
+        end: walk.size(),
+        entries: bundle.entries,
+    })
+}
+
+/// The signed tree of a verified checkpoint.
+fn tree_of(c: &Checkpoint) -> Tree {
+    Tree {
+        size: c.size,
+        root: c.root_hash,
+    }
+}
+
+/// The monitor's error for a failed step of the walk over entries
+/// `start..end` of the signed tree of `size`: a tile or bundle the source
+/// does not give is a read error; anything else is entries that do not
+/// give the signed tree.
+fn walked(start: u64, end: u64, size: u64, e: WalkError) -> MonitorError {
+    match e {
+        WalkError::Tiles { .. } | WalkError::Bundle { .. } => MonitorError::Read(e),
+        other => MonitorError::Mismatch {
+            start,
+            end,
+            size,
+            source: other,
+        },
     }
 }

@@ -23,6 +23,7 @@ pub mod posix;
 #[cfg(feature = "s3")]
 pub mod s3;
 pub mod tiles;
+pub mod walk;
 
 pub use crate::tlog::tiles::path::{Family, PrivateDir, PrivateKey, PublicKey, TileKey, Width};
 

@@ -215,24 +215,15 @@ impl TileReader {
         if index >= self.size {
             return Err(out_of_range);
         }
-        let n = index / TILE_WIDTH;
-        let key = tile_at(Family::Entries, n, self.size).ok_or(out_of_range)?;
-        let (bytes, read) = fetch_or_full(&*self.store, &key)?;
-        let entries = decode_entry_bundle(&bytes)?;
-        if entries.len() != read.width().items() {
-            return Err(TileError::BundleCount {
-                path: read.path(),
-                expected: read.width().items(),
-                got: entries.len(),
-            });
-        }
         // index % 256 < the width <= entries.len(), so get() finds it.
         let at = (index % TILE_WIDTH) as usize;
-        let entry = entries.get(at).ok_or(TileError::EntryOutOfRange {
-            index,
-            size: self.size,
-        })?;
-        Ok(entry.to_vec())
+        self.read_bundle(index / TILE_WIDTH, out_of_range, |entries, _| {
+            let entry = entries.get(at).ok_or(TileError::EntryOutOfRange {
+                index,
+                size: self.size,
+            })?;
+            Ok(entry.to_vec())
+        })
     }
 
     /// The entries of entry bundle `n` that this size holds (its width's
@@ -243,7 +234,25 @@ impl TileReader {
             index: n.saturating_mul(TILE_WIDTH),
             size: self.size,
         };
-        let key = tile_at(Family::Entries, n, self.size).ok_or(out_of_range)?;
+        self.read_bundle(n, out_of_range, |entries, width| {
+            Ok(entries
+                .into_iter()
+                .take(width)
+                .map(<[u8]>::to_vec)
+                .collect())
+        })
+    }
+
+    /// Entry bundle `n` as this size names it (`not_in_tree` when it names
+    /// none), read (or the full one when the partial is gone), decoded and
+    /// its count checked; `f` gets its entries and the width at this size.
+    fn read_bundle<T>(
+        &self,
+        n: u64,
+        not_in_tree: TileError,
+        f: impl FnOnce(Vec<&[u8]>, usize) -> Result<T, TileError>,
+    ) -> Result<T, TileError> {
+        let key = tile_at(Family::Entries, n, self.size).ok_or(not_in_tree)?;
         let (bytes, read) = fetch_or_full(&*self.store, &key)?;
         let entries = decode_entry_bundle(&bytes)?;
         if entries.len() != read.width().items() {
@@ -253,12 +262,7 @@ impl TileReader {
                 got: entries.len(),
             });
         }
-        let width = key.width().items();
-        Ok(entries
-            .into_iter()
-            .take(width)
-            .map(<[u8]>::to_vec)
-            .collect())
+        f(entries, key.width().items())
     }
 
     /// The expanded nodes of tile `n` at `level`, as this size holds it,

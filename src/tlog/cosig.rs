@@ -10,7 +10,7 @@
 use crate::constants::{COSIGNATURE_V1_HEADER, NOTE_COSIGNATURE_TYPE};
 use crate::digest::to_hex;
 use crate::keys::{KeyError, SigningKey, VerifyingKey, is_valid_key_name, parse_hash_hex};
-use crate::tlog::note::{Checkpoint, Note, NoteError, NoteSignature, SIGNATURE_LINE_PREFIX};
+use crate::tlog::note::{Checkpoint, Note, NoteError, NoteSignature, signature_line};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use ed25519_dalek::Signer as _;
@@ -267,13 +267,13 @@ pub fn sign(
         return Err(CosigError::TimestampTooLarge(timestamp));
     }
     let signature = key.sign(&signed_message(body, timestamp)).to_bytes();
-    let mut raw = Vec::with_capacity(4 + TIMESTAMPED_SIGNATURE_LEN);
-    raw.extend_from_slice(&key_id(name, &key.verifying_key()));
-    raw.extend_from_slice(&timestamp.to_be_bytes());
-    raw.extend_from_slice(&signature);
-    Ok(format!(
-        "{SIGNATURE_LINE_PREFIX}{name} {}\n",
-        STANDARD.encode(raw)
+    let mut timestamped = Vec::with_capacity(TIMESTAMPED_SIGNATURE_LEN);
+    timestamped.extend_from_slice(&timestamp.to_be_bytes());
+    timestamped.extend_from_slice(&signature);
+    Ok(signature_line(
+        name,
+        key_id(name, &key.verifying_key()),
+        &timestamped,
     ))
 }
 

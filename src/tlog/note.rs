@@ -26,6 +26,27 @@ pub struct NoteSignature {
     pub sig: Vec<u8>,
 }
 
+impl NoteSignature {
+    /// This signature as the line a note carries, newline included
+    /// ([`signature_line`]).
+    pub fn to_line(&self) -> String {
+        signature_line(&self.name, self.key_hash, &self.sig)
+    }
+}
+
+/// One signature line of a signed note, newline included:
+/// `— NAME base64(key ID || signature bytes)` (C2SP signed-note). The one
+/// place the crate writes a line, whatever signed it: a log's Ed25519
+/// signature ([`sign`]), a witness's cosignature (`tlog::cosig::sign`,
+/// whose signature bytes are the timestamp and the signature), or a line
+/// read from a note and written again ([`NoteSignature::to_line`]).
+pub fn signature_line(name: &str, key_id: [u8; 4], signature: &[u8]) -> String {
+    let mut raw = Vec::with_capacity(key_id.len() + signature.len());
+    raw.extend_from_slice(&key_id);
+    raw.extend_from_slice(signature);
+    format!("{SIGNATURE_LINE_PREFIX}{name} {}\n", STANDARD.encode(raw))
+}
+
 /// A parsed signed note.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Note {
@@ -232,11 +253,11 @@ pub fn sign(text: &str, name: &str, key: &SigningKey) -> Result<String, NoteErro
             name: name.to_owned(),
         });
     }
-    let mut raw = note_key_hash(name, &key.verifying_key()).to_vec();
-    raw.extend_from_slice(&key.sign(text.as_bytes()).to_bytes());
+    let key_id = note_key_hash(name, &key.verifying_key());
+    let signature = key.sign(text.as_bytes()).to_bytes();
     Ok(format!(
-        "{text}\n{SIGNATURE_LINE_PREFIX}{name} {}\n",
-        STANDARD.encode(raw)
+        "{text}\n{}",
+        signature_line(name, key_id, &signature)
     ))
 }
 
@@ -415,6 +436,25 @@ mod tests {
     }
 
     #[test]
+    fn the_lines_of_a_note_are_written_back_byte_for_byte() {
+        let signed = sign("o\n1\nAAAA\n", "a.example/log", &key(1)).unwrap();
+        let twice = format!(
+            "{signed}{}",
+            sign("o\n1\nAAAA\n", "b", &key(2))
+                .unwrap()
+                .split_once("\n\n")
+                .unwrap()
+                .1
+        );
+        let note = Note::parse(twice.as_bytes()).unwrap();
+        let lines: String = note.signatures.iter().map(NoteSignature::to_line).collect();
+        assert_eq!(format!("{}\n{lines}", note.text), twice);
+        // The line starts with the em dash and a space, and ends in a newline.
+        let line = signature_line("n", [1, 2, 3, 4], &[5]);
+        assert_eq!(line, "\u{2014} n AQIDBAU=\n");
+    }
+
+    #[test]
     fn trust_rule_for_notes() {
         let (a, b) = (key(1), key(2));
         let signed = sign("t\n", "a", &a).unwrap();
@@ -493,6 +533,20 @@ mod tests {
             proptest::prop_assert_eq!(&note.text, &text);
             let want = NoteCheck::Verified { names: vec!["n.example".into()] };
             proptest::prop_assert_eq!(check(&note, &[verifier("n.example", &k)]), want);
+        }
+
+        #[test]
+        fn a_line_written_is_the_line_read(
+            name in "[a-z0-9./_-]{1,40}",
+            key_id in proptest::array::uniform4(proptest::num::u8::ANY),
+            sig in proptest::collection::vec(proptest::num::u8::ANY, 1..100),
+        ) {
+            let line = signature_line(&name, key_id, &sig);
+            let text = "t\n";
+            let note = Note::parse(format!("{text}\n{line}").as_bytes()).unwrap();
+            let want = NoteSignature { name: name.clone(), key_hash: key_id, sig: sig.clone() };
+            proptest::prop_assert_eq!(&note.signatures, &vec![want]);
+            proptest::prop_assert_eq!(note.signatures[0].to_line(), line);
         }
 
         #[test]

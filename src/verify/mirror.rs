@@ -4,13 +4,16 @@
 //! DIR is a log or a mirror directory (`rcpt log mirror` keeps one, checked
 //! by consistency on every update). Its checkpoint is verified under the
 //! trusted log key of its origin and its tiles must give that root; then,
-//! for each bundle of that origin, the root DIR's tiles give at the
-//! bundle's tree size must be the bundle's checkpoint root (else a fork:
-//! failed `consistency.fork`), and DIR must hold the bundle's entry at its
-//! index (its leaf hash in DIR's tiles, which the root authenticates, is
-//! the hash of the bundle's entry). A bundle of a larger tree than DIR's is not evaluated
-//! (`consistency.mirror_behind`). Reads files only, through the one tile
-//! reader ([`TileReader`]); no socket.
+//! for each bundle of that origin, through the consistency walk
+//! ([`crate::storage::walk`]): a consistency proof from the bundle's tree
+//! to DIR's signed tree, computed from DIR's tiles, must verify between the
+//! bundle's root and DIR's (else a fork: failed `consistency.fork`), and an
+//! inclusion proof from DIR's tiles must put the bundle's entry at its
+//! index under that root. Every hash read from DIR takes part in a proof
+//! that ends at DIR's signed root, so a DIR whose tiles were changed after
+//! it was mirrored cannot make a forked bundle pass. A bundle of a larger
+//! tree than DIR's is not evaluated (`consistency.mirror_behind`). Reads
+//! files only, through the one tile reader ([`TileReader`]); no socket.
 
 use super::{CheckResult, CheckVerdict, Failure, NotEvaluated, Reason};
 use crate::limits::{MAX_MIRROR_ROOTS, MAX_NOTE_BYTES};
@@ -18,7 +21,8 @@ use crate::receipt::dsse::Envelope;
 use crate::storage::PublicRead;
 use crate::storage::posix::PosixStore;
 use crate::storage::tiles::{TileCache, TileReader};
-use crate::tlog::merkle::{self, Hash, HashReader as _, NodeId};
+use crate::storage::walk::{self, ConsistencyWalk, Tree, WalkError};
+use crate::tlog::merkle::{self, Hash};
 use crate::tlog::note::{self, Checkpoint, Note, NoteCheck};
 use crate::trust::Trust;
 use std::collections::HashMap;
@@ -30,10 +34,12 @@ use std::sync::{Arc, Mutex};
 pub struct Mirror {
     dir: PathBuf,
     origin: String,
-    size: u64,
+    /// The mirror's signed tree.
+    signed: Tree,
     reader: TileReader,
-    /// Roots the tiles gave, by tree size (bundles share few sizes; at most
-    /// [`MAX_MIRROR_ROOTS`] kept, the rest computed each time).
+    /// Roots proved consistent with the signed tree, by tree size
+    /// (bundles share few sizes; at most [`MAX_MIRROR_ROOTS`] kept, the
+    /// rest proved each time).
     roots: Mutex<HashMap<u64, Hash>>,
 }
 
@@ -92,20 +98,20 @@ impl Mirror {
             )));
         }
         let reader = TileReader::over(store, cp.size, Some(Arc::new(TileCache::new())));
-        let root = merkle::tree_root(cp.size, &reader)
-            .map_err(|e| invalid(format!("its tiles at size {}: {e}", cp.size)))?;
-        if root != cp.root_hash {
-            return Err(invalid(format!(
-                "its tiles do not give its checkpoint's root at size {}",
-                cp.size
-            )));
-        }
+        let signed = Tree {
+            size: cp.size,
+            root: cp.root_hash,
+        };
+        // The tree edge the tiles give at the mirror's size has its root.
+        ConsistencyWalk::from_tiles(reader.clone(), signed, signed.size)
+            .and_then(|walk| walk.finish())
+            .map_err(|e| invalid(format!("its tiles: {}", crate::io::error_chain(&e))))?;
         Ok(Mirror {
             dir: dir.to_path_buf(),
             origin: cp.origin,
-            size: cp.size,
+            signed,
             reader,
-            roots: Mutex::new(HashMap::from([(cp.size, root)])),
+            roots: Mutex::new(HashMap::from([(signed.size, signed.root)])),
         })
     }
 
@@ -116,7 +122,7 @@ impl Mirror {
 
     /// The mirrored size.
     pub fn size(&self) -> u64 {
-        self.size
+        self.signed.size
     }
 
     /// The bundle's tree (`size`, `root`) and entry (`index`, the envelope)
@@ -138,58 +144,76 @@ impl Mirror {
             reason: Reason::InputUnreadable,
             detail,
         };
-        if size > self.size {
+        let held = self.signed.size;
+        if size > held {
             return Err(NotEvaluated {
                 reason: Reason::ConsistencyMirrorBehind,
                 detail: format!(
-                    "the bundle's tree has {size} entries, the mirror {} only {}: update it \
+                    "the bundle's tree has {size} entries, the mirror {} only {held}: update it \
                      with `rcpt log mirror`",
                     self.dir.display(),
-                    self.size
                 ),
             });
         }
-        let at = self
-            .root_at(size)
-            .map_err(|e| unreadable(format!("the mirror's tiles at size {size}: {e}")))?;
-        if at != *root {
-            return fork(format!(
-                "the mirror {} gives another root at size {size}: the log showed this bundle \
-                 a different history",
-                self.dir.display()
-            ));
-        }
-        if let Some(env) = envelope {
-            let leaf = NodeId { level: 0, index };
-            let held = self
-                .reader
-                .read_hashes(&[leaf])
-                .map_err(|e| unreadable(format!("the mirror's leaf hash {index}: {e}")))?;
-            if held.first() != Some(&merkle::leaf_hash(&env.to_entry())) {
+        let tree = Tree { size, root: *root };
+        match self.prove_tree(tree) {
+            Ok(()) => {}
+            Err(WalkError::Fork { .. } | WalkError::Inconsistent { .. }) => {
                 return fork(format!(
-                    "the mirror {} holds another entry at index {index}",
+                    "the mirror {} proves another tree at size {size}: the log showed this \
+                     bundle a different history",
                     self.dir.display()
                 ));
             }
+            Err(e) => return Err(unreadable(self.tiles_error(size, &e))),
         }
-        Ok(CheckVerdict::Pass)
+        let Some(env) = envelope else {
+            return Ok(CheckVerdict::Pass);
+        };
+        let leaf = merkle::leaf_hash(&env.to_entry());
+        match walk::prove_leaf(&self.reader, tree, index, &leaf) {
+            Ok(()) => Ok(CheckVerdict::Pass),
+            Err(WalkError::NotIncluded { .. }) => fork(format!(
+                "the mirror {} holds another entry at index {index}",
+                self.dir.display()
+            )),
+            Err(e) => Err(unreadable(self.tiles_error(size, &e))),
+        }
     }
 
-    /// The root of the mirror's tree at `size` (at most its own size).
-    fn root_at(
-        &self,
-        size: u64,
-    ) -> Result<Hash, merkle::ProveError<crate::tlog::tiles::TileError>> {
-        let known = self.roots.lock().ok().and_then(|r| r.get(&size).copied());
+    /// What a read of the mirror's tiles at `size` could not do.
+    fn tiles_error(&self, size: u64, e: &WalkError) -> String {
+        format!(
+            "the mirror's tiles at size {size}: {}",
+            crate::io::error_chain(e)
+        )
+    }
+
+    /// Prove from the mirror's tiles that `tree` is a prefix of its signed
+    /// tree (the consistency walk, `storage::walk::prove_extends`); a size
+    /// proved once is remembered with its root.
+    fn prove_tree(&self, tree: Tree) -> Result<(), WalkError> {
+        let known = self
+            .roots
+            .lock()
+            .ok()
+            .and_then(|r| r.get(&tree.size).copied());
         if let Some(root) = known {
-            return Ok(root);
+            return walk::grows(
+                Tree {
+                    size: tree.size,
+                    root,
+                },
+                tree,
+            )
+            .map(|_| ());
         }
-        let root = merkle::tree_root(size, &self.reader)?;
+        walk::prove_extends(&self.reader, tree, self.signed)?;
         if let Ok(mut roots) = self.roots.lock()
             && roots.len() < MAX_MIRROR_ROOTS
         {
-            roots.insert(size, root);
+            roots.insert(tree.size, tree.root);
         }
-        Ok(root)
+        Ok(())
     }
 }

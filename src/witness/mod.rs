@@ -28,14 +28,12 @@ use crate::keys::{NoteVerifier, SigningKey};
 use crate::limits::{MAX_KEY_FILE_BYTES, MAX_POLICY_BYTES, MAX_WITNESS_CAS_RETRIES};
 use crate::tlog::cosig::{self, CosigError, WitnessVerifier};
 use crate::tlog::merkle::{self, ProofError};
-use crate::tlog::note::{self, Checkpoint, NoteCheck, NoteSignature, SIGNATURE_LINE_PREFIX};
+use crate::tlog::note::{self, Checkpoint, NoteCheck, NoteSignature};
 use crate::tlog::policy::{TlogPolicy, TlogPolicyError};
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use std::path::{Path, PathBuf};
 
 /// `Content-Type` of a 200 answer and of refusals other than 409.
-pub const TEXT_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
+pub use crate::constants::TEXT_CONTENT_TYPE;
 /// Version of the settings file format.
 pub const SETTINGS_FORMAT: u64 = 1;
 
@@ -247,17 +245,6 @@ fn consistent(
     }
     merkle::verify_consistency(old, cp.size, &request.proof, root, &cp.root_hash)
         .map_err(|source| Unprocessable::Inconsistent { old, source })
-}
-
-/// One signature line, as it appears in a note.
-fn signature_line(line: &NoteSignature) -> String {
-    let mut raw = line.key_hash.to_vec();
-    raw.extend_from_slice(&line.sig);
-    format!(
-        "{SIGNATURE_LINE_PREFIX}{} {}\n",
-        line.name,
-        STANDARD.encode(raw)
-    )
 }
 
 /// A checkpoint the witness cosigned (a 200 answer).
@@ -568,7 +555,7 @@ impl Witness {
             let lines = cosig::sign(&request.note.text, &self.settings.name, &self.key, now)?;
             let mut note = format!("{}\n", request.note.text);
             for line in &accepted.log_signatures {
-                note.push_str(&signature_line(line));
+                note.push_str(&line.to_line());
             }
             note.push_str(&lines);
             // What is recorded must be a note its readers accept: refused

@@ -32,172 +32,40 @@
 //! `consistency` and `check` work on it without `--log-key`, at every
 //! mirrored size.
 
-use super::{Client, ClientError};
+mod check;
+mod error;
+mod stage;
+
+pub use error::{MirrorError, MirrorReport};
+
+use super::Client;
 use crate::keys::NoteVerifier;
-use crate::limits::{MAX_ENTRY_BUNDLE_BYTES, MAX_NOTE_BYTES};
-use crate::log::tilebuild::TileBuilder;
+use crate::limits::MAX_NOTE_BYTES;
 use crate::log::{SETTINGS_FORMAT, Settings};
 use crate::storage::TileStore as _;
 use crate::storage::posix::PosixStore;
-use crate::storage::tiles::TileReader;
-use crate::storage::{
-    Family, PrivateKey, PublicKey, PublicRead, Store, StoreError, TileKey, Version, Versioned,
-    Width,
-};
-use crate::tlog::merkle::{self, Frontier, Hash};
+use crate::storage::{PrivateKey, PublicKey, Store, TileKey, Version, Width};
+use crate::tlog::merkle;
 use crate::tlog::note::Checkpoint;
-use crate::tlog::tiles::{self, TILE_WIDTH};
+use crate::tlog::tiles::TILE_WIDTH;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use check::check_new;
+use stage::{Union, has_tile, max_bytes, read_new};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Files fetched at once.
 pub const FETCH_CONCURRENCY: usize = 16;
-/// Largest hash tile: 256 hashes.
-const MAX_HASH_TILE_BYTES: usize = 256 * 32;
 /// Staged files installed per durable step.
 const INSTALL_CHUNK: usize = 256;
 /// Tile keys looked up in the mirror, then fetched, per step: the most
 /// keys held at once, whatever size the log's checkpoint claims.
 const KEY_BATCH: usize = 4096;
 
-/// Why a mirror run stopped (the mirror is then as it was before the run).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum MirrorError {
-    /// A request failed.
-    #[error(transparent)]
-    Client(#[from] ClientError),
-    /// The log serves no checkpoint.
-    #[error("{url} has no checkpoint (HTTP 404); is this the URL of a tiled log?")]
-    NoCheckpoint {
-        /// The checkpoint URL.
-        url: String,
-    },
-    /// The log's checkpoint does not verify under the log key.
-    #[error(
-        "{url} does not verify under the log key given (is it the right log, and that log's \
-         .vkey?)"
-    )]
-    Checkpoint {
-        /// The checkpoint URL.
-        url: String,
-        /// What is wrong with the checkpoint.
-        #[source]
-        source: Box<crate::log::LogError>,
-    },
-    /// The mirror directory holds something else.
-    #[error("the mirror at {dir}: {detail}")]
-    Local {
-        /// The mirror directory.
-        dir: PathBuf,
-        /// What is wrong.
-        detail: String,
-    },
-    /// The log's checkpoint is older than the mirror's.
-    #[error(
-        "the log now shows size {new}, smaller than the mirrored size {old}: it rolled back \
-         (the mirror is kept at {old})"
-    )]
-    Rollback {
-        /// Mirrored size.
-        old: u64,
-        /// The log's size.
-        new: u64,
-    },
-    /// Same size, another root: two histories.
-    #[error(
-        "the log shows a different root at the mirrored size {size}: it forked (the mirror is kept)"
-    )]
-    Fork {
-        /// The size.
-        size: u64,
-    },
-    /// The new tree does not extend the mirrored one.
-    #[error(
-        "the log rewrote its history: no consistency from the mirrored size {old} to {new} \
-         ({detail}); the mirror is kept at {old}"
-    )]
-    Rewritten {
-        /// Mirrored size.
-        old: u64,
-        /// The log's size.
-        new: u64,
-        /// What failed.
-        detail: String,
-    },
-    /// The fetched files do not match the checkpoint.
-    #[error("the log's files do not match its checkpoint: {0}; the mirror is kept")]
-    Mismatch(String),
-    /// A file the checkpoint needs is not served.
-    #[error("{url}: not found, but the checkpoint of size {size} needs it")]
-    Missing {
-        /// The file's URL.
-        url: String,
-        /// The checkpoint size.
-        size: u64,
-    },
-    /// A local file operation failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// The mirror directory could not be made.
-    #[error("{path}: {source}")]
-    Io {
-        /// The directory.
-        path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
-    },
-}
-
-/// What a run did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MirrorReport {
-    /// Size mirrored before the run (0 for a new mirror).
-    pub old_size: u64,
-    /// Size mirrored now.
-    pub new_size: u64,
-    /// Files fetched in this run (staged files from an interrupted run not counted).
-    pub fetched: u64,
-    /// The new root.
-    pub root: Hash,
-}
-
 /// `DIR/.rcpt/mirror/`: files fetched and not yet checked.
 pub fn staging(dir: &Path) -> PathBuf {
     dir.join(crate::storage::posix::PRIVATE_DIR).join("mirror")
-}
-
-/// Where a fetched object is read from while it is checked: the staging
-/// area first, then the mirror itself.
-#[derive(Debug)]
-struct Union {
-    staged: PosixStore,
-    public: Arc<dyn Store>,
-}
-
-impl PublicRead for Union {
-    fn describe(&self) -> String {
-        self.public.describe()
-    }
-    fn read(&self, key: &PublicKey, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
-        match self.staged.read(key, max)? {
-            Some(bytes) => Ok(Some(bytes)),
-            None => self.public.read(key, max),
-        }
-    }
-    fn read_checkpoint(&self, max: usize) -> Result<Option<Versioned>, StoreError> {
-        self.public.read_checkpoint(max)
-    }
-}
-
-/// The read limit of a tile of `family`.
-fn max_bytes(family: Family) -> usize {
-    match family {
-        Family::Entries => MAX_ENTRY_BUNDLE_BYTES,
-        Family::Hashes(_) => MAX_HASH_TILE_BYTES,
-    }
 }
 
 /// Bring the mirror in `dir` up to the log at `client`'s base URL.
@@ -365,14 +233,6 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| MirrorError::Mismatch(format!("a store task stopped: {e}")))?
 }
 
-/// True when the mirror already holds the tile `key` (a directory: the
-/// file exists; another store: reading it finds it).
-fn has_tile(public: &dyn Store, key: &TileKey) -> Result<bool, MirrorError> {
-    Ok(public
-        .read(&PublicKey::Tile(*key), max_bytes(key.family()))?
-        .is_some())
-}
-
 /// The mirror's own checkpoint, verified, with its version, if it has one.
 fn local_checkpoint(
     store: &dyn Store,
@@ -478,123 +338,6 @@ async fn fetch_one(
     tokio::task::spawn_blocking(move || stage.create_tiles(&[(key, bytes.to_vec())]))
         .await
         .map_err(|e| MirrorError::Mismatch(format!("a write task stopped: {e}")))??;
-    Ok(())
-}
-
-/// A fetched object (staged, else already mirrored), which must exist.
-fn read_new(union: &Union, key: &TileKey) -> Result<Vec<u8>, MirrorError> {
-    union
-        .read(&PublicKey::Tile(*key), max_bytes(key.family()))?
-        .ok_or_else(|| MirrorError::Mismatch(format!("{key} was not fetched")))
-}
-
-/// Steps 1 and 2 of the module comment, on the files fetched for the tree
-/// of `n` leaves extending the mirrored tree of `m`.
-fn check_new(
-    union: Arc<Union>,
-    m: u64,
-    n: u64,
-    old_root: &Hash,
-    new_root: &Hash,
-) -> Result<(), MirrorError> {
-    let mismatch = |e: String| MirrorError::Mismatch(e);
-    if m > 0 {
-        let reader = TileReader::over(Arc::clone(&union) as Arc<dyn PublicRead>, n, None);
-        let proof = merkle::prove_consistency(m, n, &reader)
-            .map_err(|e| mismatch(format!("consistency proof from the tiles: {e}")))?;
-        merkle::verify_consistency(m, n, &proof, old_root, new_root).map_err(|e| {
-            MirrorError::Rewritten {
-                old: m,
-                new: n,
-                detail: e.to_string(),
-            }
-        })?;
-    }
-    let public: Arc<dyn PublicRead> = Arc::clone(&union.public) as Arc<dyn PublicRead>;
-    let mut frontier = if m == 0 {
-        Frontier::new()
-    } else {
-        Frontier::from_reader(m, &TileReader::over(Arc::clone(&public), m, None))
-            .map_err(|e| mismatch(format!("the mirrored tree's edge: {e}")))?
-    };
-    let mut builder = TileBuilder::new(m, |key: &TileKey| {
-        let bytes = public
-            .read(&PublicKey::Tile(*key), MAX_HASH_TILE_BYTES)?
-            .ok_or_else(|| mismatch(format!("the mirror lacks {key}")))?;
-        tiles::decode_hash_tile(&bytes, key.width().items(), &key.path())
-            .map_err(|e| mismatch(e.to_string()))
-    })?;
-    let old_partial = old_partial_entries(&*public, m)?;
-    for t in m / TILE_WIDTH..n.div_ceil(TILE_WIDTH) {
-        let Some(width) = Width::of(t, n) else {
-            continue;
-        };
-        let key = TileKey::entries(t, width);
-        let bytes = read_new(&union, &key)?;
-        let entries =
-            tiles::decode_entry_bundle(&bytes).map_err(|e| mismatch(format!("{key}: {e}")))?;
-        if entries.len() != width.items() {
-            return Err(mismatch(format!(
-                "{key} holds {} entries, not {}",
-                entries.len(),
-                width.items()
-            )));
-        }
-        for (k, entry) in entries.iter().enumerate() {
-            let index = t * TILE_WIDTH + k as u64;
-            if index < m {
-                if old_partial.get(k).map(Vec::as_slice) != Some(*entry) {
-                    return Err(MirrorError::Rewritten {
-                        old: m,
-                        new: n,
-                        detail: format!("entry {index} differs from the mirrored one"),
-                    });
-                }
-                continue;
-            }
-            frontier
-                .push(merkle::leaf_hash(entry), |id, h| builder.node(id, h))
-                .map_err(|e| mismatch(e.to_string()))?;
-        }
-        for tile in builder.take_full() {
-            compare(&union, &tile.key, &tile.bytes())?;
-        }
-    }
-    for tile in builder.take_partial() {
-        compare(&union, &tile.key, &tile.bytes())?;
-    }
-    if frontier.root() != *new_root {
-        return Err(mismatch(format!(
-            "the entries give root {}, the checkpoint {}",
-            STANDARD.encode(frontier.root()),
-            STANDARD.encode(new_root)
-        )));
-    }
-    Ok(())
-}
-
-/// The entries of the mirrored partial bundle at size `m` (none when `m`
-/// ends a full bundle).
-fn old_partial_entries(public: &dyn PublicRead, m: u64) -> Result<Vec<Vec<u8>>, MirrorError> {
-    let Some(width @ Width::Partial(_)) = Width::of(m / TILE_WIDTH, m) else {
-        return Ok(Vec::new());
-    };
-    let key = TileKey::entries(m / TILE_WIDTH, width);
-    let bytes = public
-        .read(&PublicKey::Tile(key), MAX_ENTRY_BUNDLE_BYTES)?
-        .ok_or_else(|| MirrorError::Mismatch(format!("the mirror lacks {key}")))?;
-    let entries = tiles::decode_entry_bundle(&bytes)
-        .map_err(|e| MirrorError::Mismatch(format!("the mirror's {key}: {e}")))?;
-    Ok(entries.into_iter().map(<[u8]>::to_vec).collect())
-}
-
-/// A rebuilt tile must equal the fetched one, byte for byte.
-fn compare(union: &Union, key: &TileKey, built: &[u8]) -> Result<(), MirrorError> {
-    if read_new(union, key)? != built {
-        return Err(MirrorError::Mismatch(format!(
-            "tile {key} is not the tile the entries give"
-        )));
-    }
     Ok(())
 }
 

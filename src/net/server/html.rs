@@ -70,6 +70,25 @@ pub fn page(title: &str, body: &str) -> String {
     )
 }
 
+/// A table that scrolls sideways on a narrow screen: `id`, the column
+/// heads (escaped here), and `rows`, each a whole `<tr>…</tr>` line of
+/// HTML already escaped.
+pub fn table(id: &str, heads: &[&str], rows: impl IntoIterator<Item = String>) -> String {
+    let mut out = format!(
+        "<div class=\"wide\"><table id=\"{}\">\n<thead><tr>",
+        escape(id)
+    );
+    for head in heads {
+        out.push_str(&format!("<th>{}</th>", escape(head)));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for row in rows {
+        out.push_str(&row);
+    }
+    out.push_str("</tbody>\n</table></div>\n");
+    out
+}
+
 /// Seconds as people read an age: `42 s`, `3 min 5 s`, `2 h 1 min`.
 pub fn age(seconds: u64) -> String {
     match seconds {
@@ -142,6 +161,16 @@ mod tests {
         let e = escape(hostile);
         assert!(!e.contains('<') && !e.contains('>') && !e.contains('"') && !e.contains('\''));
         assert!(!e.contains('\u{202E}'));
+    }
+
+    #[test]
+    fn a_table_holds_its_rows_under_escaped_heads() {
+        let rows = ["<tr><td>1</td></tr>\n".to_string()];
+        assert_eq!(
+            table("t", &["a<b", "c"], rows),
+            "<div class=\"wide\"><table id=\"t\">\n<thead><tr><th>a&lt;b</th><th>c</th></tr>\
+             </thead>\n<tbody>\n<tr><td>1</td></tr>\n</tbody>\n</table></div>\n"
+        );
     }
 
     #[test]

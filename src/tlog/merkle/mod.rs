@@ -270,22 +270,30 @@ fn inclusion_plan(index: u64, size: u64) -> Vec<Range> {
     // Each step shrinks [lo, hi) to one side of the split; lo <= index < hi.
     while hi - lo > 1 {
         let k = split_point(hi - lo);
-        if index - lo < k {
-            plan.push(Range {
-                start: lo + k,
-                end: hi,
-            });
-            hi = lo + k;
-        } else {
-            plan.push(Range {
-                start: lo,
-                end: lo + k,
-            });
-            lo += k;
-        }
+        let left = index - lo < k;
+        descend(&mut plan, (&mut lo, &mut hi), k, left);
     }
     plan.reverse();
     plan
+}
+
+/// One step down the RFC 6962 recursion over `[lo, hi)` split at `k`:
+/// into `D[lo:lo+k]` (`left`; the proof then holds MTH of the right part)
+/// or into `D[lo+k:hi]` (the proof holds MTH of the left part).
+fn descend(plan: &mut Vec<Range>, (lo, hi): (&mut u64, &mut u64), k: u64, left: bool) {
+    if left {
+        plan.push(Range {
+            start: *lo + k,
+            end: *hi,
+        });
+        *hi = *lo + k;
+    } else {
+        plan.push(Range {
+            start: *lo,
+            end: *lo + k,
+        });
+        *lo += k;
+    }
 }
 
 /// The ranges of PROOF(m, D[0:n]) = SUBPROOF(m, D[0:n], true) (RFC 6962
@@ -306,18 +314,9 @@ fn consistency_plan(m: u64, n: u64) -> Vec<Range> {
             break;
         }
         let k = split_point(hi - lo);
-        if m <= k {
-            plan.push(Range {
-                start: lo + k,
-                end: hi,
-            });
-            hi = lo + k;
-        } else {
-            plan.push(Range {
-                start: lo,
-                end: lo + k,
-            });
-            lo += k;
+        let left = m <= k;
+        descend(&mut plan, (&mut lo, &mut hi), k, left);
+        if !left {
             m -= k;
             whole = false;
         }

@@ -19,21 +19,20 @@ use crate::limits::{MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BUNDLE_BYTES, MAX_ENVELO
 use crate::log::admit::AcceptedIssuers;
 use crate::log::{Log, LogError, LogWriter};
 use crate::net::client::witnessing::Witnessing;
-use crate::net::server::accept::serve_until_stopped;
+pub use crate::net::server::{CACHE_NONE, MAX_LOGGED_PATH_BYTES, RequestSink};
+use crate::net::server::{Limits, bind, runtime_with_stop, serve};
 use crate::storage::{Family, PublicKey, Store, TileKey};
-use http_body_util::Full;
+use crate::tlog::tiles::MAX_HASH_TILE_BYTES;
+use hyper::StatusCode;
 use hyper::header;
-use hyper::{Response, StatusCode};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, oneshot, watch};
 
-/// Longest request path written to the request log.
-pub const MAX_LOGGED_PATH_BYTES: usize = 128;
 /// Largest `POST /add` body: one envelope (`limits::MAX_ENVELOPE_BYTES`).
 pub const MAX_BODY_BYTES: usize = MAX_ENVELOPE_BYTES;
 /// Most open connections; the accept loop waits for one to close beyond it.
@@ -46,16 +45,12 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// `Retry-After` of a 503 (seconds).
 pub const RETRY_AFTER_SECONDS: u64 = 1;
-/// Largest hash tile file: 256 hashes.
-const MAX_HASH_TILE_BYTES: usize = 256 * 32;
 /// Cache-Control of the checkpoint (C2SP tlog-tiles: mutable).
 pub const CACHE_CHECKPOINT: &str = "no-cache";
 /// Cache-Control of a full tile or entry bundle (immutable once published).
 pub const CACHE_FULL_TILE: &str = "public, max-age=604800, immutable";
 /// Cache-Control of a partial tile (spec/service.md explains the short life).
 pub const CACHE_PARTIAL_TILE: &str = "public, max-age=60";
-/// Cache-Control of every other answer.
-pub const CACHE_NONE: &str = "no-store";
 
 /// How the service runs.
 #[derive(Clone, Debug)]
@@ -131,9 +126,6 @@ pub struct Summary {
     pub integrated: u64,
 }
 
-/// Receives one JSON line per request (the CLI writes them to stderr).
-pub type RequestSink = Arc<dyn Fn(&str) + Send + Sync>;
-
 /// A bound, not yet running, service: it holds the writer lock and the socket.
 pub struct Server {
     config: ServeConfig,
@@ -165,11 +157,10 @@ impl Server {
             )));
         }
         let writer = LogWriter::open_store(config.open_store(), &config.key, config.wait)?;
-        let listener = std::net::TcpListener::bind(addr).map_err(|source| ServeError::Bind {
+        let listener = bind(addr).map_err(|source| ServeError::Bind {
             addr: addr.to_string(),
             source,
         })?;
-        listener.set_nonblocking(true).map_err(ServeError::Start)?;
         Ok(Server {
             config,
             writer,
@@ -186,27 +177,8 @@ impl Server {
     /// the requests in flight (queued submissions are integrated and
     /// answered), and return.
     pub fn run(self, sink: RequestSink) -> Result<Summary, ServeError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .map_err(ServeError::Start)?;
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let signals = runtime.block_on(async {
-            use tokio::signal::unix::{SignalKind, signal};
-            Ok::<_, std::io::Error>((
-                signal(SignalKind::terminate())?,
-                signal(SignalKind::interrupt())?,
-            ))
-        });
-        let (mut term, mut int) = signals.map_err(ServeError::Start)?;
-        runtime.spawn(async move {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-            let _ = stop_tx.send(true);
-        });
-        self.run_until(&runtime, stop_rx, sink)
+        let (runtime, stop) = runtime_with_stop().map_err(ServeError::Start)?;
+        self.run_until(&runtime, stop, sink)
     }
 
     /// [`Server::run`] with the stop signal given by the caller.
@@ -238,31 +210,23 @@ impl Server {
             .name("rcpt-log-writer".to_string())
             .spawn(move || batcher.run(writer, rx))
             .map_err(ServeError::Start)?;
-        let ctx = Arc::new(Ctx {
+        let service = LogService {
             shared: Arc::clone(&shared),
             tx,
             permits: Arc::new(Semaphore::new(config.queue_max)),
             queue_max: config.queue_max,
             accepted: config.accepted,
-            sink,
-            requests: AtomicU64::new(0),
-        });
-        let accepted = runtime.block_on(async {
-            let listener = tokio::net::TcpListener::from_std(listener)?;
-            let ctx = Arc::clone(&ctx);
-            let handle = move |req, remote| {
-                let ctx = Arc::clone(&ctx);
-                async move { handle(req, &ctx, remote).await }
-            };
-            serve_until_stopped(listener, MAX_CONNECTIONS, HEADER_READ_TIMEOUT, stop, handle).await;
-            Ok::<_, std::io::Error>(())
-        });
-        let requests = ctx.requests.load(Ordering::Relaxed);
-        // The last sender goes with the context: the writer drains the
-        // queue, integrates it, answers, and ends.
-        drop(ctx);
+        };
+        let limits = Limits {
+            max_connections: MAX_CONNECTIONS,
+            header_timeout: HEADER_READ_TIMEOUT,
+        };
+        // The service, and with it the last sender of the queue, is gone
+        // when serve returns: the writer integrates what is queued,
+        // answers it, and ends.
+        let served = serve(runtime, listener, limits, stop, service, sink);
         let batches = thread.join().map_err(|_| ServeError::WriterThread)?;
-        accepted.map_err(ServeError::Start)?;
+        let requests = served.map_err(ServeError::Start)?;
         Ok(Summary {
             requests,
             batches: batches.0,
@@ -331,12 +295,5 @@ mod tests {
             crate::tlog::tiles::path::encode_index(u64::MAX)
         );
         assert!(!within(&tile(&last), u64::MAX));
-    }
-
-    #[test]
-    fn truncation_keeps_whole_characters() {
-        assert_eq!(truncated("abc", 2), "ab");
-        assert_eq!(truncated("aé", 2), "a");
-        assert_eq!(truncated("abc", 10), "abc");
     }
 }

@@ -5,24 +5,22 @@
 
 use super::*;
 use crate::net::server::metrics::{
-    One, RouteStatus, StatusReason, Two, count_buckets, counters, gauge, gauges, render,
-    seconds_buckets, secs,
+    One, Two, count_buckets, counters, gauge, gauges, seconds_buckets, secs,
 };
+use crate::net::server::{HttpMetrics, Routes};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::Unit;
 use std::sync::atomic::AtomicU64;
 
 /// Every family `log serve` exposes.
 #[derive(Debug)]
 pub(super) struct Metrics {
-    registry: Registry,
-    requests: Family<RouteStatus, Counter>,
-    add_answers: Family<StatusReason, Counter>,
+    /// The registry, with the requests and the `POST /add` answers.
+    http: HttpMetrics,
     batch_entries: Histogram,
     integration: Histogram,
     publication: Histogram,
@@ -44,9 +42,7 @@ struct Live {
 impl Metrics {
     pub(super) fn new(witnessing: Option<Arc<Witnessing>>, store: Arc<dyn Store>) -> Metrics {
         let m = Metrics {
-            registry: Registry::default(),
-            requests: Family::default(),
-            add_answers: Family::default(),
+            http: HttpMetrics::new(ROUTES),
             batch_entries: Histogram::new(count_buckets()),
             integration: Histogram::new(seconds_buckets()),
             publication: Histogram::new(seconds_buckets()),
@@ -61,55 +57,57 @@ impl Metrics {
     }
 
     fn register(mut self, live: Live) -> Metrics {
-        let r = &mut self.registry;
-        r.register(
-            "rcpt_http_requests",
-            "Requests answered, by route and HTTP status",
-            self.requests.clone(),
-        );
-        r.register(
-            "rcpt_add_answers",
-            "POST /add answers, by HTTP status and reason code (ok for 200)",
-            self.add_answers.clone(),
-        );
+        let r = self.http.registry_mut();
         r.register(
             "rcpt_batch_entries",
             "Entries per batch integrated by one durable append",
             self.batch_entries.clone(),
         );
-        r.register_with_unit(
-            "rcpt_batch_integration",
-            "Time of one durable append (tiles, dedup, checkpoint), per batch",
-            Unit::Seconds,
-            self.integration.clone(),
-        );
-        r.register_with_unit(
-            "rcpt_checkpoint_publication",
-            "Time from a batch's durable append to its checkpoint being published \
-             (the witnesses' cosignatures, for a witnessed log)",
-            Unit::Seconds,
-            self.publication.clone(),
-        );
+        for (name, help, histogram) in [
+            (
+                "rcpt_batch_integration",
+                "Time of one durable append (tiles, dedup, checkpoint), per batch",
+                &self.integration,
+            ),
+            (
+                "rcpt_checkpoint_publication",
+                "Time from a batch's durable append to its checkpoint being published \
+                 (the witnesses' cosignatures, for a witnessed log)",
+                &self.publication,
+            ),
+        ] {
+            r.register_with_unit(name, help, Unit::Seconds, histogram.clone());
+        }
         r.register(
             "rcpt_append_failures",
             "Durable appends that failed (their batches answered 500)",
             self.append_failures.clone(),
         );
-        r.register(
-            "rcpt_queue_depth",
-            "Submissions in the service (being read, queued, integrated or answered)",
-            self.queue_depth.clone(),
-        );
-        r.register(
-            "rcpt_queue_capacity",
-            "Most submissions in the service at once (--queue-max)",
-            self.queue_capacity.clone(),
-        );
-        r.register(
-            "rcpt_tree_size",
-            "Tree size of the published checkpoint",
-            self.tree_size.clone(),
-        );
+        self.register_gauges(live)
+    }
+
+    /// The gauges set at scrape time, and the values read from elsewhere.
+    fn register_gauges(mut self, live: Live) -> Metrics {
+        let r = self.http.registry_mut();
+        for (name, help, gauge) in [
+            (
+                "rcpt_queue_depth",
+                "Submissions in the service (being read, queued, integrated or answered)",
+                &self.queue_depth,
+            ),
+            (
+                "rcpt_queue_capacity",
+                "Most submissions in the service at once (--queue-max)",
+                &self.queue_capacity,
+            ),
+            (
+                "rcpt_tree_size",
+                "Tree size of the published checkpoint",
+                &self.tree_size,
+            ),
+        ] {
+            r.register(name, help, gauge.clone());
+        }
         r.register_with_unit(
             "rcpt_checkpoint_age",
             "Seconds since this service last published a checkpoint (the stored one counts \
@@ -126,19 +124,9 @@ impl Metrics {
         self
     }
 
-    /// One request answered (every route).
-    pub(super) fn request(&self, route: &'static str, status: u16) {
-        self.requests
-            .get_or_create(&RouteStatus { route, status })
-            .inc();
-    }
-
-    /// One `POST /add` answer.
-    pub(super) fn add_answer(&self, status: u16, reason: Option<&'static str>) {
-        let reason = reason.unwrap_or("ok");
-        self.add_answers
-            .get_or_create(&StatusReason { status, reason })
-            .inc();
+    /// The requests and `POST /add` answers, counted by the kit.
+    pub(super) fn http(&self) -> &HttpMetrics {
+        &self.http
     }
 
     /// One durable append of `entries` entries that took `took`.
@@ -157,7 +145,7 @@ impl Metrics {
     }
 
     /// The exposition, with the scrape-time gauges set first.
-    pub(super) fn scrape(&self, ctx: &Ctx) -> String {
+    pub(super) fn scrape(&self, ctx: &LogService) -> String {
         let capacity = ctx.queue_max;
         let free = ctx.permits.available_permits();
         self.queue_depth
@@ -170,7 +158,7 @@ impl Metrics {
         self.checkpoint_age.set(secs(ctx.shared.checkpoint_age()));
         self.writer_up
             .set(i64::from(ctx.shared.writer_alive.load(Ordering::Relaxed)));
-        render(&self.registry)
+        self.http.render()
     }
 }
 
@@ -234,6 +222,16 @@ impl Collector for Live {
         Ok(())
     }
 }
+
+/// The routes as the metrics name them.
+const ROUTES: Routes = Routes {
+    name_of: route_name,
+    write_path: "/add",
+    write_family: (
+        "rcpt_add_answers",
+        "POST /add answers, by HTTP status and reason code (ok for 200)",
+    ),
+};
 
 /// The fixed route name of a request path (the label of
 /// `rcpt_http_requests_total`: never the path itself).

@@ -2,23 +2,32 @@
 
 use super::*;
 use crate::constants::BUNDLE_MEDIA_TYPE;
+use crate::constants::TEXT_CONTENT_TYPE;
 use crate::log::admit::{AcceptedIssuers, RefusalClass, admit};
+use crate::net::server::{HttpMetrics, Reply, Service, read_body};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::{Method, Request, Response, StatusCode};
-use std::net::SocketAddr;
+use hyper::{Method, Request, StatusCode};
+use std::future::Future;
 use std::sync::mpsc;
 
-/// Everything a request handler needs.
-pub(super) struct Ctx {
+/// The log service: its state, what its routes need.
+pub(super) struct LogService {
     pub(super) shared: Arc<Shared>,
     pub(super) tx: mpsc::Sender<Job>,
     pub(super) permits: Arc<Semaphore>,
     pub(super) queue_max: usize,
     pub(super) accepted: AcceptedIssuers,
-    pub(super) sink: RequestSink,
-    pub(super) requests: AtomicU64,
+}
+
+impl Service for LogService {
+    fn route(&self, req: Request<Incoming>) -> impl Future<Output = Reply> + Send {
+        route(req, self)
+    }
+
+    fn http_metrics(&self) -> &HttpMetrics {
+        self.shared.metrics.http()
+    }
 }
 
 /// The 200 answer without a bundle.
@@ -30,54 +39,20 @@ pub(super) struct Indexed<'a> {
     pub(super) new: bool,
 }
 
-/// Route one request, answer it, and write its log line.
-pub(super) async fn handle(
-    req: Request<Incoming>,
-    ctx: &Ctx,
-    remote: SocketAddr,
-) -> Response<Full<Bytes>> {
-    let start = Instant::now();
-    let method = req.method().clone();
-    let path = req.uri().path().to_string();
-    let head = method == Method::HEAD;
-    let reply = route(req, ctx).await;
-    let metrics = &ctx.shared.metrics;
-    metrics.request(route_name(&path), reply.status.as_u16());
-    if path == "/add" && method == Method::POST {
-        metrics.add_answer(reply.status.as_u16(), reply.error);
-    }
-    let line = RequestLine {
-        time_ms: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-        remote,
-        method: method.as_str(),
-        path: truncated(&path, MAX_LOGGED_PATH_BYTES),
-        status: reply.status.as_u16(),
-        bytes: reply.body.len(),
-        ms: (start.elapsed().as_secs_f64() * 1e6).round() / 1e3,
-        error: reply.error,
-    };
-    if let Ok(text) = serde_json::to_string(&line) {
-        (ctx.sink)(&text);
-    }
-    ctx.requests.fetch_add(1, Ordering::Relaxed);
-    reply.into_response(head)
-}
-
-pub(super) async fn route(req: Request<Incoming>, ctx: &Ctx) -> Reply {
+/// The routes of spec/service.md "Endpoints".
+pub(super) async fn route(req: Request<Incoming>, ctx: &LogService) -> Reply {
     let path = req.uri().path();
     let read = matches!(*req.method(), Method::GET | Method::HEAD);
     if path == "/add" {
         return if req.method() == Method::POST {
             add(req, ctx).await
         } else {
-            Reply::method_not_allowed("POST")
+            method_not_allowed("POST")
         };
     }
     if path == "/" || path == "/metrics" {
         return if !read {
-            Reply::method_not_allowed("GET, HEAD")
+            method_not_allowed("GET, HEAD")
         } else if path == "/" {
             status_page(ctx, host(&req)).await
         } else {
@@ -86,7 +61,7 @@ pub(super) async fn route(req: Request<Incoming>, ctx: &Ctx) -> Reply {
     }
     if path == "/healthz" {
         return if !read {
-            Reply::method_not_allowed("GET, HEAD")
+            method_not_allowed("GET, HEAD")
         } else if ctx.shared.writer_alive.load(Ordering::Relaxed) {
             let size = ctx.shared.published().size;
             Reply::json(
@@ -94,7 +69,7 @@ pub(super) async fn route(req: Request<Incoming>, ctx: &Ctx) -> Reply {
                 &serde_json::json!({"status": "ok", "tree_size": size}),
             )
         } else {
-            Reply::error(
+            refused(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "log_unavailable",
                 "the log writer stopped after an error and is being opened again; see the service log",
@@ -106,8 +81,8 @@ pub(super) async fn route(req: Request<Incoming>, ctx: &Ctx) -> Reply {
         .filter(|p| p.len() <= MAX_PUBLIC_PATH_BYTES)
         .and_then(PublicKey::from_path);
     match key {
-        None => Reply::not_found(),
-        Some(_) if !read => Reply::method_not_allowed("GET, HEAD"),
+        None => not_found(),
+        Some(_) if !read => method_not_allowed("GET, HEAD"),
         Some(p) => read_public(p, &ctx.shared).await,
     }
 }
@@ -133,26 +108,20 @@ pub(super) async fn read_public(key: PublicKey, shared: &Shared) -> Reply {
     let published = shared.published();
     let tile = match key {
         PublicKey::Checkpoint if published.checkpoint.is_empty() => {
-            return Reply::busy(
+            return busy(
                 "not_witnessed",
                 "no checkpoint is published yet: waiting for a quorum of witnesses",
             );
         }
         PublicKey::Checkpoint => {
-            return Reply {
-                status: StatusCode::OK,
-                body: published.checkpoint,
-                content_type: "text/plain; charset=utf-8",
-                cache: CACHE_CHECKPOINT,
-                extra: Vec::new(),
-                error: None,
-            };
+            return Reply::new(StatusCode::OK, TEXT_CONTENT_TYPE, published.checkpoint)
+                .cache(CACHE_CHECKPOINT);
         }
         PublicKey::Tile(t) => t,
     };
     // A tile past the checkpoint may be rewritten by the next append: never served.
     if !within(&tile, published.size) {
-        return Reply::not_found();
+        return not_found();
     }
     let max = match tile.family() {
         Family::Entries => MAX_ENTRY_BUNDLE_BYTES,
@@ -168,19 +137,17 @@ pub(super) async fn read_public(key: PublicKey, shared: &Shared) -> Reply {
     })
     .await;
     match read {
-        Ok(Some(bytes)) => Reply {
-            status: StatusCode::OK,
-            body: Bytes::from(bytes),
-            content_type: "application/octet-stream",
-            cache: if tile.width().partial_width().is_none() {
-                CACHE_FULL_TILE
-            } else {
-                CACHE_PARTIAL_TILE
-            },
-            extra: Vec::new(),
-            error: None,
-        },
-        _ => Reply::not_found(),
+        Ok(Some(bytes)) => Reply::new(
+            StatusCode::OK,
+            "application/octet-stream",
+            Bytes::from(bytes),
+        )
+        .cache(if tile.width().partial_width().is_none() {
+            CACHE_FULL_TILE
+        } else {
+            CACHE_PARTIAL_TILE
+        }),
+        _ => not_found(),
     }
 }
 
@@ -217,36 +184,17 @@ pub(super) fn wants_bundle(req: &Request<Incoming>) -> bool {
 }
 
 /// `POST /add`: permit, body, admission, queue, answer.
-pub(super) async fn add(req: Request<Incoming>, ctx: &Ctx) -> Reply {
+pub(super) async fn add(req: Request<Incoming>, ctx: &LogService) -> Reply {
     if !ctx.shared.writer_alive.load(Ordering::Relaxed) {
-        return Reply::busy("log_unavailable", WRITER_AWAY);
+        return busy("log_unavailable", WRITER_AWAY);
     }
     let Ok(_permit) = Arc::clone(&ctx.permits).try_acquire_owned() else {
-        return Reply::busy("queue_full", "the submission queue is full; retry later");
+        return busy("queue_full", "the submission queue is full; retry later");
     };
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-        return too_large();
-    }
     let want_bundle = wants_bundle(&req);
-    let body = Limited::new(req.into_body(), MAX_BODY_BYTES);
-    let bytes = match tokio::time::timeout(BODY_READ_TIMEOUT, body.collect()).await {
-        Ok(Ok(collected)) => collected.to_bytes(),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
-        Ok(Err(e)) => {
-            return Reply::error(StatusCode::BAD_REQUEST, "body_unreadable", &e.to_string());
-        }
-        Err(_) => {
-            return Reply::error(
-                StatusCode::REQUEST_TIMEOUT,
-                "body_timeout",
-                "the request body did not arrive in time",
-            );
-        }
+    let bytes = match read_body(req, MAX_BODY_BYTES, BODY_READ_TIMEOUT).await {
+        Ok(bytes) => bytes,
+        Err(e) => return body_refused(&e),
     };
     let admitted = match admit(&bytes, Some(&ctx.accepted)) {
         Ok(a) => a,
@@ -256,7 +204,7 @@ pub(super) async fn add(req: Request<Incoming>, ctx: &Ctx) -> Reply {
                 RefusalClass::NotAccepted => StatusCode::FORBIDDEN,
                 _ => StatusCode::BAD_REQUEST,
             };
-            return Reply::error(status, r.reason().as_str(), &r.to_string());
+            return refused(status, r.reason().as_str(), &r.to_string());
         }
     };
     drop(bytes);
@@ -271,27 +219,19 @@ pub(super) async fn add(req: Request<Incoming>, ctx: &Ctx) -> Reply {
         reply,
     };
     if ctx.tx.send(job).is_err() {
-        return Reply::busy("log_unavailable", "the log writer is not running");
+        return busy("log_unavailable", "the log writer is not running");
     }
     match answer.await {
         Ok(Ok(a)) => answered(receipt_id, kept, a).await,
-        Ok(Err(NotLogged::Failed(detail))) => Reply::error(
+        Ok(Err(NotLogged::Failed(detail))) => refused(
             StatusCode::INTERNAL_SERVER_ERROR,
             "log_write_failed",
             &detail,
         ),
-        Ok(Err(NotLogged::NotWitnessed(detail))) => Reply::busy("not_witnessed", &detail),
-        Ok(Err(NotLogged::Unavailable(detail))) => Reply::busy("log_unavailable", &detail),
-        Err(_) => Reply::busy("log_unavailable", "the log writer stopped"),
+        Ok(Err(NotLogged::NotWitnessed(detail))) => busy("not_witnessed", &detail),
+        Ok(Err(NotLogged::Unavailable(detail))) => busy("log_unavailable", &detail),
+        Err(_) => busy("log_unavailable", "the log writer stopped"),
     }
-}
-
-pub(super) fn too_large() -> Reply {
-    Reply::error(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        crate::reason::Reason::EnvelopeTooLarge.as_str(),
-        &format!("the body is over the {MAX_BODY_BYTES}-byte limit"),
-    )
 }
 
 /// The 200 answer: the index JSON, or the bundle (proof made off the async workers).
@@ -308,7 +248,7 @@ pub(super) async fn answered(receipt_id: String, entry: Option<Vec<u8>>, a: Answ
         );
     };
     let Some(log) = a.snapshot else {
-        return Reply::error(
+        return refused(
             StatusCode::INTERNAL_SERVER_ERROR,
             "proof_failed",
             &format!(
@@ -328,16 +268,9 @@ pub(super) async fn answered(receipt_id: String, entry: Option<Vec<u8>>, a: Answ
     match made {
         Ok(Ok(mut json)) => {
             json.push('\n');
-            Reply {
-                status: StatusCode::OK,
-                body: Bytes::from(json),
-                content_type: BUNDLE_MEDIA_TYPE,
-                cache: CACHE_NONE,
-                extra: Vec::new(),
-                error: None,
-            }
+            Reply::new(StatusCode::OK, BUNDLE_MEDIA_TYPE, Bytes::from(json))
         }
-        Ok(Err(e)) => Reply::error(
+        Ok(Err(e)) => refused(
             StatusCode::INTERNAL_SERVER_ERROR,
             "proof_failed",
             &format!(
@@ -345,7 +278,7 @@ pub(super) async fn answered(receipt_id: String, entry: Option<Vec<u8>>, a: Answ
                 a.index
             ),
         ),
-        Err(_) => Reply::error(
+        Err(_) => refused(
             StatusCode::INTERNAL_SERVER_ERROR,
             "proof_failed",
             "the proof task stopped",

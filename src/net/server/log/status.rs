@@ -10,7 +10,8 @@
 //! request names).
 
 use super::*;
-use crate::net::server::html::{age, bdi, escape, page, utc};
+use crate::net::server::Reply;
+use crate::net::server::html::{age, bdi, escape, page, table, utc};
 use crate::receipt::Verdict;
 use crate::receipt::dsse::Envelope;
 use crate::storage::PublicRead;
@@ -39,7 +40,7 @@ pub(super) fn host(req: &Request<Incoming>) -> Option<String> {
 }
 
 /// The page.
-pub(super) async fn status_page(ctx: &Ctx, host: Option<String>) -> Reply {
+pub(super) async fn status_page(ctx: &LogService, host: Option<String>) -> Reply {
     let published = ctx.shared.published();
     let size = published.size;
     let store: Arc<dyn PublicRead> = published.store.clone();
@@ -119,12 +120,7 @@ fn entries_table(rows: &Result<Vec<Row>, String>) -> String {
             );
         }
     };
-    let mut out = String::from(
-        "<h2>Last entries</h2>\n<div class=\"wide\"><table id=\"entries\">\n<thead><tr>\
-         <th>index</th><th>receipt id</th><th>issuer</th><th>verdict</th><th>issued_at</th>\
-         </tr></thead>\n<tbody>\n",
-    );
-    for row in rows {
+    let rows = rows.iter().map(|row| {
         let cells = match &row.decoded {
             Ok((id, issuer, verdict, at)) => format!(
                 "<td><code>{}</code></td><td class=\"issuer\">{}</td><td>{verdict}</td>\
@@ -135,13 +131,13 @@ fn entries_table(rows: &Result<Vec<Row>, String>) -> String {
             ),
             Err(e) => format!("<td colspan=\"4\">not a receipt entry: {}</td>", bdi(e)),
         };
-        out.push_str(&format!(
+        format!(
             "<tr data-index=\"{0}\"><td>{0}</td>{cells}</tr>\n",
             row.index
-        ));
-    }
-    out.push_str("</tbody>\n</table></div>\n");
-    out
+        )
+    });
+    let heads = ["index", "receipt id", "issuer", "verdict", "issued_at"];
+    format!("<h2>Last entries</h2>\n{}", table("entries", &heads, rows))
 }
 
 fn witnesses(witnessing: Option<&Witnessing>) -> String {
@@ -149,25 +145,24 @@ fn witnesses(witnessing: Option<&Witnessing>) -> String {
         return "<h2>Witnesses</h2>\n<p>None: this log publishes its checkpoints unwitnessed.</p>\n"
             .into();
     };
-    let mut out = String::from(
-        "<h2>Witnesses</h2>\n<div class=\"wide\"><table id=\"witnesses\">\n<thead><tr>\
-         <th>witness</th><th>size last cosigned</th><th>cosigned / refused / unreachable</th>\
-         </tr></thead>\n<tbody>\n",
-    );
-    for s in w.status() {
+    let rows = w.status().into_iter().map(|s| {
         let size = s
             .known_size
             .map_or_else(|| "not yet".to_string(), |n| n.to_string());
-        out.push_str(&format!(
+        format!(
             "<tr><td>{}</td><td class=\"cosigned-size\">{size}</td><td>{} / {} / {}</td></tr>\n",
             bdi(&s.name),
             s.cosigned,
             s.refused,
             s.unreachable
-        ));
-    }
-    out.push_str("</tbody>\n</table></div>\n");
-    out
+        )
+    });
+    let heads = [
+        "witness",
+        "size last cosigned",
+        "cosigned / refused / unreachable",
+    ];
+    format!("<h2>Witnesses</h2>\n{}", table("witnesses", &heads, rows))
 }
 
 fn commands(host: Option<&str>, vkey: &str) -> String {

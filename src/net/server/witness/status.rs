@@ -4,16 +4,16 @@
 //! of its last cosignature (read from the per-origin record, the
 //! cosignature's own timestamp).
 
+use crate::net::server::html::table;
 use crate::net::server::html::{bdi, escape, page, utc};
-use crate::net::server::metrics::{One, RouteStatus, StatusReason, gauges, render};
+use crate::net::server::metrics::{One, gauges};
+use crate::net::server::{HttpMetrics, Routes};
 use crate::tlog::cosig::Cosignature;
 use crate::tlog::note::Note;
 use crate::witness::Witness;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::Unit;
 use std::sync::Arc;
 
 /// What the witness last cosigned for one origin.
@@ -55,12 +55,12 @@ fn own_timestamp(witness: &Witness, note: &str) -> Option<u64> {
     Cosignature::decode(line).ok().map(|c| c.timestamp)
 }
 
-/// The families of `witness serve`.
+/// The families of `witness serve`: the kit's (requests, add-checkpoint
+/// answers) and the cosigned size and time of each origin, read at
+/// scrape time.
 #[derive(Debug)]
 pub(crate) struct WitnessMetrics {
-    registry: Registry,
-    requests: Family<RouteStatus, Counter>,
-    answers: Family<StatusReason, Counter>,
+    http: HttpMetrics,
 }
 
 #[derive(Debug)]
@@ -69,47 +69,26 @@ struct Live {
 }
 
 impl WitnessMetrics {
-    pub(crate) fn new(witness: Arc<Witness>) -> WitnessMetrics {
-        let mut m = WitnessMetrics {
-            registry: Registry::default(),
-            requests: Family::default(),
-            answers: Family::default(),
-        };
-        m.registry.register(
-            "rcpt_http_requests",
-            "Requests answered, by route and HTTP status",
-            m.requests.clone(),
-        );
-        m.registry.register(
-            "rcpt_witness_add_checkpoint_answers",
-            "add-checkpoint answers, by HTTP status and reason (ok for 200)",
-            m.answers.clone(),
-        );
-        m.registry.register_collector(Box::new(Live { witness }));
-        m
+    pub(crate) fn new(witness: Arc<Witness>, routes: Routes) -> WitnessMetrics {
+        let mut http = HttpMetrics::new(routes);
+        http.registry_mut()
+            .register_collector(Box::new(Live { witness }));
+        WitnessMetrics { http }
     }
 
-    pub(crate) fn request(&self, route: &'static str, status: u16) {
-        self.requests
-            .get_or_create(&RouteStatus { route, status })
-            .inc();
-    }
-
-    pub(crate) fn answer(&self, status: u16) {
-        let reason = answer_reason(status);
-        self.answers
-            .get_or_create(&StatusReason { status, reason })
-            .inc();
+    /// The requests and add-checkpoint answers, counted by the kit.
+    pub(crate) fn http(&self) -> &HttpMetrics {
+        &self.http
     }
 
     /// The exposition (reads the per-origin records: call off the async workers).
     pub(crate) fn scrape(&self) -> String {
-        render(&self.registry)
+        self.http.render()
     }
 }
 
 /// The tlog-witness meaning of an add-checkpoint status (a fixed set).
-fn answer_reason(status: u16) -> &'static str {
+pub(crate) fn answer_reason(status: u16) -> &'static str {
     match status {
         200 => "ok",
         400 => "bad_request",
@@ -155,15 +134,7 @@ impl Collector for Live {
 
 /// The witness's `GET /` page.
 pub(crate) fn witness_page(witness: &Witness, now: u64) -> String {
-    let mut body = format!(
-        "<h1>rcpt witness <bdi id=\"witness-name\">{}</bdi></h1>\n<dl>\n\
-         <dt>Witness key</dt><dd><code id=\"witness-key\">{}</code></dd>\n</dl>\n\
-         <h2>Logs witnessed</h2>\n<div class=\"wide\"><table id=\"origins\">\n<thead><tr>\
-         <th>origin</th><th>size last cosigned</th><th>cosigned at</th></tr></thead>\n<tbody>\n",
-        escape(witness.name()),
-        escape(&witness.verifier().to_string())
-    );
-    for l in last_cosigned(witness) {
+    let rows = last_cosigned(witness).into_iter().map(|l| {
         let (size, at) = match &l.last {
             Ok(None) => ("never".to_string(), "never".to_string()),
             Ok(Some((size, at))) => (
@@ -176,16 +147,25 @@ pub(crate) fn witness_page(witness: &Witness, now: u64) -> String {
             ),
             Err(e) => ("unreadable".to_string(), bdi(e)),
         };
-        body.push_str(&format!(
+        format!(
             "<tr><td class=\"origin\">{}</td><td class=\"cosigned-size\">{size}</td>\
              <td class=\"cosigned-at\">{at}</td></tr>\n",
             bdi(&l.origin)
-        ));
-    }
-    body.push_str(
-        "</tbody>\n</table></div>\n<h2>Protocol</h2>\n<p>C2SP tlog-witness: \
+        )
+    });
+    let body = format!(
+        "<h1>rcpt witness <bdi id=\"witness-name\">{}</bdi></h1>\n<dl>\n\
+         <dt>Witness key</dt><dd><code id=\"witness-key\">{}</code></dd>\n</dl>\n\
+         <h2>Logs witnessed</h2>\n{}<h2>Protocol</h2>\n<p>C2SP tlog-witness: \
          <code>POST /add-checkpoint</code>; the latest cosigned checkpoint of a log at \
          <code>/&lt;hex SHA-256 of its origin&gt;/checkpoint</code>.</p>\n",
+        escape(witness.name()),
+        escape(&witness.verifier().to_string()),
+        table(
+            "origins",
+            &["origin", "size last cosigned", "cosigned at"],
+            rows
+        )
     );
     page(&format!("rcpt witness {}", witness.name()), &body)
 }
@@ -197,9 +177,22 @@ mod tests {
 
     #[test]
     fn answer_reasons_are_a_fixed_set() {
-        assert_eq!(answer_reason(200), "ok");
-        assert_eq!(answer_reason(409), "conflict");
-        assert_eq!(answer_reason(503), "server_error");
-        assert_eq!(answer_reason(418), "other");
+        let table = [
+            (200, "ok"),
+            (400, "bad_request"),
+            (403, "bad_signature"),
+            (404, "unknown_log"),
+            (405, "method_not_allowed"),
+            (408, "body_timeout"),
+            (409, "conflict"),
+            (413, "too_large"),
+            (422, "inconsistent"),
+            (500, "server_error"),
+            (503, "server_error"),
+            (418, "other"),
+        ];
+        for (status, reason) in table {
+            assert_eq!(answer_reason(status), reason, "{status}");
+        }
     }
 }
