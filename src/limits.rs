@@ -105,7 +105,7 @@ pub const MAX_GIT_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
 /// Most files in one change (each is a line of the change record and an
 /// item of the receipt's read set).
 pub const MAX_CHANGE_FILES: usize = 4000;
-/// Largest changed file copied into the clean worktree (bytes): it is
+/// Largest changed file copied into the clean copy (bytes): it is
 /// read whole, hashed, compared with the change and written.
 pub const MAX_CHANGE_FILE_BYTES: usize = 256 * 1024 * 1024;
 /// Largest stdout or stderr of one check kept as evidence (bytes); a check

@@ -622,7 +622,7 @@ fn the_readme_apply_walkthrough_runs_as_written() {
     assert!(err.contains("verdict: deny (check.test.failed)"), "{err}");
 }
 
-/// Issue 23 "Speed": the clean worktree is parked between runs and
+/// Issue 23 "Speed": the clean copy is parked between runs and
 /// brought back to the base with `reset --hard` + `clean -ffdx`, verified
 /// clean. What a previous run's check left (an edited tracked file, an
 /// untracked file, an ignored directory, a mode change) is gone at the

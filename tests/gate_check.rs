@@ -358,6 +358,25 @@ fn a_timeout_kills_the_process_group_and_gives_no_receipt() {
     assert_eq!(g.worktrees(), 1);
 }
 
+#[test]
+fn a_check_that_ends_leaves_nothing_running_not_even_an_orphan() {
+    let g = project();
+    let pid_file = g.world.dir().join("orphan.pid");
+    // The subshell ends at once: its sleep is an orphan still in the group.
+    let script = format!("(sleep 300 & echo $! > {}); exit 0", pid_file.display());
+    let policy = g.policy(&[("quick", &["sh", "-c", &script], 60)], &[]);
+    let bundle = g.world.dir().join("admit.json");
+    let out = g.check(&policy, &bundle, &[]);
+    assert_eq!(code(&out), 0, "{}", shown(&out));
+    assert!(bundle.exists(), "admitted");
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(!alive(&pid), "the orphan {pid} was killed and reaped");
+    assert!(g.leftovers().is_empty(), "{:?}", g.leftovers());
+}
+
 /// Whether process `pid` exists and is not a zombie.
 fn alive(pid: &str) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

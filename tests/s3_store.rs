@@ -206,7 +206,7 @@ fn a_crashed_writers_uploads_never_block_the_next_publish() {
 /// radosgw on the same machine): `cargo test --release --test s3_store --
 /// --ignored --nocapture measure`.
 #[test]
-#[ignore]
+#[ignore = "a measurement, not a test: run by hand on an idle machine with radosgw (--release -- --ignored --nocapture measure)"]
 fn measure_append_throughput() {
     let Some((s3, loc)) = s3_support::setup("measure") else {
         return;
@@ -237,7 +237,7 @@ fn measure_append_throughput() {
 
 /// Latency of single requests (run by hand, as above).
 #[test]
-#[ignore]
+#[ignore = "a measurement, not a test: run by hand on an idle machine with radosgw (--release -- --ignored --nocapture measure)"]
 fn measure_request_latency() {
     let Some((s3, loc)) = s3_support::setup("latency") else {
         return;

@@ -1,6 +1,6 @@
 //! check: the engine of `rcpt gate check` (spec/gate.md "Clean mode").
 //!
-//! Identify the change, run the policy's checks in a clean worktree, keep
+//! Identify the change, run the policy's checks in a clean copy, keep
 //! their evidence in the store, read the read set back (it must still be
 //! what was tested), and decide. [`run_checks_in`] and [`fits_resources`]
 //! are shared with `gate apply`.
@@ -82,7 +82,7 @@ pub fn identify(dir: &Path, base: &str) -> Result<(WorkTree, Change), ChangeErro
     Ok((tree, change))
 }
 
-/// Identify the change, run the policy's checks in a clean worktree, keep
+/// Identify the change, run the policy's checks in a clean copy, keep
 /// the evidence, decide.
 pub fn evaluate(req: &Request<'_>) -> Result<Decision, GateError> {
     let (tree, change) = identify(req.dir, req.base)?;

@@ -17,7 +17,7 @@ pub enum GateError {
     /// The change could not be identified.
     #[error(transparent)]
     Change(#[from] ChangeError),
-    /// The clean worktree could not be made.
+    /// The clean copy could not be made.
     #[error(transparent)]
     Clean(#[from] CleanError),
     /// A check could not run.
@@ -50,7 +50,7 @@ pub enum GateError {
         bytes: usize,
     },
     /// Interrupted between checks.
-    #[error("interrupted (SIGINT or SIGTERM); the clean worktree was removed")]
+    #[error("interrupted (SIGINT or SIGTERM); the clean copy was removed")]
     Interrupted,
     /// The private scratch directory failed.
     #[error("preparing the capture directory")]

@@ -43,7 +43,7 @@ pub struct ApprovalNote {
 /// The evidence of one evaluation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Evidence {
-    /// The base commit the clean worktree checked out.
+    /// The base commit the clean copy checked out.
     pub base: String,
     /// The change evaluated.
     pub change_id: Digest,

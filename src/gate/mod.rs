@@ -1,7 +1,7 @@
 //! gate: receipts from real work in a git work tree (spec/gate.md).
 //!
 //! The issuing side, in the order the seeds ask for: identify the change
-//! ([`change`]), run the policy's checks ([`policy`]) in a clean worktree
+//! ([`change`]), run the policy's checks ([`policy`]) in a clean copy
 //! ([`clean`], [`run`]), keep their evidence in the store ([`store`],
 //! [`evidence`]), decide (admit, deny, or no verdict), and build the
 //! receipt whose read set pins what was tested. The gate runs `git` and the

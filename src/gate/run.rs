@@ -1,4 +1,4 @@
-//! run: one check of a policy, run in the clean worktree, its evidence
+//! run: one check of a policy, run in the clean copy, its evidence
 //! stored (spec/gate.md "Evidence").
 //!
 //! The check's argv runs with no shell, standard input closed, in its own
@@ -7,7 +7,10 @@
 //! timeout, on an interrupt, or once an output passes
 //! [`MAX_CHECK_OUTPUT_BYTES`], the whole process group is killed (SIGKILL)
 //! and the check is not evaluated; when the check ends by itself, whatever
-//! it left running in its group is killed too. A check that could not be
+//! it left running in its group is killed too. On Linux the gate adopts
+//! the orphans of its checks (it is their child subreaper) and reaps the
+//! killed group before it goes on, so no process of a check outlives its
+//! verdict; elsewhere the group is signalled and not waited for. A check that could not be
 //! started, was killed by a signal, timed out or was interrupted is a
 //! [`NotRun`]: never a pass, never a failure.
 
@@ -22,6 +25,10 @@ use std::time::{Duration, Instant};
 
 /// Longest pause between two looks at a running check.
 const MAX_POLL: Duration = Duration::from_millis(20);
+
+/// Longest wait for a killed check's process group to be reaped: a process
+/// in an uninterruptible system call dies only when the call returns.
+const GROUP_REAP_WAIT: Duration = Duration::from_secs(10);
 
 /// What one check that ran to its end did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -146,6 +153,7 @@ pub fn run_check(
     let out_path = scratch.join(format!("{index}.stdout"));
     let err_path = scratch.join(format!("{index}.stderr"));
     let start = Instant::now();
+    adopt_orphans();
     let mut child = spawn(check, clean, &out_path, &err_path)?;
     let status = wait(
         check,
@@ -234,6 +242,7 @@ fn wait(
     let stop = |child: &mut std::process::Child, why: NotRun| {
         kill_group(group);
         let _ = child.wait();
+        reap_group(group);
         Err(why)
     };
     let mut pause = Duration::from_millis(1);
@@ -242,6 +251,7 @@ fn wait(
             Ok(Some(status)) => {
                 // Whatever the check left running in its group ends with it.
                 kill_group(group);
+                reap_group(group);
                 return Ok(status);
             }
             Ok(None) => {}
@@ -277,7 +287,7 @@ fn wait(
 }
 
 /// argv\[0\]: a bare name is looked up on PATH; a relative path with a `/`
-/// is relative to the clean worktree, not to wherever the gate was started.
+/// is relative to the clean copy, not to wherever the gate was started.
 fn program_path(clean: &Path, program: &str) -> PathBuf {
     let p = Path::new(program);
     if program.contains('/') && p.is_relative() {
@@ -318,6 +328,49 @@ fn kill_group(group: u32) {
 
 #[cfg(not(unix))]
 fn kill_group(_group: u32) {}
+
+/// Make the gate the child subreaper of its checks, once per process: a
+/// check's background process whose parent dies is the gate's to reap,
+/// not init's, so [`reap_group`] can wait for it.
+#[cfg(target_os = "linux")]
+fn adopt_orphans() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+    });
+}
+
+#[cfg(not(target_os = "linux"))]
+fn adopt_orphans() {}
+
+/// Reap every process of the killed group `group` (the gate's children or
+/// adopted orphans) until none is left or [`GROUP_REAP_WAIT`] has passed.
+#[cfg(target_os = "linux")]
+fn reap_group(group: u32) {
+    use rustix::process::{Pid, WaitOptions, waitpgid};
+    let Some(pgid) = i32::try_from(group).ok().and_then(Pid::from_raw) else {
+        return;
+    };
+    let deadline = Instant::now() + GROUP_REAP_WAIT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match waitpgid(pgid, WaitOptions::NOHANG) {
+            Ok(Some(_)) => continue,
+            Ok(None) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            // ECHILD: no process of the group is left.
+            Err(_) => return,
+        }
+        if Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(MAX_POLL);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn reap_group(_group: u32) {}
 
 #[cfg(unix)]
 fn signal_of(status: &std::process::ExitStatus) -> i32 {

@@ -128,7 +128,7 @@ enum Command {
         rcpt witness serve wdir --listen 127.0.0.1:8081"
     )]
     Witness(witness::WitnessCommand),
-    /// Receipts from a git work tree: the change's id, checks in a clean worktree, evidence.
+    /// Receipts from a git work tree: the change's id, checks in a clean copy, evidence.
     #[command(
         subcommand,
         after_help = "Examples:\n  rcpt gate id\n  \

@@ -1,7 +1,7 @@
 //! `rcpt gate`: receipts from a git work tree (spec/gate.md).
 //!
 //! `id` prints the change's identity; `check` runs the policy's checks in
-//! a clean worktree and issues the receipt (exit 0 admit, 1 deny, 3 no
+//! a clean copy and issues the receipt (exit 0 admit, 1 deny, 3 no
 //! verdict, 2 bad invocation); `show` prints a receipt's evidence from the
 //! store, re-hashing every object.
 
@@ -38,7 +38,7 @@ pub enum GateCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Run the policy's checks on the change in a clean worktree and issue the receipt.
+    /// Run the policy's checks on the change in a clean copy and issue the receipt.
     #[command(
         after_help = "Example:\n  rcpt gate check --policy gate.json --key gate.key --log log/ -o bundle.json\n\
         Exit status: 0 admit, 1 deny, 3 no verdict (a check could not run), 2 bad invocation."
