@@ -478,6 +478,18 @@ fn a_copy_of_the_public_files_is_read_with_the_log_key() {
                 .arg(&copy),
         );
         assert_eq!(original, mirrored, "{args:?}");
+        // The key from its file reads the copy the same way.
+        let vkey_file = tmp.path().join("log.vkey.copy");
+        std::fs::write(&vkey_file, format!("{vkey}\n")).unwrap();
+        let from_file = stdout(
+            rcpt()
+                .arg("log")
+                .args(&args)
+                .arg("--log-key-file")
+                .arg(&vkey_file)
+                .arg(&copy),
+        );
+        assert_eq!(original, from_file, "{args:?} --log-key-file");
     }
     let by_receipt = stdout(
         rcpt()

@@ -191,8 +191,11 @@ pub struct LogKeyArg {
     /// The log's key (NAME+HASH+KEY, or ORIGIN=KEY), to read a copy of a
     /// log's public files that has no .rcpt/settings.json; checked against
     /// the settings when they exist. Always key text, never a file name.
-    #[arg(long = "log-key", value_name = "VKEY")]
+    #[arg(long = "log-key", value_name = "VKEY", conflicts_with = "log_key_file")]
     log_key: Option<String>,
+    /// A file holding the log's key (its .vkey), instead of --log-key.
+    #[arg(long = "log-key-file", value_name = "FILE")]
+    log_key_file: Option<PathBuf>,
     #[command(flatten)]
     at: ReadEndpointArg,
 }
@@ -304,9 +307,14 @@ fn s3_store(
 impl LogKeyArg {
     /// Open the log at `dir` with this key, if any.
     fn open(&self, dir: &Path) -> anyhow::Result<Log> {
-        let key = match &self.log_key {
-            Some(text) => Some(crate::cli::keyarg::log_key("--log-key", Some(text), None)?),
-            None => None,
+        let file = self.log_key_file.clone().map(rcpt::io::Source::Path);
+        let key = match (&self.log_key, &file) {
+            (None, None) => None,
+            (text, file) => Some(crate::cli::keyarg::log_key(
+                "--log-key",
+                text.as_deref(),
+                file.as_ref(),
+            )?),
         };
         Log::open_store(self.at.store(dir)?, key.as_ref()).map_err(|e| s3_hint(dir, e))
     }
