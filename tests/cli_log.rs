@@ -538,7 +538,8 @@ fn a_copy_of_the_public_files_is_read_with_the_log_key() {
 }
 
 /// A directory that is not a log says so once, names `rcpt log init`, and
-/// does not repeat an OS error, in every log command.
+/// does not repeat an OS error, in every log command; one that does not
+/// exist is a bad invocation (exit 2), like every other missing input.
 #[test]
 fn a_directory_that_is_not_a_log_says_so_once() {
     let tmp = tempfile::tempdir().unwrap();
@@ -552,6 +553,7 @@ fn a_directory_that_is_not_a_log_says_so_once() {
     std::fs::create_dir(&other).unwrap();
     std::fs::write(other.join("notes.txt"), b"hello").unwrap();
     for dir in [tmp.path().join("absent"), empty, other] {
+        let absent = !dir.exists();
         let dir = dir.to_str().unwrap();
         let key = key.to_str().unwrap();
         let f = f.to_str().unwrap();
@@ -562,9 +564,18 @@ fn a_directory_that_is_not_a_log_says_so_once() {
             vec!["consistency", dir, "--from", "0"],
             vec!["append", dir, "--key", key, f],
         ] {
-            let out = rcpt().arg("log").args(&args).assert().code(1);
+            let out = rcpt()
+                .arg("log")
+                .args(&args)
+                .assert()
+                .code(if absent { 2 } else { 1 });
             let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
-            assert!(err.contains("is not a log"), "{args:?}: {err}");
+            let says = if absent {
+                "no such directory"
+            } else {
+                "is not a log"
+            };
+            assert!(err.contains(says), "{args:?}: {err}");
             assert_eq!(err.matches("rcpt log init").count(), 1, "{args:?}: {err}");
             assert!(
                 !err.contains("os error") && !err.contains("No such file"),

@@ -460,7 +460,8 @@ fn a_writer_stops_when_the_checkpoint_moves_under_it() {
 }
 
 /// A copy of the public files (no `.rcpt/`) is read with the log key and
-/// takes no writer; a directory without a checkpoint is not a log.
+/// takes no writer; a directory without a checkpoint is not a log, and
+/// one that does not exist is said to be missing.
 #[test]
 fn a_copy_of_the_public_files_reads_but_takes_no_writer() {
     use rcpt::storage::posix::PosixStore;
@@ -482,10 +483,17 @@ fn a_copy_of_the_public_files_reads_but_takes_no_writer() {
     let err = LogWriter::open(&p, &key(), false).unwrap_err();
     assert!(matches!(err, LogError::NotWritable { .. }), "{err}");
     assert!(!p.join(".rcpt").exists());
+    let absent = tmp.path().join("absent");
+    let err = LogWriter::open(&absent, &key(), false).unwrap_err();
+    assert!(matches!(err, LogError::NoSuchDirectory { .. }), "{err}");
+    assert!(err.is_bad_path(), "{err}");
+    assert!(!absent.exists());
     let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
     let err = LogWriter::open(&empty, &key(), false).unwrap_err();
     assert!(matches!(err, LogError::NotALog { .. }), "{err}");
-    assert!(!empty.exists());
+    assert!(!err.is_bad_path(), "{err}");
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
 }
 
 /// `prove_range` (every proof of a range, tile by tile) gives exactly the

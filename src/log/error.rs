@@ -26,6 +26,16 @@ pub enum LogError {
         /// The directory or store.
         location: String,
     },
+    /// The directory named as the log does not exist (a bad invocation,
+    /// like any other missing input).
+    #[error(
+        "{location}: no such directory (a log is made with `rcpt log init {location} --origin \
+         ORIGIN --key LOG.key`)"
+    )]
+    NoSuchDirectory {
+        /// The directory.
+        location: String,
+    },
     /// The log's public files are there, its settings are not (a copy or a
     /// mirror), and no log key was given.
     #[error(
@@ -318,4 +328,22 @@ pub enum CheckpointError {
     /// whose body is not the latest checkpoint's.
     #[error("is not the latest checkpoint (another tree size or root)")]
     NotLatest,
+}
+
+impl LogError {
+    /// No checkpoint at `location`: no such directory when the store knows
+    /// it is not there, else "not a log".
+    pub(crate) fn no_log(store: &dyn crate::storage::PublicRead, location: String) -> LogError {
+        if store.exists() {
+            LogError::NotALog { location }
+        } else {
+            LogError::NoSuchDirectory { location }
+        }
+    }
+
+    /// True when the error is a bad invocation (the named log directory
+    /// does not exist).
+    pub fn is_bad_path(&self) -> bool {
+        matches!(self, LogError::NoSuchDirectory { .. })
+    }
 }

@@ -259,7 +259,7 @@ impl Log {
         let location = store.describe();
         let settings = Settings::read(&*store)?;
         let Some(read) = store.read_checkpoint(MAX_CHECKPOINT_BYTES)? else {
-            return Err(LogError::NotALog { location });
+            return Err(LogError::no_log(&*store, location));
         };
         let verifier = match (&settings, log_key) {
             (Some(s), given) => {

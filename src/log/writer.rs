@@ -202,7 +202,7 @@ impl LogWriter {
             let max = crate::limits::MAX_NOTE_BYTES;
             return Err(match store.read_checkpoint(max)? {
                 Some(_) => LogError::NotWritable { location },
-                None => LogError::NotALog { location },
+                None => LogError::no_log(&*store, location),
             });
         }
         // Lock: one writer at a time.

@@ -152,6 +152,13 @@ pub trait PublicRead: Send + Sync + std::fmt::Debug {
 
     /// The checkpoint (at most `max` bytes) with its version.
     fn read_checkpoint(&self, max: usize) -> Result<Option<Versioned>, StoreError>;
+
+    /// False when the source is known not to exist at all (a directory
+    /// that is not there), so "no log here" can say which it is; true
+    /// when it exists or cannot tell (a bucket, a URL).
+    fn exists(&self) -> bool {
+        true
+    }
 }
 
 /// Random-access reads of one private object (a dedup run).

@@ -321,6 +321,12 @@ impl PublicRead for PosixStore {
             bytes,
         }))
     }
+
+    fn exists(&self) -> bool {
+        // Whatever is there (a file, a link) is not "missing": opening it
+        // says what is wrong with it.
+        std::fs::symlink_metadata(&self.root).is_ok()
+    }
 }
 
 /// A private file open for random-access reads.

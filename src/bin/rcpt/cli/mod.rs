@@ -203,6 +203,8 @@ fn exit_status_of(e: &anyhow::Error) -> u8 {
             || c.is::<StdinTwice>()
             || c.downcast_ref::<InputError>()
                 .is_some_and(InputError::is_bad_path)
+            || c.downcast_ref::<rcpt::log::LogError>()
+                .is_some_and(rcpt::log::LogError::is_bad_path)
     });
     if bad_invocation {
         EXIT_USAGE
