@@ -31,7 +31,22 @@ fn corpus_matches_its_manifest() {
         .arg(corpus())
         .assert()
         .code(0)
-        .stdout(predicate::str::contains("0 not").and(predicate::str::contains("0 changed")));
+        .stdout(
+            predicate::str::contains("0 not")
+                .and(predicate::str::contains("0 changed"))
+                // issue 34 defect 2: three frozen expectations superseded,
+                // applied from the errata file beside the corpus and said so.
+                .and(predicate::str::contains(
+                    "3 expectations superseded by errata",
+                ))
+                .and(predicate::str::contains(
+                    "bundles/signature-untrusted-only.json",
+                ))
+                .and(predicate::str::contains(
+                    "failed [signature.impersonation] (erratum: supersedes error \
+                     [signature.untrusted])",
+                )),
+        );
 }
 
 #[test]
@@ -45,11 +60,14 @@ fn corpus_with_a_changed_file_fails() {
     rcpt()
         .args(["verify", "--corpus"])
         .arg(tmp.path())
+        .arg("--errata")
+        .arg(corpus().with_file_name("frozen-receipts.errata.json"))
         .assert()
         .code(1)
-        .stdout(predicate::str::contains(
-            "CHANGED   bundles/verdict-admit.json",
-        ));
+        .stdout(
+            predicate::str::contains("CHANGED   bundles/verdict-admit.json")
+                .and(predicate::str::contains("MISMATCH").not()),
+        );
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -79,13 +97,19 @@ fn exit_status_zero_one_three() {
     ])
     .code(1)
     .stdout(predicate::str::contains("[inclusion.invalid]"));
+    verify(&[&bundle("verdict-admit"), &bundle("log-unknown-origin")])
+        .code(3)
+        .stdout(predicate::str::contains(
+            "not evaluated checkpoint.signature [log.untrusted]",
+        ));
+    // A forgery of the trusted issuer's name fails (issue 34 defect 2).
     verify(&[
         &bundle("verdict-admit"),
         &bundle("signature-untrusted-only"),
     ])
-    .code(3)
+    .code(1)
     .stdout(predicate::str::contains(
-        "not evaluated signature [signature.untrusted]",
+        "fail signature [signature.impersonation]",
     ));
     // A bundle path that names no file (an unmatched glob) is a bad
     // invocation, reported before any output.
