@@ -70,6 +70,58 @@ fn corpus_with_a_changed_file_fails() {
         );
 }
 
+/// An errata file that no longer describes the corpus (its `supersedes`
+/// is not what the frozen manifest says, or it names no case) refuses the
+/// run: exit 2, nothing applied silently.
+#[test]
+fn corpus_with_drifted_errata_is_a_bad_invocation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = corpus().with_file_name("frozen-receipts.errata.json");
+    let text = std::fs::read_to_string(&good).unwrap();
+    let drifted = tmp.path().join("drifted.errata.json");
+    std::fs::write(
+        &drifted,
+        text.replacen(
+            r#""supersedes": {"expect": "error", "reason": "signature.untrusted"}"#,
+            r#""supersedes": {"expect": "failed", "reason": "signature.invalid"}"#,
+            1,
+        ),
+    )
+    .unwrap();
+    rcpt()
+        .args(["verify", "--corpus"])
+        .arg(corpus())
+        .arg("--errata")
+        .arg(&drifted)
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "supersedes failed [signature.invalid], but the root manifest says error \
+             [signature.untrusted]",
+        ));
+    let dangling = tmp.path().join("dangling.errata.json");
+    std::fs::write(
+        &dangling,
+        text.replacen(
+            "bundles/signature-untrusted-only.json",
+            "bundles/no-such-case.json",
+            1,
+        ),
+    )
+    .unwrap();
+    rcpt()
+        .args(["verify", "--corpus"])
+        .arg(corpus())
+        .arg("--errata")
+        .arg(&dangling)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "erratum for bundles/no-such-case.json names no case",
+        ));
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {

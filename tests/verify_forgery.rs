@@ -368,3 +368,70 @@ fn a_checkpoint_of_an_origin_nobody_trusts_stays_not_evaluated() {
     assert!(!detail.contains("Do not add"), "{detail}");
     assert_eq!(verify(&world, &bundle, &["--not-evaluated", "pass"]).0, 0);
 }
+
+/// The `--since` checkpoint is judged by the same rule: one of the trusted
+/// origin signed by another key fails `log.impersonation` at `consistency`
+/// (it was not evaluated), even when its tree is the trusted log's.
+#[test]
+fn a_since_checkpoint_of_the_trusted_origin_signed_by_another_key_fails() {
+    let world = World::new(ISSUER);
+    let (first, second) = (genuine_envelope(&world, 1), genuine_envelope(&world, 2));
+    // The impostor's log holds the same first entry: the same root at size 1.
+    let impostor = impostor_log(&world);
+    rcpt()
+        .args(["log", "append"])
+        .arg(&impostor)
+        .arg(&first)
+        .assert()
+        .success();
+    let checkpoint = |log: &Path, name: &str| {
+        let out = rcpt()
+            .args(["log", "checkpoint"])
+            .arg(log)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let path = world.dir().join(name);
+        std::fs::write(&path, out).unwrap();
+        path
+    };
+    let forged_old = checkpoint(&impostor, "impostor-1.checkpoint");
+    rcpt()
+        .args(["log", "append"])
+        .arg(&world.log)
+        .arg(&first)
+        .assert()
+        .success();
+    let genuine_old = checkpoint(&world.log, "genuine-1.checkpoint");
+    let bundle = prove_into(&world.log, &second, &world.dir().join("second.json"));
+    let proof = world.dir().join("proof-1-2.json");
+    std::fs::write(&proof, support::consistency_json(&world.log, 1, 2)).unwrap();
+    let (proof_arg, genuine_arg) = (proof.to_str().unwrap(), genuine_old.to_str().unwrap());
+    let (code, result) = verify(
+        &world,
+        &bundle,
+        &["--since", genuine_arg, "--consistency", proof_arg],
+    );
+    assert_eq!(code, 0, "{result}");
+    let forged_arg = forged_old.to_str().unwrap();
+    for policy in ["error", "pass"] {
+        let (code, result) = verify(
+            &world,
+            &bundle,
+            &[
+                "--since",
+                forged_arg,
+                "--consistency",
+                proof_arg,
+                "--not-evaluated",
+                policy,
+            ],
+        );
+        assert_eq!(code, FAILED, "{result}");
+        let c = check(&result, "consistency");
+        assert_eq!(c["reason"], "log.impersonation", "{result}");
+        assert_no_add_key_hint(c["detail"].as_str().unwrap());
+    }
+}
