@@ -59,6 +59,9 @@ reasons! {
     SignatureInvalid = "signature.invalid",
     /// No signature by a trusted issuer key (not evaluated).
     SignatureUntrusted = "signature.untrusted",
+    /// The payload claims an issuer name the trust set trusts, and no
+    /// trusted key of that name signed: a forgery.
+    SignatureImpersonation = "signature.impersonation",
     /// The signature that verified is by a trusted key not named as the
     /// payload's `issuer`.
     SignatureIssuerMismatch = "signature.issuer_mismatch",
@@ -94,6 +97,9 @@ reasons! {
     CheckpointSignatureInvalid = "checkpoint.signature_invalid",
     /// No trusted log key for the origin signed the checkpoint (not evaluated).
     LogUntrusted = "log.untrusted",
+    /// The bundle names an origin the trust set trusts, and no trusted log
+    /// key of that origin signed the checkpoint: a forgery.
+    LogImpersonation = "log.impersonation",
     /// The checkpoint is for another origin than the bundle says.
     CheckpointOriginMismatch = "checkpoint.origin_mismatch",
     /// The checkpoint's size is not the bundle's `tree_size`.

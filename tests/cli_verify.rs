@@ -31,7 +31,22 @@ fn corpus_matches_its_manifest() {
         .arg(corpus())
         .assert()
         .code(0)
-        .stdout(predicate::str::contains("0 not").and(predicate::str::contains("0 changed")));
+        .stdout(
+            predicate::str::contains("0 not")
+                .and(predicate::str::contains("0 changed"))
+                // issue 34 defect 2: three frozen expectations superseded,
+                // applied from the errata file beside the corpus and said so.
+                .and(predicate::str::contains(
+                    "3 expectations superseded by errata",
+                ))
+                .and(predicate::str::contains(
+                    "bundles/signature-untrusted-only.json",
+                ))
+                .and(predicate::str::contains(
+                    "failed [signature.impersonation] (erratum: supersedes error \
+                     [signature.untrusted])",
+                )),
+        );
 }
 
 #[test]
@@ -45,10 +60,65 @@ fn corpus_with_a_changed_file_fails() {
     rcpt()
         .args(["verify", "--corpus"])
         .arg(tmp.path())
+        .arg("--errata")
+        .arg(corpus().with_file_name("frozen-receipts.errata.json"))
         .assert()
         .code(1)
-        .stdout(predicate::str::contains(
-            "CHANGED   bundles/verdict-admit.json",
+        .stdout(
+            predicate::str::contains("CHANGED   bundles/verdict-admit.json")
+                .and(predicate::str::contains("MISMATCH").not()),
+        );
+}
+
+/// An errata file that no longer describes the corpus (its `supersedes`
+/// is not what the frozen manifest says, or it names no case) refuses the
+/// run: exit 2, nothing applied silently.
+#[test]
+fn corpus_with_drifted_errata_is_a_bad_invocation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = corpus().with_file_name("frozen-receipts.errata.json");
+    let text = std::fs::read_to_string(&good).unwrap();
+    let drifted = tmp.path().join("drifted.errata.json");
+    std::fs::write(
+        &drifted,
+        text.replacen(
+            r#""supersedes": {"expect": "error", "reason": "signature.untrusted"}"#,
+            r#""supersedes": {"expect": "failed", "reason": "signature.invalid"}"#,
+            1,
+        ),
+    )
+    .unwrap();
+    rcpt()
+        .args(["verify", "--corpus"])
+        .arg(corpus())
+        .arg("--errata")
+        .arg(&drifted)
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "supersedes failed [signature.invalid], but the root manifest says error \
+             [signature.untrusted]",
+        ));
+    let dangling = tmp.path().join("dangling.errata.json");
+    std::fs::write(
+        &dangling,
+        text.replacen(
+            "bundles/signature-untrusted-only.json",
+            "bundles/no-such-case.json",
+            1,
+        ),
+    )
+    .unwrap();
+    rcpt()
+        .args(["verify", "--corpus"])
+        .arg(corpus())
+        .arg("--errata")
+        .arg(&dangling)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "erratum for bundles/no-such-case.json names no case",
         ));
 }
 
@@ -79,13 +149,19 @@ fn exit_status_zero_one_three() {
     ])
     .code(1)
     .stdout(predicate::str::contains("[inclusion.invalid]"));
+    verify(&[&bundle("verdict-admit"), &bundle("log-unknown-origin")])
+        .code(3)
+        .stdout(predicate::str::contains(
+            "not evaluated checkpoint.signature [log.untrusted]",
+        ));
+    // A forgery of the trusted issuer's name fails (issue 34 defect 2).
     verify(&[
         &bundle("verdict-admit"),
         &bundle("signature-untrusted-only"),
     ])
-    .code(3)
+    .code(1)
     .stdout(predicate::str::contains(
-        "not evaluated signature [signature.untrusted]",
+        "fail signature [signature.impersonation]",
     ));
     // A bundle path that names no file (an unmatched glob) is a bad
     // invocation, reported before any output.

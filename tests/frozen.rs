@@ -3,12 +3,18 @@
 //!
 //! These tests read the committed bytes; nothing here regenerates them.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod support;
 
 use rcpt::digest::{Digest, to_hex};
 use rcpt::trust::Trust;
+use rcpt::verify::errata::{Errata, Erratum, Expectation};
 use rcpt::verify::{Outcome, Verifier};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -33,6 +39,38 @@ fn walk(dir: &Path, prefix: &str, out: &mut BTreeSet<String>) {
 
 fn manifest() -> Value {
     serde_json::from_slice(&std::fs::read(corpus().join("manifest.json")).unwrap()).unwrap()
+}
+
+/// The errata file beside the corpus (never inside it: the frozen
+/// directory holds exactly what SHA256SUMS lists).
+fn errata_path() -> std::path::PathBuf {
+    rcpt::verify::errata::default_path(&corpus()).unwrap()
+}
+
+fn errata() -> Errata {
+    Errata::load(&errata_path()).unwrap()
+}
+
+/// (outcome, reason) each root case is expected to have now: the frozen
+/// manifest's, or the erratum's that supersedes it.
+fn expected_now() -> BTreeMap<String, (String, Option<String>)> {
+    let errata = errata();
+    let mut out = BTreeMap::new();
+    for c in manifest()["cases"].as_array().unwrap() {
+        let file = c["file"].as_str().unwrap().to_string();
+        let mut want = (
+            c["expect"].as_str().unwrap().to_string(),
+            c["reason"].as_str().map(String::from),
+        );
+        if let Some(e) = errata.of_series(None).find(|e| e.case == file) {
+            want = (
+                e.now.expect.as_str().to_string(),
+                e.now.reason.map(|r| r.as_str().to_string()),
+            );
+        }
+        out.insert(file, want);
+    }
+    out
 }
 
 #[test]
@@ -85,19 +123,14 @@ fn every_bundle_is_a_case_and_every_case_matches() {
         "every bundle file is a manifest case, and only those"
     );
     let mut counts = BTreeMap::new();
-    for case in cases {
-        let file = case["file"].as_str().unwrap();
-        let report = verifier.verify_file(&dir.join(file));
+    for (file, (expect, reason)) in expected_now() {
+        let report = verifier.verify_file(&dir.join(&file));
         let outcome = report.outcome();
         *counts.entry(outcome.as_str()).or_insert(0) += 1;
-        assert_eq!(
-            outcome.as_str(),
-            case["expect"].as_str().unwrap(),
-            "{file}: {report:?}"
-        );
+        assert_eq!(outcome.as_str(), expect, "{file}: {report:?}");
         assert_eq!(
             report.primary_reason().map(|r| r.as_str()),
-            case["reason"].as_str(),
+            reason.as_deref(),
             "{file}: {report:?}"
         );
     }
@@ -113,24 +146,14 @@ fn every_bundle_is_a_case_and_every_case_matches() {
 
 #[test]
 fn corpus_covers_every_verdict_replay_invariant_and_log_size() {
-    let m = manifest();
-    let cases: BTreeMap<String, (String, Option<String>)> = m["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            let file = c["file"]
-                .as_str()
-                .unwrap()
+    let cases: BTreeMap<String, (String, Option<String>)> = expected_now()
+        .into_iter()
+        .map(|(file, want)| {
+            let name = file
                 .trim_start_matches("bundles/")
-                .trim_end_matches(".json");
-            (
-                file.to_string(),
-                (
-                    c["expect"].as_str().unwrap().to_string(),
-                    c["reason"].as_str().map(String::from),
-                ),
-            )
+                .trim_end_matches(".json")
+                .to_string();
+            (name, want)
         })
         .collect();
     let verified = |name: &str| {
@@ -184,8 +207,12 @@ fn corpus_covers_every_verdict_replay_invariant_and_log_size() {
         "payload.schema",
         "receipt_id.mismatch",
         "signature.invalid",
-        "signature.untrusted",
+        // A receipt of a name nobody trusts (`signature.untrusted`) has no
+        // frozen case since issue 34 defect 2 made the frozen one an
+        // impersonation: tests/verify_forgery.rs covers it.
+        "signature.impersonation",
         "log.untrusted",
+        "log.impersonation",
         "inclusion.invalid",
         "checkpoint.signature_invalid",
         "checkpoint.size_mismatch",
@@ -217,7 +244,9 @@ fn every_series_is_frozen_and_matches_its_manifest() {
         names.contains(&"witnessed".to_string()),
         "series: {names:?}"
     );
-    for dir in &series {
+    let parts = rcpt::verify::corpus::load_parts(&corpus(), &errata()).unwrap();
+    for part in parts.iter().filter(|p| p.series.is_some()) {
+        let dir = &part.dir;
         let sums = std::fs::read_to_string(dir.join("SHA256SUMS")).unwrap();
         let listed: BTreeSet<String> = sums
             .lines()
@@ -235,10 +264,10 @@ fn every_series_is_frozen_and_matches_its_manifest() {
         let (mismatches, checked) = rcpt::verify::corpus::check_sums(dir).unwrap();
         assert!(mismatches.is_empty(), "{}: {mismatches:?}", dir.display());
         assert_eq!(checked, listed.len());
-        let (manifest, trust) = rcpt::verify::corpus::load(dir).unwrap();
+        let (manifest, trust) = (&part.manifest, &part.trust);
         let verifier = Verifier::new(trust.clone(), None).unwrap();
         for case in &manifest.cases {
-            let r = rcpt::verify::corpus::run_case(dir, &trust, &verifier, case);
+            let r = rcpt::verify::corpus::run_case(dir, trust, &verifier, case);
             assert!(
                 r.matched,
                 "{}/{}: expected {:?} {:?}, got {:?} {:?}",
@@ -374,4 +403,112 @@ fn witnessed_series_covers_each_policy_outcome_and_the_policy_decides() {
             );
         }
     }
+}
+
+/// Every erratum names a real case of the frozen corpus, supersedes
+/// exactly what its frozen manifest says (so it cannot drift from the
+/// corpus it corrects), states what the verifier says now, and the errata
+/// file lives outside the frozen directory.
+#[test]
+fn every_erratum_names_a_real_case_and_supersedes_its_frozen_expectation() {
+    let path = errata_path();
+    assert!(!path.starts_with(corpus()), "{}", path.display());
+    let errata = errata();
+    assert!(!errata.errata.is_empty());
+    let series = rcpt::verify::corpus::series(&corpus()).unwrap();
+    for e in &errata.errata {
+        let dir = match &e.series {
+            None => corpus(),
+            Some(name) => series
+                .iter()
+                .find(|p| p.file_name().is_some_and(|n| n == name.as_str()))
+                .unwrap_or_else(|| panic!("erratum names no series {name}"))
+                .clone(),
+        };
+        let (manifest, trust) = rcpt::verify::corpus::load(&dir).unwrap();
+        let case = manifest
+            .cases
+            .iter()
+            .find(|c| c.file == e.case)
+            .unwrap_or_else(|| panic!("erratum names no case {}", e.case));
+        assert_eq!(Expectation::of(case), e.supersedes, "{}", e.case);
+        assert!(e.why.starts_with("issue "), "{}: {}", e.case, e.why);
+        let verifier = Verifier::new(trust.clone(), None).unwrap();
+        let report = rcpt::verify::corpus::run_case(&dir, &trust, &verifier, case).report;
+        let got = Expectation {
+            expect: report.outcome(),
+            reason: report.primary_reason(),
+        };
+        assert_eq!(got, e.now, "{}: the erratum states what holds now", e.case);
+    }
+    // Issue 34 defect 2: exactly these three, each a forgery that fails.
+    let named: BTreeSet<&str> = errata.errata.iter().map(|e| e.case.as_str()).collect();
+    assert_eq!(
+        named,
+        BTreeSet::from([
+            "bundles/signature-untrusted-only.json",
+            "bundles/envelope-empty-keyid-bad-signature.json",
+            "bundles/checkpoint-other-key-same-name.json",
+        ])
+    );
+}
+
+/// An erratum that drifted (supersedes what the manifest does not say),
+/// names no case, names no series, or repeats a case is refused: the
+/// run never applies it silently.
+#[test]
+fn a_drifted_or_dangling_erratum_is_refused() {
+    let good = errata();
+    let first = good.errata[0].clone();
+    let refused = |errata: Vec<Erratum>, want: &str| {
+        let e = Errata {
+            errata,
+            path: "test.errata.json".into(),
+        };
+        let err = rcpt::verify::corpus::load_parts(&corpus(), &e).unwrap_err();
+        assert!(err.to_string().contains(want), "{err}");
+    };
+    let mut drifted = first.clone();
+    drifted.supersedes = Expectation {
+        expect: Outcome::Verified,
+        reason: None,
+    };
+    refused(
+        vec![drifted],
+        "but the root manifest says error [signature.untrusted]",
+    );
+    let mut dangling = first.clone();
+    dangling.case = "bundles/no-such-case.json".into();
+    refused(vec![dangling], "names no case");
+    let mut elsewhere = first.clone();
+    elsewhere.series = Some("gate".into());
+    refused(vec![elsewhere], "names no case of the series \"gate\"");
+    let mut nowhere = first.clone();
+    nowhere.series = Some("no-such-series".into());
+    refused(
+        vec![nowhere],
+        "series the corpus does not have: no-such-series",
+    );
+    // A second erratum for one case is refused when the file is read.
+    let tmp = tempfile::tempdir().unwrap();
+    let twice = tmp.path().join("twice.errata.json");
+    let text = std::fs::read_to_string(errata_path()).unwrap();
+    let mut doc: Value = serde_json::from_str(&text).unwrap();
+    let one = doc["errata"][0].clone();
+    doc["errata"].as_array_mut().unwrap().push(one);
+    std::fs::write(&twice, doc.to_string()).unwrap();
+    let err = Errata::load(&twice).unwrap_err();
+    assert!(err.to_string().contains("a second erratum"), "{err}");
+    // Applied, the good errata supersede exactly three root cases.
+    let parts = rcpt::verify::corpus::load_parts(&corpus(), &good).unwrap();
+    let superseded: Vec<(Option<String>, usize)> = parts
+        .iter()
+        .map(|p| (p.series.clone(), p.superseded))
+        .collect();
+    assert_eq!(
+        superseded.iter().map(|p| p.1).sum::<usize>(),
+        3,
+        "{superseded:?}"
+    );
+    assert_eq!(parts[0].superseded, 3);
 }

@@ -22,10 +22,12 @@
 //!   checkpoint (with and without their tree size), their envelope with its
 //!   receipt id, their inclusion proof.
 //!
-//! Each mutant must come out `failed`, except those whose checkpoint carries
-//! no well-formed signature line of the trusted log key with the original
-//! note text: no trusted key applies, so they must come out `error` (not
-//! evaluated) with reason `log.untrusted`. The test asserts which.
+//! Each mutant must come out `failed`. Those whose checkpoint carries the
+//! original note text and no well-formed signature line of the trusted log
+//! key claim the trusted origin with no trusted key of it: they must fail
+//! with reason `log.impersonation` (issue 34 defect 2: before, they were
+//! not evaluated, `log.untrusted`, and `--not-evaluated pass` let them
+//! through). The test asserts which.
 //!
 //! One mutant is equivalent and is counted apart: the checkpoint with its
 //! signature line written twice. The signed text is unchanged and both lines
@@ -69,9 +71,9 @@ const BUNDLES: &[&str] = &[
 enum Expect {
     /// A check ran and said no.
     Failed,
-    /// No trusted log key signed the (unchanged) checkpoint text: not
-    /// evaluated, reason `log.untrusted`.
-    LogUntrusted,
+    /// No trusted log key signed the (unchanged) checkpoint text of the
+    /// trusted origin: failed, reason `log.impersonation`.
+    LogImpersonation,
 }
 
 /// One mutant: what was changed, the bundle bytes, and the expectation.
@@ -439,7 +441,7 @@ fn trusted_line_key(line: &str) -> (String, Vec<u8>) {
 /// formed, and none names the trusted key: then no trusted key applies.
 fn checkpoint_expectation(mutated: &str, text: &str, trusted: &(String, Vec<u8>)) -> Expect {
     if well_formed_with_text(mutated, text) && !names_trusted_key(mutated, text, trusted) {
-        Expect::LogUntrusted
+        Expect::LogImpersonation
     } else {
         Expect::Failed
     }
@@ -493,7 +495,7 @@ fn mutants_of(base: &Value, others: &[Value]) -> (Vec<Mutant>, Vec<u8>) {
 #[test]
 fn no_mutant_of_a_verified_bundle_verifies() {
     let verifier = verifier();
-    let (mut tried, mut failed, mut untrusted) = (0usize, 0usize, 0usize);
+    let (mut tried, mut failed, mut impersonations) = (0usize, 0usize, 0usize);
     let all: Vec<Value> = BUNDLES.iter().map(|n| bundle_json(n)).collect();
     for (name, base) in BUNDLES.iter().zip(&all) {
         let base = base.clone();
@@ -516,15 +518,15 @@ fn no_mutant_of_a_verified_bundle_verifies() {
                     "{name}: mutant \"{}\" came out {got:?}",
                     mutant.what
                 ),
-                Expect::LogUntrusted => assert_eq!(
+                Expect::LogImpersonation => assert_eq!(
                     got,
-                    (Outcome::NotEvaluated, Some("log.untrusted")),
+                    (Outcome::Failed, Some("log.impersonation")),
                     "{name}: mutant \"{}\"",
                     mutant.what
                 ),
             }
             failed += usize::from(outcome == Outcome::Failed);
-            untrusted += usize::from(outcome == Outcome::NotEvaluated);
+            impersonations += usize::from(mutant.expect == Expect::LogImpersonation);
         }
         tried += mutants.len();
         assert_eq!(
@@ -533,12 +535,17 @@ fn no_mutant_of_a_verified_bundle_verifies() {
             "{name}: the signature line written twice is the same signed note"
         );
     }
-    // Every mutant was counted as failed or not evaluated: none verified.
-    assert_eq!(failed + untrusted, tried);
+    // Every mutant failed: none verified, none "not evaluated" (every
+    // mutant keeps a trusted origin or fails on the one it names).
+    assert_eq!(failed, tried);
+    assert!(
+        impersonations > 0,
+        "no checkpoint impersonation among the mutants"
+    );
     println!(
-        "mutation: {tried} mutants tried, 0 verified ({failed} failed, {untrusted} not \
-         evaluated: no trusted log key applies); {} equivalent mutants (signature line \
-         twice) verify as the reference note.Open does",
+        "mutation: {tried} mutants tried, 0 verified, {failed} failed ({impersonations} of \
+         them impersonations: the trusted origin, no trusted log key's line); {} equivalent \
+         mutants (signature line twice) verify as the reference note.Open does",
         BUNDLES.len()
     );
     // A floor, so that a generator that silently stops producing is caught.

@@ -15,6 +15,7 @@
 //! `manifest.json` and `SHA256SUMS` is a series, frozen on its own, so new
 //! cases never rewrite an old file ([`series`]).
 
+use super::errata::{Errata, Expectation};
 use super::{Gate, Outcome, Reason, Report, Verifier, VerifierError};
 use crate::digest::to_hex;
 use crate::io::{self, InputError};
@@ -45,6 +46,10 @@ pub struct Case {
     /// The gating flags the case is run with.
     #[serde(default)]
     pub gate: Option<CaseGate>,
+    /// The frozen expectation an erratum superseded (never read from a
+    /// manifest: [`super::errata`]).
+    #[serde(skip)]
+    pub superseded: Option<Expectation>,
 }
 
 /// The gating flags of one case, as `rcpt verify` would take them.
@@ -131,6 +136,14 @@ pub enum CorpusError {
     /// The trust file trusts nothing usable.
     #[error(transparent)]
     Verifier(#[from] VerifierError),
+    /// The errata file is not valid, or does not describe this corpus.
+    #[error("errata {path}: {detail}")]
+    Errata {
+        /// The errata file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
 }
 
 /// How one case came out.
@@ -162,6 +175,8 @@ pub struct CorpusResult {
     pub checksums: Vec<ChecksumMismatch>,
     /// Whether a SHA256SUMS list was present and checked.
     pub checksums_checked: usize,
+    /// How many expectations errata superseded.
+    pub superseded: usize,
 }
 
 impl CorpusResult {
@@ -204,6 +219,60 @@ pub fn load(dir: &Path) -> Result<(Manifest, Trust), CorpusError> {
         }
     }
     Ok((manifest, trust))
+}
+
+/// One part of a corpus: the root or one series, its manifest with the
+/// errata applied.
+#[derive(Clone, Debug)]
+pub struct Part {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// The series' directory name; `None` for the root.
+    pub series: Option<String>,
+    /// The manifest, errata applied.
+    pub manifest: Manifest,
+    /// The trust it names.
+    pub trust: Trust,
+    /// How many expectations errata superseded.
+    pub superseded: usize,
+}
+
+/// Load the corpus in `dir` and each of its series, `errata` applied:
+/// every erratum must name a case of a part and supersede exactly what
+/// that part's manifest says (spec/verify.md "Errata").
+pub fn load_parts(dir: &Path, errata: &Errata) -> Result<Vec<Part>, CorpusError> {
+    let bad = |detail: String| CorpusError::Errata {
+        path: errata.path.clone(),
+        detail,
+    };
+    let mut parts = vec![(dir.to_path_buf(), None)];
+    for path in series(dir)? {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        parts.push((path, name));
+    }
+    let names: Vec<String> = parts.iter().filter_map(|(_, n)| n.clone()).collect();
+    let unknown = errata.unknown_series(&names);
+    if !unknown.is_empty() {
+        return Err(bad(format!(
+            "errata name series the corpus does not have: {}",
+            unknown.join(", ")
+        )));
+    }
+    let mut out = Vec::with_capacity(parts.len());
+    for (dir, series) in parts {
+        let (mut manifest, trust) = load(&dir)?;
+        let superseded = errata
+            .apply(series.as_deref(), &mut manifest)
+            .map_err(bad)?;
+        out.push(Part {
+            dir,
+            series,
+            manifest,
+            trust,
+            superseded,
+        });
+    }
+    Ok(out)
 }
 
 /// The series of the corpus in `dir`: its subdirectories that hold their

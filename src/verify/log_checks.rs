@@ -6,6 +6,7 @@ use super::checks::{fail, name, skipped};
 use super::{CheckResult, CheckVerdict, Failure, NotEvaluated, Reason};
 use crate::bundle::RawBundle;
 use crate::digest::to_hex;
+use crate::keys::NoteVerifier;
 use crate::receipt::dsse::Envelope;
 use crate::tlog::cosig::CosigStatus;
 use crate::tlog::merkle::{self, Hash};
@@ -187,8 +188,18 @@ pub(super) fn inclusion(raw: &RawBundle, env: Option<&Envelope>, body: &Checkpoi
     }
 }
 
-/// Map the note trust rule onto a check result.
-pub(super) fn note_check(check: NoteCheck, origin: &str) -> CheckResult {
+/// At most this many of a note's signature lines are named in a message.
+const SIGNERS_NAMED: usize = 8;
+
+/// Map the note trust rule onto a check result; `keys` are the trusted
+/// log keys of `origin` (at least one: an origin nobody trusts is
+/// `log.untrusted` before the note is looked at).
+pub(super) fn note_check(
+    check: NoteCheck,
+    origin: &str,
+    keys: &[NoteVerifier],
+    note: &Note,
+) -> CheckResult {
     match check {
         NoteCheck::Verified { .. } => Ok(CheckVerdict::Pass),
         NoteCheck::Failed { name, key_hash } => fail(
@@ -198,9 +209,38 @@ pub(super) fn note_check(check: NoteCheck, origin: &str) -> CheckResult {
                 to_hex(&key_hash)
             ),
         ),
-        NoteCheck::NotEvaluated => Err(NotEvaluated {
-            reason: Reason::LogUntrusted,
-            detail: format!("no trusted key for origin \"{origin}\" signed this checkpoint"),
-        }),
+        NoteCheck::NotEvaluated => {
+            let trusted: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}+{}", k.name, to_hex(&k.key_hash)))
+                .collect();
+            let mut lines: Vec<String> = note
+                .signatures
+                .iter()
+                .take(SIGNERS_NAMED)
+                .map(|s| format!("{:?}+{}", s.name, to_hex(&s.key_hash)))
+                .collect();
+            if note.signatures.len() > SIGNERS_NAMED {
+                lines.push(format!(
+                    "and {} more",
+                    note.signatures.len() - SIGNERS_NAMED
+                ));
+            }
+            fail(
+                Reason::LogImpersonation,
+                format!(
+                    "the checkpoint claims the origin {origin:?} but no signature verifies \
+                     under its keys (trusted log keys: {}; the note's signature lines: {}): an \
+                     impersonation, not an unknown log. Do not add the signing key: the trust \
+                     set names another key for {origin:?}",
+                    trusted.join(", "),
+                    if lines.is_empty() {
+                        "none".to_string()
+                    } else {
+                        lines.join(", ")
+                    }
+                ),
+            )
+        }
     }
 }

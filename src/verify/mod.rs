@@ -14,6 +14,7 @@
 mod checks;
 mod consistency;
 pub mod corpus;
+pub mod errata;
 mod log_checks;
 pub mod mirror;
 mod payload_checks;

@@ -1086,16 +1086,22 @@ def cmd_check_log(a) -> int:
 class Trust:
     issuers: dict[str, bytes]  # keyid -> raw pub
     logs: list[Verifier]
+    names: set[str] = field(default_factory=set)  # issuer names bound to a trusted key
 
 
 def load_trust(path) -> Trust:
     t = json_strict(Path(path).read_bytes())
-    issuers = {}
+    issuers, names = {}, set()
     for i in t.get("issuers", []):
-        pub = b64d(i["public_key"], "issuer public_key")
+        if "verifier_key" in i:
+            v = parse_vkey(i["verifier_key"])
+            name, pub = v.name, v.pub
+        else:
+            name, pub = i["name"], b64d(i["public_key"], "issuer public_key")
         issuers[keyid_of(pub)] = pub
+        names.add(name)
     logs = [parse_vkey(x["verifier_key"]) for x in t.get("logs", [])]
-    return Trust(issuers, logs)
+    return Trust(issuers, logs, names)
 
 
 @dataclass
@@ -1234,16 +1240,22 @@ def verify_bundle_bytes(data: bytes, trust: Trust) -> Outcome:
     if pt is not None:
         # 4: signature rule
         st = signature_check(pt, payload, sigs, trust.issuers)
-        add("signature", st, {"fail": "signature.invalid", "not-evaluated": "signature.untrusted"}.get(st, ""))
-        # 5-11: payload
+        # 5-11: payload (decoded first: a forgery is judged by the name it claims)
         try:
             value = cbor_decode(payload)
-            add("payload.canonical", "pass")
+            canonical = ("pass", "")
         except RefError as e:
-            add("payload.canonical", "fail",
-                "payload.non_canonical" if e.code in CBOR_NON_CANONICAL else "payload.malformed")
+            canonical = ("fail", "payload.non_canonical" if e.code in CBOR_NON_CANONICAL else "payload.malformed")
             print(f"  payload: {e}")
             value = None
+        sig_reason = {"fail": "signature.invalid", "not-evaluated": "signature.untrusted"}.get(st, "")
+        # issue 34 defect 2: nothing verified, and the v1 receipt claims an issuer
+        # name the trust binds to its own keys: an impersonation, failed.
+        if (st == "not-evaluated" and isinstance(value, dict) and value.get("version") == 1
+                and isinstance(value.get("issuer"), str) and value["issuer"] in trust.names):
+            st, sig_reason = "fail", "signature.impersonation"
+        add("signature", st, sig_reason)
+        add("payload.canonical", *canonical)
         if value is not None:
             if isinstance(value, dict) and _is_int(value.get("version")) and value["version"] != 1:
                 add("payload.schema", "not-evaluated", "payload.version_unsupported")
@@ -1273,7 +1285,11 @@ def verify_bundle_bytes(data: bytes, trust: Trust) -> Outcome:
             add("checkpoint.signature", "not-evaluated", "log.untrusted")
         else:
             c = note_check(note, keys)
-            add("checkpoint.signature", c, {"fail": "checkpoint.signature_invalid", "not-evaluated": "log.untrusted"}.get(c, ""))
+            # an origin the trust names, no key of it signed: an impersonation, failed
+            if c == "not-evaluated":
+                add("checkpoint.signature", "fail", "log.impersonation")
+            else:
+                add("checkpoint.signature", c, {"fail": "checkpoint.signature_invalid"}.get(c, ""))
         if cp.origin != log["origin"]:
             add("checkpoint.match", "fail", "checkpoint.origin_mismatch")
         elif cp.size != log["tree_size"]:
@@ -1341,6 +1357,7 @@ REASON_CODES = {
     "invariant.reversibility", "invariant.verdict", "invariant.applied", "invariant.read_set",
     "invariant.replay", "receipt_id.mismatch", "receipt_id.malformed", "checkpoint.malformed",
     "checkpoint.signature_invalid", "log.untrusted", "checkpoint.origin_mismatch",
+    "signature.impersonation", "log.impersonation",
     "checkpoint.size_mismatch", "inclusion.malformed", "inclusion.invalid",
 }
 
@@ -1350,7 +1367,18 @@ def cmd_verify_corpus(a) -> int:
     d = Path(a.dir)
     manifest = json_strict((d / "manifest.json").read_bytes())
     trust = load_trust(d / manifest["trust"])
+    # Errata beside the corpus (spec/verify.md "Errata"): each supersedes
+    # exactly what the frozen manifest says, or the run disagrees.
+    errata_path = d.with_name(d.name + ".errata.json")
+    errata = json_strict(errata_path.read_bytes())["errata"] if errata_path.exists() else []
+    by_case = {e["case"]: e for e in errata if not e.get("series")}
     for case in manifest["cases"]:
+        e = by_case.pop(case["file"], None)
+        if e is not None:
+            rep.cmp(f"{case['file']}: erratum supersedes the manifest",
+                    e["supersedes"] == {"expect": case["expect"], "reason": case.get("reason")},
+                    f"erratum {e['supersedes']}, manifest {case['expect']}/{case.get('reason')}")
+            case = dict(case, expect=e["now"]["expect"], reason=e["now"]["reason"])
         f = d / case["file"]
         try:
             data = f.read_bytes()
@@ -1369,6 +1397,7 @@ def cmd_verify_corpus(a) -> int:
         if o.outcome == "verified":
             rep.cmp(f"{case['file']}: no reason when verified", not case.get("reason"))
         print(f"  {case['file']}: manifest {case['expect']}/{case.get('reason')}, ours {o.outcome}/{o.reasons}")
+    rep.cmp("every erratum names a case", not by_case, f"unknown: {sorted(by_case)}")
     return rep.finish("verify-corpus")
 
 
@@ -1460,8 +1489,12 @@ def cmd_make_bundles(a) -> int:
     nc = _cbor_head(5, len(base)) + b"".join(cbor_encode(k) + cbor_encode(base[k]) for k in base)
     assert nc != cbor_encode(base)
     special("payload-non-canonical", nc, [(issuer, kid)], 1)
-    special("issuer-untrusted", cbor_encode(sample_payload(1)), [(stranger, skid)], 3)
-    special("issuer-empty-keyid-untrusted", cbor_encode(sample_payload(2)), [(stranger, "")], 3)
+    # a trusted issuer name signed only by another key: an impersonation (1)
+    special("issuer-untrusted", cbor_encode(sample_payload(1)), [(stranger, skid)], 1)
+    special("issuer-empty-keyid-untrusted", cbor_encode(sample_payload(2)), [(stranger, "")], 1)
+    # a name nobody trusts: not evaluated (3)
+    special("issuer-name-untrusted", cbor_encode(dict(sample_payload(6), issuer="stranger.example")),
+            [(stranger, skid)], 3)
     special("issuer-empty-keyid-trusted", cbor_encode(sample_payload(3)), [(issuer, "")], 0)
     special("issuer-trusted-plus-unknown", cbor_encode(sample_payload(4)), [(stranger, skid), (issuer, kid)], 0)
     special("issuer-trusted-keyid-wrong-key", cbor_encode(sample_payload(5)), [(stranger, kid)], 1)
@@ -1557,9 +1590,10 @@ def cmd_make_bundles(a) -> int:
     mut("checkpoint-no-signature-lines", lambda b: b["log"].update(checkpoint=text + "\n\n"))
     mut("checkpoint-101-lines", lambda b: b["log"].update(
         checkpoint=cp + "".join(f"\u2014 grease{j} {b64e(sha256(bytes([j]))[:4] + bytes(64))}\n" for j in range(100))))
-    # re-signed by a key the trust file does not hold: not evaluated (3)
+    # re-signed under the trusted origin by a key the trust file does not hold:
+    # an impersonation (1)
     mut("checkpoint-key-untrusted", lambda b: b["log"].update(
-        checkpoint=sign_note(checkpoint_text(ORIGIN, size, root), [(ORIGIN, stranger)])), 3)
+        checkpoint=sign_note(checkpoint_text(ORIGIN, size, root), [(ORIGIN, stranger)])), 1)
     # re-signed by another key but claiming the trusted key hash: refused (1)
     forged = sign_note(checkpoint_text(ORIGIN, size, root), [(ORIGIN, stranger)])
     fsig = base64.b64decode(forged.rstrip("\n").rsplit(" ", 1)[1])

@@ -52,13 +52,24 @@ impl Verifier {
                 ),
             })
         } else {
-            note_check(note::check(&note, &keys), origin)
+            note_check(note::check(&note, &keys), origin, &keys, &note)
         };
         let body = Checkpoint::parse(&note.text).map_err(|e| Failure {
             reason: Reason::CheckpointMalformed,
             detail: format!("checkpoint body: {e}"),
         });
-        let witnesses = self.policy.as_ref().map(|p| witnesses_check(p, &note));
+        // A checkpoint check 13 failed (an impersonation among them: the
+        // policy's logs are trusted log keys) leaves check 13w nothing to
+        // add: not run, never a second "not evaluated".
+        let witnesses = self
+            .policy
+            .as_ref()
+            .map(|p| match witnesses_check(p, &note) {
+                Err(e) if e.reason == Reason::LogUntrusted && signature_failed(&signature) => {
+                    Err(skipped(name::CHECKPOINT_SIGNATURE))
+                }
+                w => w,
+            });
         VerifiedCheckpoint {
             signature,
             witnesses,
@@ -211,4 +222,9 @@ fn cache_key(origin: &str, text: &str) -> [u8; 32] {
     h.update(origin.as_bytes());
     h.update(text.as_bytes());
     h.finalize().into()
+}
+
+/// Whether a check result is a failure.
+fn signature_failed(result: &CheckResult) -> bool {
+    matches!(result, Ok(CheckVerdict::Fail(_)))
 }

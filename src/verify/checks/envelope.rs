@@ -67,16 +67,58 @@ impl Verifier {
                      the envelope was altered or signed by another key"
                 ),
             ),
-            SignatureCheck::NotEvaluated => Err(NotEvaluated {
-                reason: Reason::SignatureUntrusted,
-                detail: format!(
-                    "no signature is by a trusted issuer key (keyids: {}): add the issuer's \
-                     public key with --issuer-key or to the trust file{}",
-                    keyid_list(env),
-                    self.log_key_as_issuer_hint(env)
-                ),
-            }),
+            SignatureCheck::NotEvaluated => match receipt {
+                Some(r) if self.names_trusted(&r.issuer) => self.impersonation(env, &r.issuer),
+                _ => Err(NotEvaluated {
+                    reason: Reason::SignatureUntrusted,
+                    detail: format!(
+                        "no signature is by a trusted issuer key (keyids: {}){}: add the \
+                         issuer's public key with --issuer-key or to the trust file if you \
+                         trust it{}",
+                        keyid_list(env),
+                        receipt
+                            .map(|r| format!(
+                                ", and no key is trusted for the issuer {:?}",
+                                r.issuer
+                            ))
+                            .unwrap_or_default(),
+                        self.log_key_as_issuer_hint(env)
+                    ),
+                }),
+            },
         }
+    }
+
+    /// Whether some trusted issuer key is bound to `issuer`.
+    fn names_trusted(&self, issuer: &str) -> bool {
+        self.issuer_names
+            .iter()
+            .any(|(_, n)| n.as_deref() == Some(issuer))
+    }
+
+    /// Nothing verified, and the payload claims a name the trust set binds
+    /// to its own keys: a forgery (the monitor's `receipt.impersonation`),
+    /// failed. The hint never suggests trusting the signing key: the trust
+    /// set already names another key for this name.
+    fn impersonation(&self, env: &Envelope, issuer: &str) -> CheckResult {
+        let mut trusted: Vec<&str> = self
+            .issuer_names
+            .iter()
+            .filter(|(_, n)| n.as_deref() == Some(issuer))
+            .map(|(k, _)| k.as_str())
+            .collect();
+        trusted.dedup();
+        fail(
+            Reason::SignatureImpersonation,
+            format!(
+                "the receipt claims the issuer {issuer:?} but no signature verifies under its \
+                 keys (trusted keyids: {}; the envelope's keyids: {}): an impersonation, not an \
+                 unknown issuer. Do not add the signing key: the trust set names another key \
+                 for {issuer:?}",
+                trusted.join(", "),
+                keyid_list(env)
+            ),
+        )
     }
 
     /// When an envelope's keyid is that of a trusted log key, say so: the

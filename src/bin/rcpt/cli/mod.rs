@@ -12,6 +12,7 @@ use rcpt::io::{InputError, OutputError, Source, Target};
 use std::io::Write;
 use std::process::ExitCode;
 
+mod corpus;
 mod gate;
 mod key;
 mod keyarg;

@@ -12,11 +12,9 @@ use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_POLICY_BYTES, MAX_P
 use rcpt::receipt::require::{self, Requirements, VerdictArm};
 use rcpt::tlog::policy::TlogPolicy;
 use rcpt::trust::Trust;
-use rcpt::verify::corpus::{self, CorpusResult};
 use rcpt::verify::report::{Format, Rendered, Renderer};
 use rcpt::verify::{ConsistencyInput, Gate, Outcome, Summary, Verifier};
-use std::io::{BufReader, Write};
-use std::path::Path;
+use std::io::BufReader;
 
 /// Bundles verified in parallel per chunk; memory is bounded by the
 /// chunk being verified, the one being read and `READ_AHEAD` queued.
@@ -107,6 +105,10 @@ pub struct VerifyArgs {
         "fresh", "not_evaluated", "policy"
     ])]
     pub corpus: Option<std::path::PathBuf>,
+    /// With --corpus: the errata file of expectations superseded since the corpus was frozen
+    /// (default: DIR.errata.json beside DIR, when it exists).
+    #[arg(long, value_name = "FILE", requires = "corpus")]
+    pub errata: Option<std::path::PathBuf>,
     /// Require the verdict to be this arm (repeat: any of them); else failed `policy.verdict`.
     #[arg(long = "require-verdict", value_name = "ARM", value_parser = parse_arm)]
     pub require_verdict: Vec<VerdictArm>,
@@ -356,7 +358,7 @@ fn check_bundle_paths(bundles: &[Source]) -> anyhow::Result<Vec<RegularPath>> {
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
     if let Some(dir) = &args.corpus {
-        return run_corpus(dir);
+        return super::corpus::run(dir, args.errata.as_deref());
     }
     let sources = args
         .bundles
@@ -609,84 +611,4 @@ impl Iterator for StdinBundles {
             StdinBundles::Done => None,
         }
     }
-}
-
-/// `--corpus DIR`: every case of DIR and of each of its series must come
-/// out as its manifest says, and every checksum must hold.
-fn run_corpus(dir: &Path) -> anyhow::Result<u8> {
-    let mut all_matched = true;
-    let series =
-        corpus::series(dir).map_err(|e| UsageError(super::render_error(&anyhow::Error::new(e))))?;
-    for (i, part) in std::iter::once(dir.to_path_buf()).chain(series).enumerate() {
-        let result = run_one_corpus(&part)?;
-        let mut out = std::io::stdout().lock();
-        if i > 0 {
-            writeln!(out, "\n== series {}", part.display())?;
-        }
-        print_corpus(&result, &mut out)?;
-        all_matched &= result.all_matched();
-    }
-    Ok(if all_matched { EXIT_OK } else { EXIT_FAILED })
-}
-
-/// One corpus directory (the root, or one series).
-fn run_one_corpus(dir: &Path) -> anyhow::Result<CorpusResult> {
-    let (manifest, trust) =
-        corpus::load(dir).map_err(|e| UsageError(super::render_error(&anyhow::Error::new(e))))?;
-    let verifier = Verifier::new(trust.clone(), None).map_err(|e| UsageError(e.to_string()))?;
-    let (checksums, checksums_checked) = corpus::check_sums(dir)
-        .with_context(|| format!("checking {}/SHA256SUMS", dir.display()))?;
-    let cases = manifest
-        .cases
-        .par_iter()
-        .map(|c| corpus::run_case(dir, &trust, &verifier, c))
-        .collect();
-    Ok(CorpusResult {
-        cases,
-        checksums,
-        checksums_checked,
-    })
-}
-
-/// One line per case, the checksum problems, and a summary.
-fn print_corpus(result: &CorpusResult, out: &mut impl Write) -> std::io::Result<()> {
-    let mut outcomes = Summary::default();
-    for r in &result.cases {
-        outcomes.add(r.report.outcome());
-        let got = format!(
-            "{} [{}]",
-            r.report.outcome().as_str(),
-            r.report.primary_reason().map_or("-", |r| r.as_str())
-        );
-        if r.matched {
-            writeln!(out, "ok        {:<48} {got}", r.case.file)?;
-        } else {
-            let want = format!(
-                "{} [{}]",
-                r.case.expect.as_str(),
-                r.case.reason.map_or("-", |r| r.as_str())
-            );
-            writeln!(
-                out,
-                "MISMATCH  {:<48} expected {want}, got {got}",
-                r.case.file
-            )?;
-        }
-    }
-    for m in &result.checksums {
-        writeln!(out, "CHANGED   {:<48} {}", m.file, m.detail)?;
-    }
-    let matched = result.cases.iter().filter(|c| c.matched).count();
-    writeln!(
-        out,
-        "corpus: {} cases, {matched} as expected, {} not ({} verified, {} failed, {} not evaluated); \
-         SHA256SUMS: {} files checked, {} changed",
-        result.cases.len(),
-        result.cases.len() - matched,
-        outcomes.verified,
-        outcomes.failed,
-        outcomes.not_evaluated,
-        result.checksums_checked,
-        result.checksums.len()
-    )
 }
