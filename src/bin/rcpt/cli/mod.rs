@@ -53,6 +53,29 @@ pub enum LineFormat {
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// A command of the `net` feature, called in a build without it: hidden,
+/// it takes any arguments (`--help` too) and says what this build lacks,
+/// rather than clap's "did you mean" another command.
+#[cfg(not(feature = "net"))]
+#[derive(clap::Args, Debug)]
+#[command(disable_help_flag = true)]
+pub struct WithoutNet {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    _args: Vec<String>,
+}
+
+#[cfg(not(feature = "net"))]
+impl WithoutNet {
+    /// The bad invocation: `command` (e.g. "log serve") is not in this build.
+    pub fn refuse(&self, command: &str) -> anyhow::Result<u8> {
+        Err(UsageError(format!(
+            "this build has no `rcpt {command}` (built without the net feature: \
+             cargo build --features net)"
+        ))
+        .into())
+    }
+}
+
 /// Standard input named more than once in one command.
 #[derive(Debug, thiserror::Error)]
 #[error("standard input ('-') is named {0} times: it can be read once per command")]

@@ -72,6 +72,9 @@ pub enum WitnessCommand {
         #[arg(long)]
         key: Option<PathBuf>,
     },
+    #[cfg(not(feature = "net"))]
+    #[command(hide = true)]
+    Serve(crate::cli::WithoutNet),
 }
 
 pub fn run(cmd: WitnessCommand) -> anyhow::Result<u8> {
@@ -99,6 +102,8 @@ pub fn run(cmd: WitnessCommand) -> anyhow::Result<u8> {
         ),
         #[cfg(feature = "net")]
         WitnessCommand::Serve { dir, listen, key } => serve(&dir, &listen, key.as_deref()),
+        #[cfg(not(feature = "net"))]
+        WitnessCommand::Serve(w) => w.refuse("witness serve"),
     }
 }
 

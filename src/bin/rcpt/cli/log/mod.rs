@@ -180,6 +180,15 @@ pub enum LogCommand {
     /// Copy a served log's public files, checked, into a local directory.
     #[cfg(feature = "net")]
     Mirror(mirror::MirrorArgs),
+    #[cfg(not(feature = "net"))]
+    #[command(hide = true)]
+    Serve(crate::cli::WithoutNet),
+    #[cfg(not(feature = "net"))]
+    #[command(hide = true)]
+    Submit(crate::cli::WithoutNet),
+    #[cfg(not(feature = "net"))]
+    #[command(hide = true)]
+    Mirror(crate::cli::WithoutNet),
     /// Watch a log: check that it only grows, check every entry, report what concerns you.
     Monitor(Box<monitor::MonitorArgs>),
 }
@@ -407,6 +416,12 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
         LogCommand::Submit(args) => submit::submit(args),
         #[cfg(feature = "net")]
         LogCommand::Mirror(args) => mirror::mirror(args),
+        #[cfg(not(feature = "net"))]
+        LogCommand::Serve(w) => w.refuse("log serve"),
+        #[cfg(not(feature = "net"))]
+        LogCommand::Submit(w) => w.refuse("log submit"),
+        #[cfg(not(feature = "net"))]
+        LogCommand::Mirror(w) => w.refuse("log mirror"),
         LogCommand::Monitor(args) => monitor::run(*args),
     }
 }
