@@ -246,6 +246,46 @@ fn keys_on_the_command_line_instead_of_a_trust_file() {
         .code(3);
 }
 
+/// The log's own key given as an issuer key is named as the log's key
+/// (bad invocation), by the key or by its name, in whichever order the
+/// flags come; not a verification result.
+#[test]
+fn the_logs_key_given_as_an_issuer_key_is_named_as_the_logs() {
+    let log_key = corpus().join("keys/log.vkey");
+    let text = std::fs::read_to_string(&log_key).unwrap();
+    let origin = text.split('+').next().unwrap().to_string();
+    let issuer = show(
+        &corpus().join("keys/issuer.pub"),
+        "gate.example/frozen",
+        "verifier key",
+    );
+    // The issuer's key under the log's name: a log key by its name.
+    let named_as_log = show(&corpus().join("keys/issuer.pub"), &origin, "verifier key");
+    for issuer_args in [
+        vec![
+            "--issuer-key-file".to_string(),
+            log_key.display().to_string(),
+        ],
+        vec!["--issuer-key".to_string(), text.trim().to_string()],
+        vec!["--issuer-key".to_string(), named_as_log],
+    ] {
+        let out = rcpt()
+            .arg("verify")
+            .args(&issuer_args)
+            .args(["--issuer-key", &issuer])
+            .arg("--log-key-file")
+            .arg(&log_key)
+            .arg(bundle("verdict-escalate"))
+            .assert()
+            .code(2);
+        let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        assert!(
+            err.contains(&format!("is the log's key ({origin}), not an issuer's")),
+            "{issuer_args:?}: {err}"
+        );
+    }
+}
+
 #[test]
 fn json_format_lists_every_check() {
     let out = verify(&[

@@ -228,30 +228,54 @@ fn load_trust(args: &VerifyArgs) -> anyhow::Result<Trust> {
         }
         None => Trust::default(),
     };
-    let issuers = args
-        .issuer_keys
-        .iter()
-        .map(|t| keyarg::from_text("--issuer-key", t));
-    let issuers = issuers.chain(
-        args.issuer_key_files
-            .iter()
-            .map(|f| keyarg::from_file("--issuer-key-file", f)),
-    );
-    for parsed in issuers {
-        // A key without a name binds none (spec/gate.md "Issuer binding").
-        let parsed = parsed?;
-        match parsed.name {
-            Some(name) => trust.add_issuer(&name, parsed.key),
-            None => trust.add_unnamed_issuer(parsed.key),
-        }
-    }
+    // Log keys first: an issuer key that is one of them is named as such.
     for text in &args.log_keys {
         trust.add_log(keyarg::log_key("--log-key", Some(text), None)?);
     }
     for source in &args.log_key_files {
         trust.add_log(keyarg::log_key("--log-key", None, Some(source))?);
     }
+    let issuers = args.issuer_keys.iter().map(|t| {
+        let what = format!("--issuer-key \"{t}\"");
+        (what, keyarg::from_text("--issuer-key", t))
+    });
+    let issuers = issuers.chain(args.issuer_key_files.iter().map(|f| {
+        let what = format!("--issuer-key-file {f}");
+        (what, keyarg::from_file("--issuer-key-file", f))
+    }));
+    for (what, parsed) in issuers {
+        let parsed = parsed?;
+        refuse_a_log_key(&trust, &what, &parsed)?;
+        // A key without a name binds none (spec/gate.md "Issuer binding").
+        match parsed.name {
+            Some(name) => trust.add_issuer(&name, parsed.key),
+            None => trust.add_unnamed_issuer(parsed.key),
+        }
+    }
     Ok(trust)
+}
+
+/// An issuer key that is a log's key (the same key, or a verifier key
+/// named with a trusted log's origin) is a mix-up, said as such: a log key
+/// signs checkpoints, never receipts (spec/keys.md "Giving a key").
+fn refuse_a_log_key(
+    trust: &Trust,
+    what: &str,
+    parsed: &rcpt::keys::PublicKeyText,
+) -> anyhow::Result<()> {
+    let log = trust
+        .logs
+        .iter()
+        .find(|l| l.key == parsed.key || parsed.name.as_deref() == Some(l.name.as_str()));
+    match log {
+        Some(log) => Err(UsageError(format!(
+            "{what} is the log's key ({}), not an issuer's: give the key that signed the \
+             receipts (the issuer's .vkey) as the issuer key, and the log's with --log-key-file",
+            log.name
+        ))
+        .into()),
+        None => Ok(()),
+    }
 }
 
 /// `--policy FILE`, read (capped) and parsed: any problem is a bad invocation.
