@@ -3,6 +3,7 @@
 //! library never chooses stdout or an exit status.
 
 use super::{Check, CheckVerdict, Outcome, Reason, Report, Summary};
+use crate::text::Escaped;
 use serde_json::json;
 use std::io::{self, Write};
 
@@ -159,8 +160,8 @@ fn human(out: &mut impl Write, file: &str, report: &Report) -> io::Result<()> {
         Outcome::NotEvaluated => "ERROR   ",
     };
     match &report.receipt_id {
-        Some(id) => writeln!(out, "{word} {file}  {id}")?,
-        None => writeln!(out, "{word} {file}")?,
+        Some(id) => writeln!(out, "{word} {}  {}", Escaped(file), Escaped(id))?,
+        None => writeln!(out, "{word} {}", Escaped(file))?,
     }
     // A change applied with no inverse stored cannot be undone: say so
     // where a person reads the result.
@@ -175,7 +176,7 @@ fn human(out: &mut impl Write, file: &str, report: &Report) -> io::Result<()> {
         }
     }
     if let Some(d) = report.summary.as_ref().and_then(|p| p.decision.as_ref()) {
-        writeln!(out, "    note: {d}")?;
+        writeln!(out, "    note: {}", Escaped(d))?;
     }
     for check in &report.checks {
         // Skipped checks follow from a problem already listed: keep the output short.
@@ -188,9 +189,14 @@ fn human(out: &mut impl Write, file: &str, report: &Report) -> io::Result<()> {
                 "not evaluated"
             };
             if reason.as_str() == check.name {
-                writeln!(out, "    {tag} [{reason}]: {detail}")?;
+                writeln!(out, "    {tag} [{reason}]: {}", Escaped(detail))?;
             } else {
-                writeln!(out, "    {tag} {} [{reason}]: {detail}", check.name)?;
+                writeln!(
+                    out,
+                    "    {tag} {} [{reason}]: {}",
+                    check.name,
+                    Escaped(detail)
+                )?;
             }
         }
     }
