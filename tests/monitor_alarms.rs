@@ -227,3 +227,49 @@ fn a_log_alarm_repeated_every_round_is_one_alarm() {
     assert_eq!(monitor_dir(&small, &state, &[]).code, 1);
     assert_eq!(monitor_dir(&big, &state, &[]).code, 0);
 }
+
+#[test]
+fn alarms_and_acks_are_never_read_or_written_through_a_planted_link() {
+    let s = scene();
+    let state = s.tmp.path().join("state");
+    let w = s.watch.to_str().unwrap();
+    assert_eq!(monitor_dir(&s.log, &state, &["--watch", w]).code, 1);
+    let (code, _, _) = ack(&state, &["--all", "--note", "first"]);
+    assert_eq!(code, 0);
+    let outside = s.tmp.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("keep.json"), b"{}").unwrap();
+    let listing = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    for planted in ["alarms", "acks"] {
+        let at = state.join(planted);
+        let kept = s.tmp.path().join(format!("kept-{planted}"));
+        std::fs::rename(&at, &kept).unwrap();
+        std::os::unix::fs::symlink(&outside, &at).unwrap();
+        // A new alarm to record, then an ack: both refuse the link.
+        append(&s.log, &[entry(60, "gate-a", &change(60), &key(9))]);
+        let run = monitor_dir(&s.log, &state, &["--watch", w]);
+        assert_ne!(run.code, 0, "{planted}: {run:?}");
+        assert!(
+            run.stderr.contains("symbolic link"),
+            "{planted}: {}",
+            run.stderr
+        );
+        let (code, _, stderr) = ack(&state, &["--all", "--note", "through a link"]);
+        assert_ne!(code, 0, "{planted}: {stderr}");
+        assert!(stderr.contains("symbolic link"), "{planted}: {stderr}");
+        assert_eq!(
+            listing(&outside),
+            ["keep.json"],
+            "{planted}: outside untouched"
+        );
+        std::fs::remove_file(&at).unwrap();
+        std::fs::rename(&kept, &at).unwrap();
+    }
+}

@@ -497,6 +497,39 @@ mod tests {
         }
     }
 
+    /// Peer text (a detail quoting a receipt, its decision, the file name)
+    /// is escaped in the human report: every line is one of the report's,
+    /// and no control or bidirectional override reaches the terminal.
+    #[test]
+    fn the_human_report_escapes_peer_text() {
+        let mut report = reports().swap_remove(1);
+        if let Some(p) = report.summary.as_mut() {
+            p.decision = Some("escalated\nVERIFIED forged.json\u{1b}[2J\u{202e}".into());
+        }
+        let part = Rendered::new(Format::Human, "x\ny.json", &report).unwrap();
+        let text = String::from_utf8(part.bytes).unwrap();
+        for line in text.lines() {
+            assert!(
+                line.starts_with("FAILED   x\\ny.json") || line.starts_with("    "),
+                "{text}"
+            );
+            assert!(
+                !line
+                    .contains(|c: char| c.is_control()
+                        || matches!(c, '\u{2028}' | '\u{202a}'..='\u{202e}')),
+                "{line:?}"
+            );
+        }
+        assert!(
+            text.contains("note: escalated\\nVERIFIED forged.json\\e[2J\\u{202e}"),
+            "{text}"
+        );
+        assert!(
+            text.contains("line\\nbreak\\t\"quoted\" \\\\ \\x7f\\u{2028}"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn pushed_parts_are_the_bundle_output() {
         for format in [Format::Human, Format::Json, Format::Junit] {
