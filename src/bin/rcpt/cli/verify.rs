@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use rcpt::io::{InputError, LineReader, RegularPath, Source};
 use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_POLICY_BYTES, MAX_PROOF_FILE_BYTES};
 use rcpt::receipt::require::{self, Requirements, VerdictArm};
+use rcpt::text::escape;
 use rcpt::tlog::policy::TlogPolicy;
 use rcpt::trust::Trust;
 use rcpt::verify::corpus::{self, CorpusResult};
@@ -659,7 +660,7 @@ fn print_corpus(result: &CorpusResult, out: &mut impl Write) -> std::io::Result<
             r.report.primary_reason().map_or("-", |r| r.as_str())
         );
         if r.matched {
-            writeln!(out, "ok        {:<48} {got}", r.case.file)?;
+            writeln!(out, "ok        {:<48} {got}", escape(&r.case.file))?;
         } else {
             let want = format!(
                 "{} [{}]",
@@ -669,12 +670,17 @@ fn print_corpus(result: &CorpusResult, out: &mut impl Write) -> std::io::Result<
             writeln!(
                 out,
                 "MISMATCH  {:<48} expected {want}, got {got}",
-                r.case.file
+                escape(&r.case.file)
             )?;
         }
     }
     for m in &result.checksums {
-        writeln!(out, "CHANGED   {:<48} {}", m.file, m.detail)?;
+        writeln!(
+            out,
+            "CHANGED   {:<48} {}",
+            escape(&m.file),
+            escape(&m.detail)
+        )?;
     }
     let matched = result.cases.iter().filter(|c| c.matched).count();
     writeln!(

@@ -467,7 +467,8 @@ fn print_summary(r: &RoundReport, earlier: usize, took: Duration) {
         line.push_str("; stopped by a signal, state saved");
     }
     if let Some(e) = &r.error {
-        line.push_str(&format!("; incomplete: {}", rcpt::io::error_chain(e)));
+        let why = rcpt::io::error_chain(e);
+        line.push_str(&format!("; incomplete: {}", rcpt::text::Escaped(&why)));
     }
     let _ = writeln!(std::io::stderr(), "{line}");
 }
