@@ -515,3 +515,20 @@ fn stop_flag() -> Arc<AtomicBool> {
     }
     flag
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Cow, HOOK_ENV_MAX_BYTES, env_value};
+
+    #[test]
+    fn hook_values_the_environment_cannot_hold_are_escaped_and_cut() {
+        assert!(matches!(env_value("gate-a\nx"), Cow::Borrowed("gate-a\nx")));
+        assert_eq!(env_value("a\0b"), "a\\x00b");
+        let long = "é".repeat(HOOK_ENV_MAX_BYTES);
+        let shown = env_value(&long);
+        assert!(shown.len() <= HOOK_ENV_MAX_BYTES && shown.ends_with("..."));
+        assert!(long.starts_with(shown.trim_end_matches("...")));
+        let exact = "x".repeat(HOOK_ENV_MAX_BYTES);
+        assert!(matches!(env_value(&exact), Cow::Borrowed(_)));
+    }
+}
