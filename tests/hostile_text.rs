@@ -34,8 +34,8 @@ const HOSTILE: [&str; 10] = [
     "gate-x\\nnot a newline",
 ];
 
-/// A receipt entry claiming `issuer` (any text), signed by `signer`.
-fn entry_by(n: u64, issuer: &str, signer: &rcpt::keys::SigningKey) -> Vec<u8> {
+/// A receipt envelope claiming `issuer` (any text), signed by `signer`.
+fn envelope_by(n: u64, issuer: &str, signer: &rcpt::keys::SigningKey) -> Envelope {
     let json = json!({
         "version": 1, "issuer": issuer, "issued_at": n, "substrate": "git",
         "change_id": change(n), "inverse_delta_id": null, "reversibility": null,
@@ -44,7 +44,12 @@ fn entry_by(n: u64, issuer: &str, signer: &rcpt::keys::SigningKey) -> Vec<u8> {
     });
     let payload = rcpt::receipt::payload_from_json(json.to_string().as_bytes())
         .unwrap_or_else(|e| panic!("{issuer:?}: {e}"));
-    Envelope::sign(RECEIPT_PAYLOAD_TYPE, payload.bytes, signer).to_entry()
+    Envelope::sign(RECEIPT_PAYLOAD_TYPE, payload.bytes, signer)
+}
+
+/// Its log entry.
+fn entry_by(n: u64, issuer: &str, signer: &rcpt::keys::SigningKey) -> Vec<u8> {
+    envelope_by(n, issuer, signer).to_entry()
 }
 
 /// A log of one receipt per hostile issuer, each signed by the watched
@@ -171,4 +176,27 @@ fn the_hook_runs_for_a_nul_issuer_and_its_event_file_holds_the_exact_text() {
     // Nothing repeats: the next round has no new event.
     let again = monitor_dir(&log, &state, &args);
     assert_eq!(again.indexes(), Vec::<u64>::new(), "{again:?}");
+}
+
+#[test]
+fn receipt_inspect_shows_every_hostile_issuer_escaped_on_its_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (n, issuer) in (0u64..).zip(HOSTILE) {
+        let file = tmp.path().join(format!("{n}.json"));
+        std::fs::write(&file, envelope_by(n, issuer, &key(1)).to_json()).unwrap();
+        let out = std::process::Command::new(support::bin())
+            .args(["receipt", "inspect"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(out.status.success(), "{text}");
+        assert!(!text.contains(forbidden), "{issuer:?}: {text:?}");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("  issuer: "))
+            .unwrap_or_else(|| panic!("{text}"));
+        // One line, the payload's fields after it as they were.
+        assert!(text.contains(&format!("{line}\n  policy_id: ")), "{text}");
+    }
 }
