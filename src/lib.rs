@@ -14,7 +14,7 @@
 //!
 //! 1. **Shared basics**: [`constants`], [`digest`], [`io`] (the one reader
 //!    and the one atomic writer), [`keys`], [`limits`], [`reason`],
-//!    [`strictjson`].
+//!    [`strictjson`], [`text`] (peer text escaped for printing).
 //! 2. **The receipt** ([`receipt`]: the payload model, `canonical`, `dsse`,
 //!    `require`) and, beside it and independent of it, **the tlog specs**
 //!    ([`tlog`]: merkle, tiles, note, cosig, policy, proof).
@@ -53,6 +53,7 @@ pub mod reason;
 pub mod receipt;
 pub mod storage;
 pub mod strictjson;
+pub mod text;
 pub mod tlog;
 pub mod trust;
 pub mod verify;

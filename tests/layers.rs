@@ -35,6 +35,7 @@ const LAYERS: &[Layer] = &[
             "limits",
             "reason",
             "strictjson",
+            "text",
         ],
     },
     Layer {

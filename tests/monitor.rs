@@ -44,7 +44,12 @@ fn every_entry_event_once_in_order_and_the_exit_statuses() {
     );
     assert_eq!(saved_next(&state), 8);
 
-    // Nothing new: exit 0, no event.
+    // Nothing new: no event, but the four alarms are still open: exit 1
+    // (tests/monitor_alarms.rs); acknowledged, exit 0.
+    let again = monitor_dir(&s.log, &state, &["--watch", w]);
+    assert_eq!((again.code, again.names().len()), (1, 0), "{again:?}");
+    assert_eq!(again.open_ids().len(), 4, "{again:?}");
+    ack_all(&state, "seen");
     let again = monitor_dir(&s.log, &state, &["--watch", w]);
     assert_eq!((again.code, again.events.len()), (0, 0), "{again:?}");
     // New entries of a watched, authorized-list-free run: exit 0.
@@ -193,9 +198,11 @@ fn over_http_from_log_serve_and_start_at_end() {
         assert_eq!(run.indexes(), [300, 301, 302]);
         assert_eq!(run.names()[2], "receipt.impersonation");
     }
-    // The server gone: monitor.error, exit 3, state kept.
+    // The server gone: monitor.error, exit 3 (the alarms acknowledged:
+    // an open alarm outranks it), state kept.
     let url = served.url();
     served.stop();
+    ack_all(&state, "seen");
     let run = monitor(&url, &state, &["--log-key", &vk]);
     assert_eq!(
         (run.code, run.names()),
@@ -266,9 +273,13 @@ fn forks_rewrites_and_rollbacks_are_named_with_evidence_kept() {
             .iter()
             .any(|p| p.ends_with("rollback-5-3/new.checkpoint"))
     );
-    // None of them moved the state: the real log still checks out.
+    // None of them moved the state: the real log still checks out, and
+    // the three alarms stay open until acknowledged.
     assert_eq!(saved_next(&state), 5);
     append(&a, &entries(5, 1, "gate-a", &key(1)));
+    let real = monitor_dir(&a, &state, &[]);
+    assert_eq!((real.code, real.open_ids().len()), (1, 3), "{real:?}");
+    ack_all(&state, "forks seen");
     assert_eq!(monitor_dir(&a, &state, &[]).code, 0);
     assert_eq!(saved_next(&state), 6);
 }
@@ -454,11 +465,15 @@ fn a_policy_without_its_quorum_gives_checkpoint_unwitnessed() {
         "{run:?}"
     );
     assert_eq!(saved_next(&state), 0);
-    // A policy whose quorum is none: the round runs.
+    // A policy whose quorum is none: the round runs (exit 1 while the
+    // alarm is open, 0 once acknowledged).
     std::fs::write(&policy, format!("log {}\nquorum none\n", vkey())).unwrap();
     let run = monitor_dir(&a, &state, &["--policy", policy.to_str().unwrap()]);
-    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!((run.code, run.open_ids().len()), (1, 1), "{run:?}");
     assert_eq!(saved_next(&state), 2);
+    ack_all(&state, "quorum fixed");
+    let run = monitor_dir(&a, &state, &["--policy", policy.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
 }
 
 /// A monitor killed at random instants never skips an entry, and repeats

@@ -166,7 +166,8 @@ fn the_readme_object_storage_walkthrough_runs_as_written() {
 
 /// The monitoring walkthrough ("Watching a log"): a served log watched for
 /// the gate's name, an impersonating receipt caught by the next round (exit
-/// 1, the hook's record), then a bundle verified against a mirror (the
+/// 1, the hook's record), a re-run still red until the alarm is
+/// acknowledged by its id, then a bundle verified against a mirror (the
 /// script itself asserts these).
 #[cfg(feature = "net")]
 #[test]

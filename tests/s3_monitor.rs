@@ -84,6 +84,8 @@ fn monitor_on_object_storage_reports_every_event_resumes_and_names_a_rollback() 
     let more = monitor(&source, &state, &args);
     assert_eq!(more.code, 1, "{more:?}");
     assert_eq!(more.indexes(), [8, 9], "{more:?}");
+    // The scene's four alarms are still open, listed after the round.
+    assert_eq!(more.open_ids().len(), 4, "{more:?}");
     assert!(
         more.names().iter().all(|n| n == "receipt.unauthorized"),
         "{more:?}"

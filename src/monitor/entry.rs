@@ -3,7 +3,7 @@
 //! Pure: no I/O, so a bundle's entries are classified in parallel.
 
 use super::watch::{Watch, WatchedIssuer};
-use super::{Event, EventKind};
+use super::{Event, EventKind, event_id};
 use crate::constants::RECEIPT_PAYLOAD_TYPE;
 use crate::receipt::dsse::{Envelope, SignatureCheck};
 use crate::receipt::{self, Receipt};
@@ -12,6 +12,7 @@ use crate::receipt::{self, Receipt};
 /// an entry that decodes and concerns nothing watched.
 pub(crate) fn classify(origin: &str, index: u64, entry: &[u8], watch: &Watch) -> Option<Event> {
     let malformed = |summary: String| Event {
+        id: event_id(EventKind::Malformed, origin, Some(index), b""),
         kind: EventKind::Malformed,
         origin: origin.to_string(),
         index: Some(index),
@@ -41,6 +42,7 @@ pub(crate) fn classify(origin: &str, index: u64, entry: &[u8], watch: &Watch) ->
     };
     let (kind, summary) = judge(&env, &receipt, &id.to_string(), watch)?;
     Some(Event {
+        id: event_id(kind, origin, Some(index), b""),
         kind,
         origin: origin.to_string(),
         index: Some(index),

@@ -52,6 +52,9 @@ pub struct RoundReport {
     pub stopped: bool,
     /// Why the round could not complete (also delivered as `monitor.error`).
     pub error: Option<MonitorError>,
+    /// Every alarm of the state directory not yet acknowledged, after the
+    /// round (those it delivered included), oldest first.
+    pub open: Vec<super::Alarm>,
 }
 
 /// The old and new checkpoint of a round, verified.
@@ -61,6 +64,13 @@ struct Heads<'a> {
     old_text: &'a str,
     new: &'a Checkpoint,
     new_text: &'a str,
+}
+
+impl Heads<'_> {
+    /// What a log event about these two checkpoints is about (its id's input).
+    fn about(&self) -> Vec<u8> {
+        [self.old_text.as_bytes(), b"\0", self.new_text.as_bytes()].concat()
+    }
 }
 
 impl Monitor {
@@ -98,7 +108,13 @@ impl Monitor {
         let mut report = RoundReport::default();
         if let Err(e) = self.run(sink, stop, &mut report) {
             let origin = report.origin.clone().unwrap_or_default();
-            let event = Event::log(EventKind::Error, &origin, crate::io::error_chain(&e));
+            let summary = crate::io::error_chain(&e);
+            let event = Event::log(
+                EventKind::Error,
+                &origin,
+                summary.clone(),
+                summary.as_bytes(),
+            );
             if sink.emit(&event).is_ok() {
                 report.events += 1;
             }
@@ -106,6 +122,12 @@ impl Monitor {
         }
         if let Err(e) = sink.flush() {
             report.error.get_or_insert(MonitorError::Sink(e));
+        }
+        match self.state.open_alarms() {
+            Ok(open) => report.open = open,
+            Err(e) => {
+                report.error.get_or_insert(MonitorError::State(e));
+            }
         }
         report
     }
@@ -119,6 +141,9 @@ impl Monitor {
         sink.emit(event)?;
         report.events += 1;
         if event.kind.is_alarm() {
+            // Kept open until acknowledged (spec/monitor.md "Alarms"),
+            // before the state that covers the event is saved.
+            self.state.record_alarm(event)?;
             report.alarms += 1;
         }
         Ok(())
@@ -171,13 +196,13 @@ impl Monitor {
                     "the source's checkpoint is refused: {}",
                     crate::io::error_chain(&e)
                 );
-                let event = Event::log(EventKind::CheckpointInvalid, origin, summary);
+                let event = Event::log(EventKind::CheckpointInvalid, origin, summary, &read.bytes);
                 return self.emit(sink, report, &event);
             }
         };
         let new_text = String::from_utf8_lossy(&read.bytes).into_owned();
         if let Some(summary) = self.unwitnessed(&read.bytes) {
-            let event = Event::log(EventKind::Unwitnessed, origin, summary);
+            let event = Event::log(EventKind::Unwitnessed, origin, summary, &read.bytes);
             return self.emit(sink, report, &event);
         }
         report.new_size = new.size;
@@ -275,7 +300,7 @@ impl Monitor {
             self.emit(
                 sink,
                 report,
-                &Event::log(EventKind::Rollback, h.origin, summary),
+                &Event::log(EventKind::Rollback, h.origin, summary, &h.about()),
             )?;
             return Ok(false);
         }
@@ -296,7 +321,7 @@ impl Monitor {
         self.emit(
             sink,
             report,
-            &Event::log(EventKind::Inconsistent, h.origin, summary),
+            &Event::log(EventKind::Inconsistent, h.origin, summary, &h.about()),
         )?;
         Ok(false)
     }

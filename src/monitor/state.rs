@@ -5,6 +5,8 @@
 //! DIR/tmp/                        temporary files of the atomic writer
 //! DIR/origins/<hex>.json          per origin: last checkpoint checked, next index
 //! DIR/evidence/<hex>/<what>-<m>-<n>/   old.checkpoint, new.checkpoint, proof.json
+//! DIR/alarms/<id>.json            an alarm, kept until acknowledged ([`super::alarms`])
+//! DIR/acks/<ns>-<rand>.json       an acknowledgement, kept for good
 //! ```
 //!
 //! `<hex>` is SHA-256 of the origin. Every file is written by the one
@@ -93,16 +95,16 @@ pub enum StateError {
 /// An open state directory, locked for this process.
 #[derive(Debug)]
 pub struct StateDir {
-    dir: PathBuf,
+    pub(super) dir: PathBuf,
     tmp: PathBuf,
     _lock: File,
 }
 
 /// Mode of the state directories (before the umask).
-const STATE_DIR_MODE: u32 = 0o755;
+pub(super) const STATE_DIR_MODE: u32 = 0o755;
 
 /// A directory of the state that is a link, not a directory, or unusable.
-fn dir_err(e: DirError) -> StateError {
+pub(super) fn dir_err(e: DirError) -> StateError {
     StateError::Io {
         path: e.path().to_path_buf(),
         source: e.into_io(),
@@ -218,7 +220,7 @@ impl StateDir {
         Ok(dir)
     }
 
-    fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), StateError> {
+    pub(super) fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), StateError> {
         // `tmp/` and the file's directory again, never through a link
         // planted since the open.
         Dir::open(&self.tmp).map_err(dir_err)?;

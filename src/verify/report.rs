@@ -3,6 +3,7 @@
 //! library never chooses stdout or an exit status.
 
 use super::{Check, CheckVerdict, Outcome, Reason, Report, Summary};
+use crate::text::Escaped;
 use serde_json::json;
 use std::io::{self, Write};
 
@@ -159,8 +160,8 @@ fn human(out: &mut impl Write, file: &str, report: &Report) -> io::Result<()> {
         Outcome::NotEvaluated => "ERROR   ",
     };
     match &report.receipt_id {
-        Some(id) => writeln!(out, "{word} {file}  {id}")?,
-        None => writeln!(out, "{word} {file}")?,
+        Some(id) => writeln!(out, "{word} {}  {}", Escaped(file), Escaped(id))?,
+        None => writeln!(out, "{word} {}", Escaped(file))?,
     }
     // A change applied with no inverse stored cannot be undone: say so
     // where a person reads the result.
@@ -175,7 +176,7 @@ fn human(out: &mut impl Write, file: &str, report: &Report) -> io::Result<()> {
         }
     }
     if let Some(d) = report.summary.as_ref().and_then(|p| p.decision.as_ref()) {
-        writeln!(out, "    note: {d}")?;
+        writeln!(out, "    note: {}", Escaped(d))?;
     }
     for check in &report.checks {
         // Skipped checks follow from a problem already listed: keep the output short.
@@ -188,9 +189,14 @@ fn human(out: &mut impl Write, file: &str, report: &Report) -> io::Result<()> {
                 "not evaluated"
             };
             if reason.as_str() == check.name {
-                writeln!(out, "    {tag} [{reason}]: {detail}")?;
+                writeln!(out, "    {tag} [{reason}]: {}", Escaped(detail))?;
             } else {
-                writeln!(out, "    {tag} {} [{reason}]: {detail}", check.name)?;
+                writeln!(
+                    out,
+                    "    {tag} {} [{reason}]: {}",
+                    check.name,
+                    Escaped(detail)
+                )?;
             }
         }
     }
@@ -489,6 +495,39 @@ mod tests {
                 String::from_utf8(value_json(&file, report)).unwrap()
             );
         }
+    }
+
+    /// Peer text (a detail quoting a receipt, its decision, the file name)
+    /// is escaped in the human report: every line is one of the report's,
+    /// and no control or bidirectional override reaches the terminal.
+    #[test]
+    fn the_human_report_escapes_peer_text() {
+        let mut report = reports().swap_remove(1);
+        if let Some(p) = report.summary.as_mut() {
+            p.decision = Some("escalated\nVERIFIED forged.json\u{1b}[2J\u{202e}".into());
+        }
+        let part = Rendered::new(Format::Human, "x\ny.json", &report).unwrap();
+        let text = String::from_utf8(part.bytes).unwrap();
+        for line in text.lines() {
+            assert!(
+                line.starts_with("FAILED   x\\ny.json") || line.starts_with("    "),
+                "{text}"
+            );
+            assert!(
+                !line
+                    .contains(|c: char| c.is_control()
+                        || matches!(c, '\u{2028}' | '\u{202a}'..='\u{202e}')),
+                "{line:?}"
+            );
+        }
+        assert!(
+            text.contains("note: escalated\\nVERIFIED forged.json\\e[2J\\u{202e}"),
+            "{text}"
+        );
+        assert!(
+            text.contains("line\\nbreak\\t\"quoted\" \\\\ \\x7f\\u{2028}"),
+            "{text}"
+        );
     }
 
     #[test]

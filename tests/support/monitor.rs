@@ -123,11 +123,23 @@ pub struct Run {
 }
 
 impl Run {
-    /// The event names, in order.
+    /// The names of the events the round delivered, in order (the
+    /// `alarm.open` lines listing earlier alarms after a round are not
+    /// events of the round: [`Run::open_ids`]).
     pub fn names(&self) -> Vec<String> {
         self.events
             .iter()
             .map(|e| e["event"].as_str().unwrap().to_string())
+            .filter(|n| n != "alarm.open")
+            .collect()
+    }
+
+    /// The ids of the open alarms listed after the round (`alarm.open`).
+    pub fn open_ids(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter(|e| e["event"] == "alarm.open")
+            .map(|e| e["id"].as_str().unwrap().to_string())
             .collect()
     }
 
@@ -191,6 +203,18 @@ pub fn saved_next(state: &Path) -> u64 {
         }
     }
     0
+}
+
+/// `rcpt log monitor ack --state STATE --all --note NOTE`: close every
+/// open alarm (spec/monitor.md "Alarms"); panics unless it exits 0.
+pub fn ack_all(state: &Path, note: &str) {
+    let out = Command::new(bin())
+        .args(["log", "monitor", "ack", "--state"])
+        .arg(state)
+        .args(["--all", "--note", note])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
 }
 
 /// Write a watch file.

@@ -5,6 +5,7 @@
 use super::{EXIT_FAILED, EXIT_OK, UsageError};
 use anyhow::Context as _;
 use rayon::prelude::*;
+use rcpt::text::escape;
 use rcpt::verify::corpus::{self, CorpusResult, Part};
 use rcpt::verify::errata::{self, Errata};
 use rcpt::verify::{Summary, Verifier};
@@ -24,13 +25,19 @@ pub fn run(dir: &Path, errata_file: Option<&Path>) -> anyhow::Result<u8> {
     };
     let parts = corpus::load_parts(dir, &errata).map_err(usage)?;
     let mut all_matched = true;
+    let mut total = Totals::default();
     for (i, part) in parts.iter().enumerate() {
         let result = run_part(part)?;
         let mut out = std::io::stdout().lock();
         if i > 0 {
-            writeln!(out, "\n== series {}", part.dir.display())?;
+            writeln!(
+                out,
+                "\n== series {}",
+                escape(&part.dir.display().to_string())
+            )?;
         }
-        print_corpus(&result, &mut out)?;
+        let part_total = print_corpus(&result, &mut out)?;
+        total.add(&part_total);
         all_matched &= result.all_matched();
     }
     if let Some(p) = &path {
@@ -39,6 +46,14 @@ pub fn run(dir: &Path, errata_file: Option<&Path>) -> anyhow::Result<u8> {
             std::io::stdout().lock(),
             "\nerrata {}: {superseded} expectations superseded by errata",
             p.display()
+        )?;
+    }
+    if parts.len() > 1 {
+        writeln!(
+            std::io::stdout().lock(),
+            "\ntotal: {} parts; {}",
+            parts.len(),
+            total.line()
         )?;
     }
     Ok(if all_matched { EXIT_OK } else { EXIT_FAILED })
@@ -64,8 +79,46 @@ fn run_part(part: &Part) -> anyhow::Result<CorpusResult> {
     })
 }
 
-/// One line per case, the checksum problems, and a summary.
-fn print_corpus(result: &CorpusResult, out: &mut impl Write) -> std::io::Result<()> {
+/// What one part, or all of them, came to.
+#[derive(Default)]
+struct Totals {
+    cases: usize,
+    matched: usize,
+    outcomes: Summary,
+    checked: usize,
+    changed: usize,
+}
+
+impl Totals {
+    fn add(&mut self, other: &Totals) {
+        self.cases += other.cases;
+        self.matched += other.matched;
+        self.outcomes.verified += other.outcomes.verified;
+        self.outcomes.failed += other.outcomes.failed;
+        self.outcomes.not_evaluated += other.outcomes.not_evaluated;
+        self.checked += other.checked;
+        self.changed += other.changed;
+    }
+
+    fn line(&self) -> String {
+        format!(
+            "{} cases, {} as expected, {} not ({} verified, {} failed, {} not evaluated); \
+             SHA256SUMS: {} files checked, {} changed",
+            self.cases,
+            self.matched,
+            self.cases - self.matched,
+            self.outcomes.verified,
+            self.outcomes.failed,
+            self.outcomes.not_evaluated,
+            self.checked,
+            self.changed
+        )
+    }
+}
+
+/// One line per case, the checksum problems, and a summary; file names
+/// and details are peer text, escaped.
+fn print_corpus(result: &CorpusResult, out: &mut impl Write) -> std::io::Result<Totals> {
     let mut outcomes = Summary::default();
     for r in &result.cases {
         outcomes.add(r.report.outcome());
@@ -80,7 +133,7 @@ fn print_corpus(result: &CorpusResult, out: &mut impl Write) -> std::io::Result<
             .map(|old| format!(" (erratum: supersedes {old})"))
             .unwrap_or_default();
         if r.matched {
-            writeln!(out, "ok        {:<48} {got}{erratum}", r.case.file)?;
+            writeln!(out, "ok        {:<48} {got}{erratum}", escape(&r.case.file))?;
         } else {
             let want = format!(
                 "{} [{}]",
@@ -90,29 +143,30 @@ fn print_corpus(result: &CorpusResult, out: &mut impl Write) -> std::io::Result<
             writeln!(
                 out,
                 "MISMATCH  {:<48} expected {want}{erratum}, got {got}",
-                r.case.file
+                escape(&r.case.file)
             )?;
         }
     }
     for m in &result.checksums {
-        writeln!(out, "CHANGED   {:<48} {}", m.file, m.detail)?;
+        writeln!(
+            out,
+            "CHANGED   {:<48} {}",
+            escape(&m.file),
+            escape(&m.detail)
+        )?;
     }
-    let matched = result.cases.iter().filter(|c| c.matched).count();
-    writeln!(
-        out,
-        "corpus: {} cases, {matched} as expected, {} not ({} verified, {} failed, {} not evaluated); \
-         SHA256SUMS: {} files checked, {} changed{}",
-        result.cases.len(),
-        result.cases.len() - matched,
-        outcomes.verified,
-        outcomes.failed,
-        outcomes.not_evaluated,
-        result.checksums_checked,
-        result.checksums.len(),
-        if result.superseded > 0 {
-            format!("; {} expectations superseded by errata", result.superseded)
-        } else {
-            String::new()
-        }
-    )
+    let total = Totals {
+        cases: result.cases.len(),
+        matched: result.cases.iter().filter(|c| c.matched).count(),
+        outcomes,
+        checked: result.checksums_checked,
+        changed: result.checksums.len(),
+    };
+    let superseded = if result.superseded > 0 {
+        format!("; {} expectations superseded by errata", result.superseded)
+    } else {
+        String::new()
+    };
+    writeln!(out, "corpus: {}{superseded}", total.line())?;
+    Ok(total)
 }

@@ -360,34 +360,43 @@ fn render_json(r: &Inspection) -> String {
 }
 
 /// Human output: identifiers first, then the fields, then the verdict.
+/// Everything taken from the envelope (payload type, key ids, fields,
+/// decision, problems' details) is escaped (`rcpt::text`).
 fn render_human(r: &Inspection) -> String {
+    use rcpt::text::Escaped;
     let mut s = format!("receipt id:     {}\n", r.receipt_id);
     let interop = r
         .interop_digest
         .as_deref()
         .unwrap_or("(none: payload not decodable)");
     s.push_str(&format!("interop digest: {interop}\n"));
-    s.push_str(&format!("payload type:   {}\n", r.payload_type));
+    s.push_str(&format!("payload type:   {}\n", Escaped(&r.payload_type)));
     for k in &r.keyids {
         let k = if k.is_empty() { "(no keyid)" } else { k };
         s.push_str(&format!(
-            "signature:      keyid {k} (not verified: use rcpt verify)\n"
+            "signature:      keyid {} (not verified: use rcpt verify)\n",
+            Escaped(k)
         ));
     }
     if let Some(serde_json::Value::Object(fields)) = &r.payload {
         s.push_str("payload:\n");
         for (k, v) in fields {
-            s.push_str(&format!("  {k}: {v}\n"));
+            // JSON text escapes C0 controls itself; escape it again only
+            // for what JSON leaves raw (DEL, C1, bidi overrides, LS/PS).
+            let v = v.to_string();
+            let raw = v.contains(|c| c != '\\' && rcpt::text::needs_escape(c));
+            let v = if raw { rcpt::text::escape(&v) } else { v };
+            s.push_str(&format!("  {}: {v}\n", Escaped(k)));
         }
     }
     if let Some(d) = &r.decision {
-        s.push_str(&format!("decision:       {d}\n"));
+        s.push_str(&format!("decision:       {}\n", Escaped(d)));
     }
     if r.problems.is_empty() {
         s.push_str("valid:          yes (schema and invariants)\n");
     }
     for (reason, detail) in &r.problems {
-        s.push_str(&format!("problem [{reason}]: {detail}\n"));
+        s.push_str(&format!("problem [{reason}]: {}\n", Escaped(detail)));
     }
     s
 }

@@ -13,6 +13,7 @@ use rcpt::keys::SigningKey;
 use rcpt::limits::MAX_BUNDLE_BYTES;
 use rcpt::receipt::Verdict;
 use rcpt::receipt::dsse::Envelope;
+use rcpt::text::Escaped;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -159,8 +160,8 @@ pub(super) fn print_rules(
         writeln!(
             out,
             "rules: deny [{}] escalate [{}]",
-            list(&r.deny),
-            list(&r.escalate)
+            Escaped(&list(&r.deny)),
+            Escaped(&list(&r.escalate))
         )?;
     }
     Ok(())
@@ -176,13 +177,16 @@ pub(super) fn print_approvals(
             .receipt_id
             .map(|d| d.to_string())
             .unwrap_or_else(|| "?".into());
-        let who = j.approver.as_deref().unwrap_or("?");
+        let who = Escaped(j.approver.as_deref().unwrap_or("?"));
+        let source = Escaped(&j.source);
         match &j.standing {
-            Standing::Counts => writeln!(out, "approval {} ({id}): counts, by {who}", j.source)?,
-            Standing::Refuses => writeln!(out, "approval {} ({id}): refused by {who}", j.source)?,
-            Standing::Void(why) => {
-                writeln!(out, "approval {} ({id}): does not count: {why}", j.source)?
-            }
+            Standing::Counts => writeln!(out, "approval {source} ({id}): counts, by {who}")?,
+            Standing::Refuses => writeln!(out, "approval {source} ({id}): refused by {who}")?,
+            Standing::Void(why) => writeln!(
+                out,
+                "approval {source} ({id}): does not count: {}",
+                Escaped(&why.to_string())
+            )?,
         }
     }
     Ok(())

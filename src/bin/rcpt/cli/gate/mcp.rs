@@ -5,7 +5,6 @@
 //! writes the tool table from the server's list; `rcpt gate undo RECEIPT
 //! --store DIR --root DIR` puts a step's files back.
 
-#[cfg(feature = "net")]
 use super::LogTarget;
 use super::{IssueArgs, UndoArgs, log_target_of, publish, verdict_line};
 use crate::cli::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError, read_input, write_target};
@@ -18,6 +17,8 @@ use rcpt::mcp::files::Root;
 use rcpt::mcp::sink::{Finisher, ReceiptLog, SinkError, WriterLog};
 use rcpt::mcp::{Gate, GateParts, Relay, TableDecider, ToolPolicy};
 use rcpt::receipt::dsse::Envelope;
+#[cfg(feature = "net")]
+use rcpt::text::Escaped;
 use std::ffi::OsString;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -141,7 +142,7 @@ fn pin(out: Option<&Target>, command: &[OsString]) -> anyhow::Result<u8> {
         writeln!(
             err,
             "  {}: {kind} ({why}, from the server: untrusted){}",
-            t.name,
+            Escaped(&t.name),
             if kind == "step" {
                 "; name the files it writes as JSON Pointers in \"files\""
             } else {
@@ -236,7 +237,7 @@ fn proxy(args: &RunArgs) -> anyhow::Result<u8> {
     }
     let relay = Relay::new(
         gate,
-        Box::new(|note: &str| eprintln!("rcpt gate mcp: {note}")),
+        Box::new(|note: &str| eprintln!("rcpt gate mcp: {}", Escaped(note))),
     );
     if let Some(listen) = args.listen {
         return serve_http(relay, listen, args);
@@ -409,7 +410,7 @@ pub fn undo(args: &UndoArgs) -> anyhow::Result<u8> {
             None => "remove",
             Some(_) => "restore",
         };
-        writeln!(err, "{word} /{}", t.path)?;
+        writeln!(err, "{word} /{}", Escaped(&t.path.to_string()))?;
     }
     writeln!(err, "verdict: {}", verdict_line(&receipt.receipt.verdict))?;
     writeln!(err, "receipt_id: {}", receipt.id)?;

@@ -389,11 +389,14 @@ pub(super) fn log_target_of(
     Ok(Some(LogTarget::Dir(dir)))
 }
 
+/// A verdict for a person: its reasons, ticket or proof are the
+/// receipt's text, escaped (`rcpt::text`).
 pub(super) fn verdict_line(v: &Verdict) -> String {
+    use rcpt::text::Escaped;
     match v {
         Verdict::Admit { proof } => format!("admit (proof {proof})"),
-        Verdict::Deny { reasons } => format!("deny ({})", reasons.join(", ")),
-        Verdict::Escalate { ticket } => format!("escalate (ticket {ticket})"),
+        Verdict::Deny { reasons } => format!("deny ({})", Escaped(&reasons.join(", "))),
+        Verdict::Escalate { ticket } => format!("escalate (ticket {})", Escaped(ticket)),
     }
 }
 
@@ -416,7 +419,8 @@ pub(super) fn publish(target: &LogTarget, envelope: &Envelope) -> anyhow::Result
             ))?;
             eprintln!(
                 "log: {} index {}",
-                logged.bundle.log.origin, logged.bundle.log.index
+                rcpt::text::Escaped(&logged.bundle.log.origin),
+                logged.bundle.log.index
             );
             Ok(String::from_utf8_lossy(&logged.json).into_owned())
         }

@@ -9,6 +9,7 @@ use rcpt::gate::approval::is_approval;
 use rcpt::gate::store::GateStore;
 use rcpt::gate::{self, GateError};
 use rcpt::io::Source;
+use rcpt::text::Escaped;
 use std::io::Write as _;
 use std::path::Path;
 
@@ -36,12 +37,17 @@ pub(super) fn show(source: &Source, store: Option<&Path>) -> anyhow::Result<u8> 
     let store = store_at(store)?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "receipt_id: {receipt_id}")?;
-    writeln!(out, "issuer: {}", receipt.issuer)?;
+    writeln!(out, "issuer: {}", Escaped(&receipt.issuer))?;
     writeln!(out, "verdict: {}", verdict_line(&receipt.verdict))?;
     if is_approval(&receipt) {
         let a = gate::show_approval(&store, &receipt, &receipt_id)?;
-        writeln!(out, "approval of: {} (ticket {})", a.approves, a.ticket)?;
-        writeln!(out, "record: {}", a.record)?;
+        writeln!(
+            out,
+            "approval of: {} (ticket {})",
+            Escaped(&a.approves.to_string()),
+            Escaped(&a.ticket.to_string())
+        )?;
+        writeln!(out, "record: {}", Escaped(&a.record.to_string()))?;
         writeln!(out, "change_id: {}", receipt.change_id)?;
         writeln!(out, "ok: every object re-hashed")?;
         return Ok(EXIT_OK);
@@ -51,13 +57,21 @@ pub(super) fn show(source: &Source, store: Option<&Path>) -> anyhow::Result<u8> 
     writeln!(out, "evidence: {}", shown.id)?;
     writeln!(out, "base: {}", evidence.base)?;
     writeln!(out, "change_id: {}", evidence.change_id)?;
-    writeln!(out, "policy: {} ({})", evidence.policy, evidence.policy_id)?;
+    writeln!(
+        out,
+        "policy: {} ({})",
+        Escaped(&evidence.policy.to_string()),
+        evidence.policy_id
+    )?;
     super::check::print_rules(&mut out, evidence.rules.as_ref())?;
     for (c, (stdout, stderr)) in evidence.checks.iter().zip(&shown.outputs) {
         writeln!(
             out,
             "check {}: {:?} exit {} in {} ms",
-            c.name, c.run, c.exit, c.duration_ms
+            Escaped(&c.name),
+            c.run,
+            c.exit,
+            c.duration_ms
         )?;
         for (label, digest, bytes) in [("stdout", &c.stdout, stdout), ("stderr", &c.stderr, stderr)]
         {
@@ -74,14 +88,19 @@ pub(super) fn show(source: &Source, store: Option<&Path>) -> anyhow::Result<u8> 
         } else {
             "approved by"
         };
-        writeln!(out, "approval {}: {word} {}", a.receipt, a.approver)?;
+        writeln!(
+            out,
+            "approval {}: {word} {}",
+            a.receipt,
+            Escaped(&a.approver.to_string())
+        )?;
     }
     if let Some(e) = &shown.escalation {
         writeln!(
             out,
             "escalation: ticket {} for [{}] over {} reads",
-            e.ticket,
-            e.reasons.join(", "),
+            Escaped(&e.ticket.to_string()),
+            Escaped(&e.reasons.join(", ")),
             e.reads
         )?;
     }

@@ -14,6 +14,7 @@ use rcpt::log::admit::{self, AcceptedIssuers, Admitted};
 use rcpt::log::{HashedEntry, Log, LogError, LogWriter};
 use rcpt::reason::Reason;
 use rcpt::storage::Store;
+use rcpt::text::Escaped;
 use std::ffi::OsString;
 use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
@@ -507,6 +508,11 @@ pub(super) fn report_refused(
         let v = serde_json::json!({"file": name, "error": r.reason, "detail": r.detail});
         writeln!(out, "{v}")?;
     }
-    eprintln!("rcpt: refused {name}: {}: {}", r.reason, r.detail);
+    eprintln!(
+        "rcpt: refused {}: {}: {}",
+        Escaped(name),
+        r.reason,
+        Escaped(&r.detail)
+    );
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! parallel), feeds the library batches of entry bytes, and prints what
 //! happened.
 
+mod ack;
 mod append;
 mod init;
 mod inspect;

@@ -6,11 +6,14 @@ use crate::cli::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError};
 use anyhow::Context as _;
 use rcpt::keys::NoteVerifier;
 use rcpt::limits::{MAX_KEY_FILE_BYTES, MAX_POLICY_BYTES};
-use rcpt::monitor::{Event, Monitor, RoundReport, Sink, SinkError, StateDir, StateError, Watch};
+use rcpt::monitor::{
+    Alarm, Event, Monitor, RoundReport, Sink, SinkError, StateDir, StateError, Watch,
+};
 use rcpt::storage::PublicRead;
 use rcpt::storage::posix::PosixStore;
 use rcpt::tlog::policy::TlogPolicy;
 use rcpt::trust::Trust;
+use std::borrow::Cow;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,13 +24,23 @@ use std::time::{Duration, Instant};
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("keys").required(true).multiple(true)
     .args(["log_key", "trust"])))]
-#[command(after_help = "Examples:
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+#[command(
+    after_help = "Alarms stay open until acknowledged: every round while one is open exits 1
+and lists it again (`alarm.open`), with its id.
+
+Examples:
   rcpt log monitor http://127.0.0.1:8080 --state mon/ --trust trust.json --watch watch.json
   rcpt log monitor log/ --state mon/ --log-key \"$(cat log.vkey)\" --follow --interval 60s \\
-      --hook ./alert.sh")]
+      --hook ./alert.sh
+  rcpt log monitor ack --state mon/ 3f9c0d2a71b4e856 --note \"rogue key revoked, INC-42\""
+)]
 pub struct MonitorArgs {
+    #[command(subcommand)]
+    action: Option<MonitorAction>,
     /// The log: a directory, an http:// URL, or s3://BUCKET/PREFIX.
-    source: String,
+    #[arg(required = true)]
+    source: Option<String>,
     /// For a log at s3://BUCKET/PREFIX: the S3 endpoint, http://HOST:PORT
     /// (default: $AWS_ENDPOINT_URL_S3, then $AWS_ENDPOINT_URL).
     #[arg(
@@ -37,8 +50,8 @@ pub struct MonitorArgs {
     )]
     endpoint: Option<String>,
     /// The monitor's state directory (created if absent; one monitor at a time).
-    #[arg(long, value_name = "DIR")]
-    state: PathBuf,
+    #[arg(long, value_name = "DIR", required = true)]
+    state: Option<PathBuf>,
     /// The log's verifier key (NAME+HASH+KEY).
     #[arg(long, value_name = "VKEY")]
     log_key: Option<String>,
@@ -69,6 +82,13 @@ pub struct MonitorArgs {
     format: Format,
 }
 
+/// `rcpt log monitor ack`.
+#[derive(clap::Subcommand)]
+enum MonitorAction {
+    /// Acknowledge open alarms (kept in the state with when, who and the note).
+    Ack(super::ack::AckArgs),
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Format {
     Human,
@@ -88,6 +108,8 @@ struct Output {
     out: Vec<u8>,
     /// A write to stdout failed: nothing more is delivered.
     out_failed: bool,
+    /// Ids of the alarms delivered in this round (not listed again after it).
+    delivered: std::collections::HashSet<String>,
 }
 
 /// Event lines held before they are written out anyway.
@@ -108,6 +130,9 @@ impl Sink for Output {
         };
         self.out.extend_from_slice(line.as_bytes());
         self.out.push(b'\n');
+        if event.kind.is_alarm() {
+            self.delivered.insert(event.id.clone());
+        }
         match self.hook.clone() {
             Some(cmd) => {
                 // The line first, then the hook: what a hook is run for
@@ -168,6 +193,29 @@ impl Sink for Output {
 }
 
 impl Output {
+    /// After a round: every open alarm it did not deliver, one line each
+    /// (`alarm.open`; no hook: the hook ran when it was delivered).
+    /// Returns how many it listed.
+    fn list_open(&mut self, open: &[Alarm]) -> Result<usize, SinkError> {
+        let mut listed = 0;
+        for a in open.iter().filter(|a| !self.delivered.contains(&a.id)) {
+            listed += 1;
+            let since = rcpt::monitor::alarms::utc(a.opened_at);
+            let line = match self.format {
+                Format::Json => serde_json::json!({
+                    "event": "alarm.open", "id": a.id, "opened_at": since,
+                    "alarm": a.event.to_value(),
+                })
+                .to_string(),
+                Format::Human => format!("alarm.open since {since}: {}", a.event.to_human()),
+            };
+            self.out.extend_from_slice(line.as_bytes());
+            self.out.push(b'\n');
+        }
+        self.delivered.clear();
+        self.flush().map(|()| listed)
+    }
+
     /// `sh -c CMD` with the RCPT_* environment; its stdout goes to our
     /// stderr (stdout carries the events).
     fn run_hook(
@@ -181,20 +229,33 @@ impl Output {
             json.as_bytes(),
             rcpt::io::OUTPUT_FILE_MODE,
         )?;
-        let opt = |v: &Option<String>| v.clone().unwrap_or_default();
-        let status = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(cmd)
-            .env("RCPT_EVENT", event.kind.as_str())
-            .env("RCPT_SUMMARY", &event.summary)
-            .env("RCPT_ORIGIN", &event.origin)
-            .env(
-                "RCPT_INDEX",
-                event.index.map(|i| i.to_string()).unwrap_or_default(),
-            )
-            .env("RCPT_RECEIPT_ID", opt(&event.receipt_id))
-            .env("RCPT_ISSUER", opt(&event.issuer))
-            .env("RCPT_VERDICT", opt(&event.verdict))
+        fn opt(v: &Option<String>) -> &str {
+            v.as_deref().unwrap_or_default()
+        }
+        let index = event.index.map(|i| i.to_string()).unwrap_or_default();
+        let mut command = std::process::Command::new("sh");
+        command.arg("-c").arg(cmd);
+        let mut escaped = Vec::new();
+        for (name, value) in [
+            ("RCPT_EVENT", event.kind.as_str()),
+            ("RCPT_SUMMARY", &event.summary),
+            ("RCPT_ORIGIN", &event.origin),
+            ("RCPT_INDEX", &index),
+            ("RCPT_RECEIPT_ID", opt(&event.receipt_id)),
+            ("RCPT_ISSUER", opt(&event.issuer)),
+            ("RCPT_VERDICT", opt(&event.verdict)),
+            ("RCPT_EVENT_ID", &event.id),
+        ] {
+            match env_value(value) {
+                Cow::Borrowed(v) => command.env(name, v),
+                Cow::Owned(v) => {
+                    escaped.push(name);
+                    command.env(name, v)
+                }
+            };
+        }
+        let status = command
+            .env("RCPT_ESCAPED", escaped.join(" "))
             .env("RCPT_EVENT_JSON", &self.event_file)
             .stdin(std::process::Stdio::null())
             .stdout(std::io::stderr())
@@ -205,6 +266,30 @@ impl Output {
         }
         Ok(())
     }
+}
+
+/// Longest value of a hook's environment variable passed as it is; a
+/// longer one is passed escaped and cut (the event file has it whole).
+const HOOK_ENV_MAX_BYTES: usize = 16 * 1024;
+
+/// A value for the hook's environment: as it is, or, when the environment
+/// cannot hold it (a NUL) or it is longer than [`HOOK_ENV_MAX_BYTES`],
+/// escaped (`rcpt::text`) and cut to that length, ending in `...`. The
+/// event file (`RCPT_EVENT_JSON`) always holds the exact text.
+fn env_value(value: &str) -> Cow<'_, str> {
+    if !value.contains('\0') && value.len() <= HOOK_ENV_MAX_BYTES {
+        return Cow::Borrowed(value);
+    }
+    let mut shown = rcpt::text::escape(value);
+    if shown.len() > HOOK_ENV_MAX_BYTES {
+        let mut cut = HOOK_ENV_MAX_BYTES - 3;
+        while !shown.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        shown.truncate(cut);
+        shown.push_str("...");
+    }
+    Cow::Owned(shown)
 }
 
 /// The source named on the command line.
@@ -279,10 +364,16 @@ fn read_policy(path: &Path) -> anyhow::Result<TlogPolicy> {
 
 /// `rcpt log monitor`.
 pub fn run(args: MonitorArgs) -> anyhow::Result<u8> {
+    if let Some(MonitorAction::Ack(ack)) = args.action {
+        return super::ack::run(ack);
+    }
+    let (Some(source), Some(state)) = (&args.source, &args.state) else {
+        return Err(UsageError("give SOURCE and --state DIR".into()).into());
+    };
     let (logs, watch) = keys_and_watch(&args)?;
     let policy = args.policy.as_deref().map(read_policy).transpose()?;
-    let source = open_source(&args.source, args.endpoint.as_deref())?;
-    let state = match StateDir::open(&args.state) {
+    let source = open_source(source, args.endpoint.as_deref())?;
+    let state = match StateDir::open(state) {
         Ok(s) => s,
         Err(e @ StateError::Locked { .. }) => {
             let _ = writeln!(std::io::stderr(), "rcpt: error: {e}");
@@ -297,17 +388,22 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<u8> {
         bar: None,
         out: Vec::new(),
         out_failed: false,
+        delivered: std::collections::HashSet::new(),
     };
     let monitor = Monitor::new(source, logs, policy, watch, state, args.start_at_end);
     let stop = stop_flag();
     let mut worst = Rank::Ok;
     loop {
         let started = Instant::now();
-        let report = monitor.round(&mut output, &stop);
+        let mut report = monitor.round(&mut output, &stop);
         if let Some(bar) = output.bar.take() {
             bar.finish_and_clear();
         }
-        print_summary(&report, started.elapsed());
+        let earlier = output.list_open(&report.open).unwrap_or_else(|e| {
+            report.error.get_or_insert(e.into());
+            0
+        });
+        print_summary(&report, earlier, started.elapsed());
         worst = worst.max(status_of(&report));
         if !args.follow || stop.load(Ordering::Relaxed) {
             break;
@@ -337,7 +433,7 @@ enum Rank {
 }
 
 fn status_of(report: &RoundReport) -> Rank {
-    if report.alarms > 0 {
+    if report.alarms > 0 || !report.open.is_empty() {
         Rank::Alarm
     } else if report.error.is_some() {
         Rank::Incomplete
@@ -346,8 +442,8 @@ fn status_of(report: &RoundReport) -> Rank {
     }
 }
 
-fn print_summary(r: &RoundReport, took: Duration) {
-    let origin = r.origin.as_deref().unwrap_or("?");
+fn print_summary(r: &RoundReport, earlier: usize, took: Duration) {
+    let origin = rcpt::text::escape(r.origin.as_deref().unwrap_or("?"));
     use crate::cli::units::count;
     let mut line = format!(
         "rcpt log monitor: {origin}: size {} -> {}, {} checked ({} concern nothing watched), \
@@ -360,11 +456,19 @@ fn print_summary(r: &RoundReport, took: Duration) {
         count(r.alarms, "alarm", "alarms"),
         took.as_secs_f64()
     );
+    if !r.open.is_empty() {
+        line.push_str(&format!(
+            "; {} open ({earlier} from earlier rounds): `rcpt log monitor ack --state DIR ID... \
+             --note TEXT` closes them",
+            count(r.open.len() as u64, "alarm", "alarms")
+        ));
+    }
     if r.stopped {
         line.push_str("; stopped by a signal, state saved");
     }
     if let Some(e) = &r.error {
-        line.push_str(&format!("; incomplete: {}", rcpt::io::error_chain(e)));
+        let why = rcpt::io::error_chain(e);
+        line.push_str(&format!("; incomplete: {}", rcpt::text::Escaped(&why)));
     }
     let _ = writeln!(std::io::stderr(), "{line}");
 }
@@ -410,4 +514,21 @@ fn stop_flag() -> Arc<AtomicBool> {
         }
     }
     flag
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Cow, HOOK_ENV_MAX_BYTES, env_value};
+
+    #[test]
+    fn hook_values_the_environment_cannot_hold_are_escaped_and_cut() {
+        assert!(matches!(env_value("gate-a\nx"), Cow::Borrowed("gate-a\nx")));
+        assert_eq!(env_value("a\0b"), "a\\x00b");
+        let long = "é".repeat(HOOK_ENV_MAX_BYTES);
+        let shown = env_value(&long);
+        assert!(shown.len() <= HOOK_ENV_MAX_BYTES && shown.ends_with("..."));
+        assert!(long.starts_with(shown.trim_end_matches("...")));
+        let exact = "x".repeat(HOOK_ENV_MAX_BYTES);
+        assert!(matches!(env_value(&exact), Cow::Borrowed(_)));
+    }
 }

@@ -4,6 +4,7 @@ use super::serve::*;
 use crate::cli::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError};
 use anyhow::Context;
 use rcpt::net::client::submit::{SubmitError, SubmitOptions};
+use rcpt::text::Escaped;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -178,7 +179,7 @@ fn report(
             // The first unreachable or late one is told in full; the rest
             // are counted in the summary (and listed with --json).
             if !tally.told && code != "not_sent" {
-                eprintln!("rcpt: {name}: {e}");
+                eprintln!("rcpt: {}: {}", Escaped(name), Escaped(&e.to_string()));
                 tally.told = true;
             }
             if code == "unreachable" {
@@ -231,7 +232,7 @@ pub(super) fn refused(
         let v = serde_json::json!({"file": name, "error": reason, "detail": detail});
         writeln!(out, "{v}")?;
     }
-    eprintln!("rcpt: {name}: {detail}");
+    eprintln!("rcpt: {}: {}", Escaped(name), Escaped(detail));
     Ok(())
 }
 
