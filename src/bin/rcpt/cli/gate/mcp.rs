@@ -5,6 +5,7 @@
 //! writes the tool table from the server's list; `rcpt gate undo RECEIPT
 //! --store DIR --root DIR` puts a step's files back.
 
+#[cfg(feature = "net")]
 use super::LogTarget;
 use super::{IssueArgs, UndoArgs, log_target_of, publish, verdict_line};
 use crate::cli::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError, read_input, write_target};
@@ -17,7 +18,6 @@ use rcpt::mcp::files::Root;
 use rcpt::mcp::sink::{Finisher, ReceiptLog, SinkError, WriterLog};
 use rcpt::mcp::{Gate, GateParts, Relay, TableDecider, ToolPolicy};
 use rcpt::receipt::dsse::Envelope;
-#[cfg(feature = "net")]
 use rcpt::text::Escaped;
 use std::ffi::OsString;
 use std::io::Write as _;

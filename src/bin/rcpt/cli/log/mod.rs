@@ -343,6 +343,12 @@ pub(crate) fn s3_hint(dir: &Path, e: rcpt::log::LogError) -> anyhow::Error {
     e.into()
 }
 
+/// `rcpt log checkpoint`: the latest signed checkpoint, as stored.
+fn print_checkpoint(log: &Log) -> anyhow::Result<u8> {
+    write!(std::io::stdout().lock(), "{}", log.checkpoint())?;
+    Ok(EXIT_OK)
+}
+
 pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
     match cmd {
         LogCommand::Init {
@@ -374,11 +380,7 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             };
             append(&dir, &at.store(&dir)?, &opts, &files)
         }
-        LogCommand::Checkpoint { dir, key } => {
-            let log = key.open(&dir)?;
-            write!(std::io::stdout().lock(), "{}", log.checkpoint())?;
-            Ok(EXIT_OK)
-        }
+        LogCommand::Checkpoint { dir, key } => print_checkpoint(&key.open(&dir)?),
         LogCommand::Prove {
             dir,
             index,
