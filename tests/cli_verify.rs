@@ -286,6 +286,55 @@ fn the_logs_key_given_as_an_issuer_key_is_named_as_the_logs() {
     }
 }
 
+/// `verify DIR` reads the bundles of DIR and skips, saying so, the files
+/// whose names say they are not bundles (a trust file beside them); named
+/// on the command line, such a file is read as a bundle (and fails).
+#[test]
+fn a_directory_skips_what_its_names_say_is_not_a_bundle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("bundles");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::copy(bundle("verdict-escalate"), dir.join("a.json")).unwrap();
+    let trust = corpus().join("trust.json");
+    for name in ["trust.json", "ci.trust.json", "gate.json", "x.watch.json"] {
+        std::fs::copy(&trust, dir.join(name)).unwrap();
+    }
+    let out = rcpt()
+        .args(["verify", "--trust"])
+        .arg(&trust)
+        .arg(&dir)
+        .assert()
+        .code(0);
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(stdout.contains("1 verified, 0 failed"), "{stdout}");
+    for name in ["trust.json", "ci.trust.json", "gate.json", "x.watch.json"] {
+        assert!(
+            stderr.contains(&format!("skipped {}", dir.join(name).display())),
+            "{name}: {stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("a trust file by its name, not a bundle"),
+        "{stderr}"
+    );
+    // Named, it is read: a trust file is not a bundle.
+    rcpt()
+        .args(["verify", "--trust"])
+        .arg(&trust)
+        .arg(dir.join("trust.json"))
+        .assert()
+        .code(1);
+    // A directory of nothing but such files: nothing to verify.
+    std::fs::remove_file(dir.join("a.json")).unwrap();
+    rcpt()
+        .args(["verify", "--trust"])
+        .arg(&trust)
+        .arg(&dir)
+        .assert()
+        .code(2);
+}
+
 #[test]
 fn json_format_lists_every_check() {
     let out = verify(&[

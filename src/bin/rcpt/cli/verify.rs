@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use rcpt::io::{InputError, LineReader, RegularPath, Source};
 use rcpt::limits::{MAX_BUNDLE_BYTES, MAX_KEY_FILE_BYTES, MAX_POLICY_BYTES, MAX_PROOF_FILE_BYTES};
 use rcpt::receipt::require::{self, Requirements, VerdictArm};
+use rcpt::text::escape;
 use rcpt::tlog::policy::TlogPolicy;
 use rcpt::trust::Trust;
 use rcpt::verify::report::{Format, Rendered, Renderer};
@@ -45,7 +46,8 @@ pub enum FormatArg {
   rcpt verify --trust trust.json --require-verdict admit --change-id \"$CHANGE\" --max-age 24h --fresh . bundle.json")]
 pub struct VerifyArgs {
     /// Bundle files (JSON, one receipt each); a directory: its *.json and
-    /// *.jsonl files; a *.jsonl file: JSON Lines of bundles (one per line);
+    /// *.jsonl files, less those named as rcpt's other files (trust.json,
+    /// *.trust.json, gate.json, ...: skipped, and said); a *.jsonl file: JSON Lines of bundles (one per line);
     /// '-' reads standard input: one bundle, or JSON Lines of bundles.
     #[arg(
         value_name = "BUNDLE",
@@ -320,8 +322,36 @@ fn exit_status(outcome: Outcome) -> u8 {
     }
 }
 
-/// A directory among the bundles stands for its `*.json` files, in name
-/// order (not its subdirectories); one with none is a bad invocation.
+/// The JSON files rcpt reads or writes that are never bundles, by name (a
+/// whole name, or an end of a name starting with '.'): a directory's member
+/// so named is skipped, and said to be (spec/verify.md "Bundles in a
+/// directory"). Named on the command line, a file is read as a bundle.
+const NOT_BUNDLES: [(&str, &str); 9] = [
+    ("trust.json", "a trust file"),
+    (".trust.json", "a trust file"),
+    ("manifest.json", "a corpus manifest"),
+    (".errata.json", "corpus errata"),
+    ("settings.json", "settings"),
+    ("policy.json", "a policy"),
+    (".policy.json", "a policy"),
+    ("gate.json", "a gate policy"),
+    (".watch.json", "a monitor's watch file"),
+];
+
+/// What a file of a directory is by its name, when it is not a bundle.
+fn not_a_bundle(name: &str) -> Option<&'static str> {
+    NOT_BUNDLES
+        .iter()
+        .find(|(pattern, _)| {
+            name == *pattern || (pattern.starts_with('.') && name.ends_with(pattern))
+        })
+        .map(|(_, what)| *what)
+}
+
+/// A directory among the bundles stands for its `*.json` and `*.jsonl`
+/// files, in name order (not its subdirectories), less those whose names
+/// say they are not bundles (each said on stderr); one with none is a bad
+/// invocation.
 fn expand_dirs(bundles: &[Source]) -> anyhow::Result<Vec<Source>> {
     let mut out = Vec::with_capacity(bundles.len());
     for source in bundles {
@@ -338,6 +368,18 @@ fn expand_dirs(bundles: &[Source]) -> anyhow::Result<Vec<Source>> {
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "json" || x == "jsonl"))
             .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
+            .filter(|p| {
+                let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+                let what = name.as_deref().and_then(not_a_bundle);
+                if let Some(what) = what {
+                    eprintln!(
+                        "rcpt: note: skipped {}: {what} by its name, not a bundle (name the file \
+                         to verify it as one)",
+                        escape(&p.display().to_string())
+                    );
+                }
+                what.is_none()
+            })
             .collect();
         if files.is_empty() {
             return Err(UsageError(format!(
