@@ -277,10 +277,12 @@ fn a_link_planted_in_the_bundle_dir_is_never_followed() {
     // a link there while the batch waits.
     let planted = bundles.join(format!("{id}.bundle.tmp-{}", child.id()));
     std::os::unix::fs::symlink(&victim, &planted).unwrap();
+    // And at the bundle's own name (`<index>.bundle.json`; the first entry).
+    std::os::unix::fs::symlink(&victim, bundles.join("0.bundle.json")).unwrap();
     let status = wait_bounded(&mut child, Duration::from_secs(30));
     assert!(status.success());
     assert_eq!(std::fs::read(&victim).unwrap(), b"keep me\n");
-    let bundle = bundles.join(format!("{id}.bundle.json"));
+    let bundle = bundles.join("0.bundle.json");
     let meta = std::fs::symlink_metadata(&bundle).unwrap();
     assert!(
         meta.file_type().is_file(),

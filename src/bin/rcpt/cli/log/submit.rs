@@ -39,8 +39,8 @@ pub struct SubmitArgs {
     /// A file holding the log's key (its .vkey).
     #[arg(long, value_name = "FILE")]
     log_key_file: Option<PathBuf>,
-    /// Write each receipt's bundle into this directory, as <receipt
-    /// hex>.bundle.json.
+    /// Write each receipt's bundle into this directory, as
+    /// <index>.bundle.json (the rule of `log prove --out-dir`).
     #[arg(long = "out-dir", alias = "bundle-dir", value_name = "DIR")]
     bundle_dir: Option<PathBuf>,
     /// Most submissions in flight at once.
@@ -203,11 +203,8 @@ fn report(
     };
     let b = &logged.bundle;
     if let Some(dir) = &args.bundle_dir {
-        let hex = b
-            .receipt_id
-            .strip_prefix("blake3:")
-            .unwrap_or(&b.receipt_id);
-        let path = dir.join(format!("{hex}.bundle.json"));
+        // One rule with `log prove --out-dir` (spec/cli.md): by log index.
+        let path = dir.join(format!("{}.bundle.json", b.log.index));
         write_atomic(&path, &logged.json)?;
     }
     if args.json {
