@@ -39,7 +39,7 @@ pub(super) fn init(
         eprintln!(
             "rcpt: warning: {} is the key of {name:?} (its .vkey says so), not of a log named \
              {origin:?}: readers given that .vkey will not trust this log's checkpoints; use \
-             the log's own key (rcpt key generate --name {origin} --out logkey)",
+             the log's own key (rcpt key generate --name {origin} --prefix logkey)",
             key_path.display()
         );
     }
