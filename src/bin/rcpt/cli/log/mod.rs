@@ -53,6 +53,8 @@ pub enum LogCommand {
         /// Trust file whose issuers the log accepts (kept in DIR/.rcpt/):
         /// append then refuses an envelope without a valid signature by
         /// the accepted issuer its receipt names.
+        /// The format `rcpt trust new` writes: {"issuers": [{"verifier_key":
+        /// "NAME+HASH+KEY"}], "logs": [{"verifier_key": "ORIGIN+HASH+KEY"}]}.
         #[arg(long)]
         trust: Option<PathBuf>,
         #[command(flatten)]
@@ -69,6 +71,8 @@ pub enum LogCommand {
         key: Option<PathBuf>,
         /// Trust file whose issuers this append accepts (default: the one
         /// given at init; with neither, signatures are not checked).
+        /// The format `rcpt trust new` writes: {"issuers": [{"verifier_key":
+        /// "NAME+HASH+KEY"}], "logs": [{"verifier_key": "ORIGIN+HASH+KEY"}]}.
         #[arg(long)]
         trust: Option<PathBuf>,
         /// Output: `human` lines, or `json`: one JSON object a line.

@@ -56,6 +56,7 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "VKEY")]
     log_key: Option<String>,
     /// A trust file: its log keys check the checkpoint, its named issuers are watched.
+    /// The format `rcpt trust new` writes: {"issuers": [{"verifier_key": "NAME+HASH+KEY"}], "logs": [{"verifier_key": "ORIGIN+HASH+KEY"}]}.
     #[arg(long, value_name = "FILE")]
     trust: Option<PathBuf>,
     /// A tlog-policy file: the checkpoint must meet its witness quorum.

@@ -57,6 +57,7 @@ pub struct ServeArgs {
     #[arg(long)]
     listen: String,
     /// Trust file whose "issuers" are the accepted issuers.
+    /// The format `rcpt trust new` writes: {"issuers": [{"verifier_key": "NAME+HASH+KEY"}], "logs": [{"verifier_key": "ORIGIN+HASH+KEY"}]}.
     #[arg(long)]
     trust: Option<PathBuf>,
     /// The log's private key (default: the key file given at init).
