@@ -52,6 +52,20 @@ fn every_entry_event_once_in_order_and_the_exit_statuses() {
     ack_all(&state, "seen");
     let again = monitor_dir(&s.log, &state, &["--watch", w]);
     assert_eq!((again.code, again.events.len()), (0, 0), "{again:?}");
+    // The log key from its file (--log-key-file) reads the same.
+    let vkey_file = s.tmp.path().join("log.vkey");
+    std::fs::write(&vkey_file, format!("{}\n", vkey())).unwrap();
+    let src = s.log.to_str().unwrap();
+    let from_file = monitor(
+        src,
+        &state,
+        &["--log-key-file", vkey_file.to_str().unwrap(), "--watch", w],
+    );
+    assert_eq!(
+        (from_file.code, from_file.events.len()),
+        (0, 0),
+        "{from_file:?}"
+    );
     // New entries of a watched, authorized-list-free run: exit 0.
     append(&s.log, &entries(100, 2, "gate-c", &key(4)));
     let quiet = monitor_dir(&s.log, &state, &["--watch", w, "--format", "human"]);

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 /// `rcpt log monitor` arguments.
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("keys").required(true).multiple(true)
-    .args(["log_key", "trust"])))]
+    .args(["log_key", "log_key_file", "trust"])))]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 #[command(
     after_help = "Alarms stay open until acknowledged: every round while one is open exits 1
@@ -52,9 +52,12 @@ pub struct MonitorArgs {
     /// The monitor's state directory (created if absent; one monitor at a time).
     #[arg(long, value_name = "DIR", required = true)]
     state: Option<PathBuf>,
-    /// The log's verifier key (NAME+HASH+KEY).
-    #[arg(long, value_name = "VKEY")]
+    /// The log's key as text (NAME+HASH+KEY, or ORIGIN=KEY; never a file name).
+    #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]
     log_key: Option<String>,
+    /// A file holding the log's key (its .vkey), instead of --log-key.
+    #[arg(long, value_name = "FILE")]
+    log_key_file: Option<PathBuf>,
     /// A trust file: its log keys check the checkpoint, its named issuers are watched.
     /// The format `rcpt trust new` writes: {"issuers": [{"verifier_key": "NAME+HASH+KEY"}], "logs": [{"verifier_key": "ORIGIN+HASH+KEY"}]}.
     #[arg(long, value_name = "FILE")]
@@ -329,12 +332,13 @@ fn open_source(source: &str, endpoint: Option<&str>) -> anyhow::Result<Arc<dyn P
 /// The log keys and the watch list from the flags.
 fn keys_and_watch(args: &MonitorArgs) -> anyhow::Result<(Vec<NoteVerifier>, Watch)> {
     let mut logs = Vec::new();
-    if let Some(text) = &args.log_key {
-        logs.push(
-            NoteVerifier::parse(text.trim()).map_err(|e| {
-                UsageError(format!("--log-key {text:?} is not a verifier key: {e}"))
-            })?,
-        );
+    if args.log_key.is_some() || args.log_key_file.is_some() {
+        let file = args.log_key_file.clone().map(rcpt::io::Source::Path);
+        logs.push(crate::cli::keyarg::log_key(
+            "--log-key",
+            args.log_key.as_deref(),
+            file.as_ref(),
+        )?);
     }
     let mut watch = match &args.watch {
         Some(path) => Watch::read(path)
