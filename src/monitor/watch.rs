@@ -63,6 +63,17 @@ pub enum WatchError {
         #[source]
         source: KeyError,
     },
+    /// A key whose own name (a verifier key, or `NAME=KEY`) is not the
+    /// issuer it is listed under.
+    #[error("issuer {name:?}, key {index}: the key names {inner:?}, not {name:?}")]
+    KeyName {
+        /// The issuer.
+        name: String,
+        /// Position in its `keys`.
+        index: usize,
+        /// The name the key text carries.
+        inner: String,
+    },
     /// A change id that is not a digest.
     #[error("change_ids[{index}] {text:?} is not a digest (blake3:<hex> or sha256:<hex>)")]
     ChangeId {
@@ -115,11 +126,19 @@ impl Watch {
         for entry in file.issuers {
             let mut keys = Vec::with_capacity(entry.keys.len());
             for (index, text) in entry.keys.iter().enumerate() {
-                let key = keys::parse_public_key(text).map_err(|source| WatchError::Key {
+                // Every form `--issuer-key` takes (spec/keys.md "Giving a key").
+                let key = keys::parse_key_arg(text).map_err(|source| WatchError::Key {
                     name: entry.name.clone(),
                     index,
                     source,
                 })?;
+                if let Some(inner) = key.name.filter(|n| *n != entry.name) {
+                    return Err(WatchError::KeyName {
+                        name: entry.name.clone(),
+                        index,
+                        inner,
+                    });
+                }
                 keys.push(key.key);
             }
             watch.add_issuer(&entry.name, &keys);
@@ -234,5 +253,38 @@ mod tests {
             Err(WatchError::TwoLists)
         ));
         assert!(Watch::from_json(br#"{"other":1}"#, Path::new(".")).is_err());
+    }
+
+    /// A watch file takes every key form `--issuer-key` takes: raw base64,
+    /// SPKI PEM, a verifier key, `NAME=KEY`; a key that names another
+    /// issuer than the one it is listed under is refused, named.
+    #[test]
+    fn every_key_form_of_issuer_key_and_the_name_must_agree() {
+        let k = crate::keys::SigningKey::from_bytes(&[3; 32]).verifying_key();
+        let raw = base64::engine::general_purpose::STANDARD.encode(k.as_bytes());
+        let vkey = crate::keys::NoteVerifier::new("gate.example", k)
+            .unwrap()
+            .to_string();
+        let pem = crate::keys::verifying_key_to_pem(&k);
+        let forms = [raw.clone(), format!("gate.example={raw}"), vkey, pem];
+        for form in &forms {
+            let json = serde_json::json!({"issuers": [{"name": "gate.example", "keys": [form]}]});
+            let w = Watch::from_json(json.to_string().as_bytes(), Path::new("."))
+                .unwrap_or_else(|e| panic!("{form}: {e}"));
+            assert_eq!(w.issuer("gate.example").unwrap().keys, vec![k], "{form}");
+        }
+        for other in [
+            format!("other.example={raw}"),
+            crate::keys::NoteVerifier::new("other.example", k)
+                .unwrap()
+                .to_string(),
+        ] {
+            let json = serde_json::json!({"issuers": [{"name": "gate.example", "keys": [other]}]});
+            let err = Watch::from_json(json.to_string().as_bytes(), Path::new(".")).unwrap_err();
+            assert!(
+                matches!(&err, WatchError::KeyName { inner, .. } if inner == "other.example"),
+                "{err}"
+            );
+        }
     }
 }
