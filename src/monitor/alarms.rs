@@ -113,24 +113,9 @@ fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// `secs` (Unix time) as `YYYY-MM-DDTHH:MM:SSZ`.
+/// `secs` (Unix time) as `YYYY-MM-DDTHH:MM:SSZ` ([`crate::text::utc`]).
 pub fn utc(secs: u64) -> String {
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let (era, doe) = (z / 146_097, z % 146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + u64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+    crate::text::utc(i64::try_from(secs).unwrap_or(i64::MAX))
 }
 
 fn corrupt(path: PathBuf, detail: String) -> StateError {

@@ -98,31 +98,8 @@ pub fn age(seconds: u64) -> String {
     }
 }
 
-/// POSIX seconds as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian, UTC);
-/// outside years 0..=9999 the number itself.
-pub fn utc(seconds: i64) -> String {
-    let days = seconds.div_euclid(86_400);
-    let secs = seconds.rem_euclid(86_400);
-    // Howard Hinnant's days-from-civil inverse.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    if !(0..=9999).contains(&year) {
-        return seconds.to_string();
-    }
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        (secs % 3600) / 60,
-        secs % 60
-    )
-}
+/// POSIX seconds as `YYYY-MM-DDTHH:MM:SSZ` (one function: [`crate::text::utc`]).
+pub use crate::text::utc;
 
 #[cfg(test)]
 mod tests {
