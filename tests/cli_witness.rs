@@ -658,7 +658,8 @@ fn verify_reads_tlog_proofs_with_the_checks_of_bundles() {
     // Another version: not evaluated.
     let (code, r) = variant("v2.tlog-proof", text.replacen("@v1", "@v2", 1));
     assert_eq!((code, reason(&r)), (3, Some("bundle.unsupported".into())));
-    // A checkpoint re-signed by an untrusted key: not evaluated, as for bundles.
+    // A checkpoint of the trusted origin re-signed by another key: a forgery,
+    // failed (log.impersonation, issue 34 defect 2), as for bundles.
     let parsed = TlogProof::parse(text.as_bytes()).unwrap();
     let resigned = note::sign(
         &parsed.note.text,
@@ -668,12 +669,14 @@ fn verify_reads_tlog_proofs_with_the_checks_of_bundles() {
     .unwrap();
     let other =
         TlogProof::new(parsed.extra.clone(), 3, parsed.inclusion.clone(), &resigned).unwrap();
-    let (code, _) = variant("resigned.tlog-proof", other.to_text());
-    let (bcode, _) = {
+    let (code, r) = variant("resigned.tlog-proof", other.to_text());
+    assert_eq!(reason(&r), Some("log.impersonation".into()));
+    let (bcode, br) = {
         let mut b: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&bundle).unwrap()).unwrap();
         b["log"]["checkpoint"] = resigned.into();
         variant("resigned.json", b.to_string())
     };
-    assert_eq!((code, bcode), (3, 3));
+    assert_eq!(reason(&br), Some("log.impersonation".into()));
+    assert_eq!((code, bcode), (1, 1));
 }

@@ -177,8 +177,23 @@ const BROWSER_LIMIT: Duration = Duration::from_secs(90);
 
 /// Chromium's rendered DOM of `url` after load (`--dump-dom`), with a
 /// fresh profile; `screenshot`, when given, also gets a PNG of the page
-/// at a phone's width.
+/// at a phone's width. Headless chromium in a container now and then dies
+/// of a signal (SIGSEGV in its crash handler) before it loads anything:
+/// such a death is tried once more, said on stderr; a page that kills it
+/// twice, or any exit with a status, fails the test.
 pub fn dump_dom(browser: &Path, url: &str, screenshot: Option<&Path>) -> String {
+    match run_browser(browser, url, screenshot) {
+        Ok(dom) => dom,
+        Err(first) => {
+            eprintln!("chromium died of a signal, trying once more:\n{first}");
+            run_browser(browser, url, screenshot)
+                .unwrap_or_else(|again| panic!("chromium died of a signal twice:\n{again}"))
+        }
+    }
+}
+
+/// One browser run: its DOM, or `Err` when it died of a signal.
+fn run_browser(browser: &Path, url: &str, screenshot: Option<&Path>) -> Result<String, String> {
     let profile = tempfile::tempdir().unwrap();
     let mut args: Vec<String> = [
         "--headless",
@@ -232,8 +247,11 @@ pub fn dump_dom(browser: &Path, url: &str, screenshot: Option<&Path>) -> String 
     if let Some(mut e) = child.stderr.take() {
         let _ = e.read_to_string(&mut err);
     }
+    if std::os::unix::process::ExitStatusExt::signal(&status).is_some() {
+        return Err(format!("{status:?}\n{err}"));
+    }
     assert!(status.success(), "chromium failed: {status:?}\n{err}");
-    reader.join().unwrap()
+    Ok(reader.join().unwrap())
 }
 
 /// The text between `<tag ... id="ID">` and the next `<`: an element's
