@@ -172,6 +172,26 @@ pub fn keep(store: &GateStore, approved: &Approved) -> Result<(), StoreError> {
     )
 }
 
+/// The approvals `store` keeps under `ticket`, as candidates after
+/// `offered` (a kept file that is not an envelope is skipped: it cannot
+/// count).
+pub fn with_stored(
+    offered: &[Candidate],
+    store: &GateStore,
+    ticket: &Digest,
+) -> Result<Vec<Candidate>, StoreError> {
+    let mut candidates = offered.to_vec();
+    for bytes in store.approvals(ticket)? {
+        if let Ok(envelope) = Envelope::from_json(&bytes) {
+            candidates.push(Candidate {
+                source: "store".into(),
+                envelope,
+            });
+        }
+    }
+    Ok(candidates)
+}
+
 /// An approval offered to an evaluation: where it came from, and it.
 #[derive(Clone, Debug)]
 pub struct Candidate {

@@ -14,7 +14,6 @@ use super::rules::RuleOutcome;
 use super::run::Ran;
 use super::store::GateStore;
 use crate::digest::Digest;
-use crate::receipt::dsse::Envelope;
 use crate::receipt::{ReadItem, Substrate, Verdict};
 use std::path::Path;
 
@@ -118,15 +117,7 @@ pub fn conclude(mut f: Findings<'_>) -> Result<Concluded, GateError> {
 
 /// The approvals offered and those the store keeps under `ticket`, judged.
 fn judge(f: &Findings<'_>, ticket: Digest) -> Result<(Vec<Judged>, Tally), GateError> {
-    let mut candidates = f.offered.to_vec();
-    for bytes in f.store.approvals(&ticket)? {
-        if let Ok(envelope) = Envelope::from_json(&bytes) {
-            candidates.push(Candidate {
-                source: "store".into(),
-                envelope,
-            });
-        }
-    }
+    let candidates = approval::with_stored(f.offered, f.store, &ticket)?;
     let top = f.top.to_path_buf();
     let fresh =
         move |items: &[ReadItem]| match crate::fresh::check_read_set(&top, Substrate::Git, items) {
@@ -144,8 +135,9 @@ fn judge(f: &Findings<'_>, ticket: Digest) -> Result<(Vec<Judged>, Tally), GateE
     Ok(approval::judge(&candidates, &ctx))
 }
 
-/// The approvals that decided, sorted by receipt id.
-fn notes(judged: &[Judged]) -> Vec<ApprovalNote> {
+/// The approvals that decided, sorted by receipt id (the tool proxy's
+/// evidence lists them too).
+pub fn notes(judged: &[Judged]) -> Vec<ApprovalNote> {
     let mut notes: Vec<ApprovalNote> = judged
         .iter()
         .filter_map(|j| {

@@ -72,6 +72,26 @@ fn int(n: u64) -> Value {
     Value::Integer(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
+/// `[{"receipt", "approver", "verdict": "admit"|"deny"}, ...]`: the
+/// approvals that decided (the tool proxy's evidence lists them the same way).
+pub fn approvals_value(notes: &[ApprovalNote]) -> Value {
+    Value::Array(
+        notes
+            .iter()
+            .map(|a| {
+                Value::Map(BTreeMap::from([
+                    ("receipt".into(), text(&a.receipt.to_string())),
+                    ("approver".into(), text(&a.approver)),
+                    (
+                        "verdict".into(),
+                        text(if a.refused { "deny" } else { "admit" }),
+                    ),
+                ]))
+            })
+            .collect(),
+    )
+}
+
 impl Evidence {
     /// The record.
     pub fn to_value(&self) -> Value {
@@ -106,20 +126,6 @@ impl Evidence {
             let set = |s: &std::collections::BTreeSet<String>| {
                 Value::Array(s.iter().map(|r| text(r)).collect())
             };
-            let approvals = self
-                .approvals
-                .iter()
-                .map(|a| {
-                    Value::Map(BTreeMap::from([
-                        ("receipt".into(), text(&a.receipt.to_string())),
-                        ("approver".into(), text(&a.approver)),
-                        (
-                            "verdict".into(),
-                            text(if a.refused { "deny" } else { "admit" }),
-                        ),
-                    ]))
-                })
-                .collect();
             map.insert("version".into(), Value::Integer(EVIDENCE_VERSION_RULES));
             map.insert(
                 "rules".into(),
@@ -128,7 +134,7 @@ impl Evidence {
                     ("escalate".into(), set(&rules.escalate)),
                 ])),
             );
-            map.insert("approvals".into(), Value::Array(approvals));
+            map.insert("approvals".into(), approvals_value(&self.approvals));
         }
         Value::Map(map)
     }

@@ -167,8 +167,9 @@ impl Policy {
     }
 }
 
-/// The module `rules` names, read relative to `dir`.
-fn rules_module(value: &Value, dir: Option<&Path>) -> Result<Module, PolicyError> {
+/// The module `rules` names, read relative to `dir` (shared with the
+/// tool-proxy policy, `crate::mcp::policy`).
+pub fn rules_module(value: &Value, dir: Option<&Path>) -> Result<Module, PolicyError> {
     let rel = text(Some(value), "rules")?;
     check_relative(&rel).map_err(|e| schema(format!("rules: {e}")))?;
     let dir = dir.ok_or_else(|| schema("rules: read the policy from its file"))?;
@@ -176,8 +177,9 @@ fn rules_module(value: &Value, dir: Option<&Path>) -> Result<Module, PolicyError
 }
 
 /// `approvers` and `approvals_required`: both or neither; distinct keys
-/// and names; 1 to the number of approvers required.
-fn approvers(top: &BTreeMap<String, Value>) -> Result<(Vec<NoteVerifier>, usize), PolicyError> {
+/// and names; 1 to the number of approvers required (shared with the
+/// tool-proxy policy).
+pub fn approvers(top: &BTreeMap<String, Value>) -> Result<(Vec<NoteVerifier>, usize), PolicyError> {
     let (list, required) = match (top.get("approvers"), top.get("approvals_required")) {
         (None, None) => return Ok((Vec::new(), 0)),
         (Some(Value::Array(list)), Some(Value::Integer(n))) => (list, *n),

@@ -80,6 +80,12 @@ impl Rules {
 
     /// Evaluate `deny` and `escalate` against `input`.
     pub fn evaluate(&self, input: &Value) -> Result<RuleOutcome, RulesError> {
+        self.evaluate_json(&crate::receipt::canonical::json::to_json(input))
+    }
+
+    /// Evaluate `deny` and `escalate` against `input` given as JSON (the
+    /// tool proxy's: arguments as received).
+    pub fn evaluate_json(&self, input: &serde_json::Value) -> Result<RuleOutcome, RulesError> {
         match sandbox::run(&self.evaluator, &self.module.text, input)? {
             Answer::Sets { deny, escalate } => Ok(RuleOutcome {
                 deny: reasons("deny", deny)?,

@@ -17,7 +17,6 @@ use super::bounds::{
 };
 use super::error::RulesError;
 use super::vm::{self, Answer};
-use crate::receipt::canonical::{Value, json};
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -53,9 +52,15 @@ enum Wire {
     NotEvaluated(String),
 }
 
-/// Evaluate `module` against `input` in a child started by `evaluator`.
-pub fn run(evaluator: &Evaluator, module: &str, input: &Value) -> Result<Answer, RulesError> {
-    let request = serde_json::json!({"module": module, "input": json::to_json(input)}).to_string();
+/// Evaluate `module` against `input` (JSON: a tool call's arguments may
+/// hold numbers the receipt data model has not) in a child started by
+/// `evaluator`.
+pub fn run(
+    evaluator: &Evaluator,
+    module: &str,
+    input: &serde_json::Value,
+) -> Result<Answer, RulesError> {
+    let request = serde_json::json!({"module": module, "input": input}).to_string();
     if request.len() > MAX_RULES_REQUEST_BYTES {
         return Err(RulesError::InputTooLarge(request.len()));
     }
