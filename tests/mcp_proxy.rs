@@ -485,3 +485,260 @@ fn pin_takes_a_late_probe_answer_as_the_modern_era() {
         "{tools_list}"
     );
 }
+
+/// Run rcpt in the world's directory; its output, asserted successful.
+fn rcpt(w: &World, args: &[&str]) -> std::process::Output {
+    let out = std::process::Command::new(support::bin())
+        .args(args)
+        .current_dir(&w.dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The scripted server pinned, `write` writing `/path`, the policy naming
+/// `rules` (this module) and the approvers alice and bob (one required).
+fn ruled(module: &str) -> (World, std::path::PathBuf) {
+    let (w, policy) = pinned();
+    for name in ["alice", "bob", "mallory"] {
+        rcpt(
+            &w,
+            &[
+                "key",
+                "generate",
+                "--name",
+                &format!("{name}.example"),
+                "--out",
+                name,
+            ],
+        );
+    }
+    std::fs::write(w.dir.join("agent.rego"), module).unwrap();
+    let vkey = |n: &str| {
+        std::fs::read_to_string(w.dir.join(format!("{n}.vkey")))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let mut p: Value = serde_json::from_slice(&std::fs::read(&policy).unwrap()).unwrap();
+    p["rules"] = json!("agent.rego");
+    p["approvers"] = json!([vkey("alice"), vkey("bob")]);
+    p["approvals_required"] = json!(1);
+    std::fs::write(&policy, serde_json::to_vec_pretty(&p).unwrap()).unwrap();
+    (w, policy)
+}
+
+const RULES: &str = r#"package rcpt
+
+deny contains "secret" if { contains(input.arguments.content, "SECRET") }
+
+escalate contains "config" if {
+    some f in input.files
+    endswith(f.path, ".cfg")
+}
+"#;
+
+/// The bundle of receipt `id` from the world's log, written to `name`.
+fn bundle_file(w: &World, id: &str, name: &str) -> std::path::PathBuf {
+    let b = w
+        .bundles()
+        .into_iter()
+        .find(|b| b["receipt_id"] == id)
+        .expect("the receipt is in the log");
+    let path = w.dir.join(name);
+    std::fs::write(&path, b.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn a_rule_denies_and_an_escalation_is_admitted_once_approved() {
+    let (w, policy) = ruled(RULES);
+    let cfg = w.work.join("a.cfg");
+    std::fs::write(&cfg, "old\n").unwrap();
+    let mut p = w.proxy(&policy, &w.fake());
+    p.initialize();
+    let secret = w.work.join("s.txt");
+    let denied = p.call(1, "write", json!({"path": secret, "content": "a SECRET"}));
+    assert_eq!(
+        denied["result"]["_meta"]["dev.rcpt/verdict"], "deny",
+        "{denied}"
+    );
+    assert_eq!(
+        denied["result"]["_meta"]["dev.rcpt/reasons"],
+        json!(["rule.secret"])
+    );
+    let args = json!({"path": cfg, "content": "new\n"});
+    let esc = p.call(2, "write", args.clone());
+    assert_eq!(esc["result"]["isError"], true, "{esc}");
+    assert_eq!(esc["result"]["_meta"]["dev.rcpt/verdict"], "escalate");
+    assert_eq!(
+        esc["result"]["_meta"]["dev.rcpt/reasons"],
+        json!(["rule.config"])
+    );
+    let text = esc["result"]["content"][0]["text"].as_str().unwrap();
+    let esc_id = receipt_of(&esc).unwrap();
+    assert!(
+        text.contains("rule.config")
+            && text.contains(&esc_id)
+            && text.contains("rcpt gate approve")
+            && text.contains(&w.store.display().to_string()),
+        "{text}"
+    );
+    p.close();
+    assert!(!secret.exists());
+    assert_eq!(std::fs::read_to_string(&cfg).unwrap(), "old\n");
+    assert!(w.received().iter().all(|l| !l.contains("\"write\"")));
+    let r = w.receipts();
+    assert_eq!(r[0]["verdict"]["deny"]["reasons"], json!(["rule.secret"]));
+    assert!(
+        r[1]["verdict"]["escalate"]["ticket"].is_string(),
+        "{}",
+        r[1]
+    );
+    let escalated = bundle_file(&w, &esc_id, "escalated.json");
+    let store = w.store.display().to_string();
+    let escalated = escalated.display().to_string();
+    let approve = |key: &str, extra: &[&str]| {
+        let mut a = vec![
+            "gate",
+            "approve",
+            &escalated,
+            "--key",
+            key,
+            "--gate-key-file",
+            "gate.vkey",
+            "--store",
+            &store,
+        ];
+        a.extend_from_slice(extra);
+        rcpt(&w, &a)
+    };
+    // A forged approval (mallory is no approver) does not count.
+    approve("mallory.key", &[]);
+    let mut p = w.proxy(&policy, &w.fake());
+    p.initialize();
+    let again = p.call(3, "write", args.clone());
+    assert_eq!(
+        again["result"]["_meta"]["dev.rcpt/verdict"], "escalate",
+        "{again}"
+    );
+    p.close();
+    // Alice approves, on a log of her own trust; the same call is admitted.
+    rcpt(
+        &w,
+        &[
+            "trust",
+            "new",
+            "--issuer",
+            "alice.vkey",
+            "--log",
+            "logkey.vkey",
+            "-o",
+            "alice-trust.json",
+        ],
+    );
+    rcpt(
+        &w,
+        &[
+            "log",
+            "init",
+            "alog",
+            "--origin",
+            "log.example/receipts",
+            "--key",
+            "logkey.key",
+            "--trust",
+            "alice-trust.json",
+        ],
+    );
+    approve("alice.key", &["--log", "alog", "-o", "approval.json"]);
+    rcpt(
+        &w,
+        &["verify", "approval.json", "--trust", "alice-trust.json"],
+    );
+    let approval: Value =
+        serde_json::from_slice(&std::fs::read(w.dir.join("approval.json")).unwrap()).unwrap();
+    let approval_id = approval["receipt_id"].as_str().unwrap().to_string();
+    let mut p = w.proxy(&policy, &w.fake());
+    p.initialize();
+    let admitted = p.call(4, "write", args);
+    assert_eq!(
+        admitted["result"]["_meta"]["dev.rcpt/verdict"], "admit",
+        "{admitted}"
+    );
+    assert_eq!(std::fs::read_to_string(&cfg).unwrap(), "new\n");
+    // Bob refuses another escalation: it is denied.
+    let other = w.work.join("b.cfg");
+    let b_args = json!({"path": other, "content": "x"});
+    let b_esc = p.call(5, "write", b_args.clone());
+    let b_id = receipt_of(&b_esc).unwrap();
+    p.close();
+    let b_file = bundle_file(&w, &b_id, "b-escalated.json")
+        .display()
+        .to_string();
+    rcpt(
+        &w,
+        &[
+            "gate",
+            "approve",
+            &b_file,
+            "--key",
+            "bob.key",
+            "--gate-key-file",
+            "gate.vkey",
+            "--store",
+            &store,
+            "--deny",
+            "--reason",
+            "not.now",
+        ],
+    );
+    let mut p = w.proxy(&policy, &w.fake());
+    p.initialize();
+    let refused = p.call(6, "write", b_args);
+    assert_eq!(
+        refused["result"]["_meta"]["dev.rcpt/reasons"],
+        json!(["approval.refused"]),
+        "{refused}"
+    );
+    p.close();
+    assert!(!other.exists());
+    // Every gate receipt verifies offline; the admit's evidence names the approval.
+    let ids = w.verify_all();
+    assert_eq!(ids.len(), 6);
+    let r = w.receipts();
+    let proof = r[3]["verdict"]["admit"]["proof"].as_str().unwrap();
+    let hex = proof.trim_start_matches("blake3:");
+    let record = std::fs::read(w.store.join("objects").join(&hex[..2]).join(&hex[2..])).unwrap();
+    let needle = approval_id.as_bytes();
+    assert!(
+        record.windows(needle.len()).any(|x| x == needle),
+        "the evidence lists the approval {approval_id}"
+    );
+}
+
+#[test]
+fn a_module_that_reaches_outside_makes_no_verdict_and_nothing_is_forwarded() {
+    let (w, policy) = ruled(
+        "package rcpt\ndeny contains x if { x := http.send({\"method\": \"get\", \"url\": \"http://127.0.0.1:9/\"}).body }\n",
+    );
+    let mut p = w.proxy(&policy, &w.fake());
+    p.initialize();
+    let file = w.work.join("h.txt");
+    let a = p.call(1, "write", json!({"path": file, "content": "x"}));
+    assert_eq!(a["error"]["code"], -32603, "{a}");
+    let msg = a["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("could not evaluate") && msg.contains("http.send"),
+        "{msg}"
+    );
+    p.close();
+    assert!(!file.exists());
+    assert!(w.received().iter().all(|l| !l.contains("\"write\"")));
+    assert!(w.receipts().is_empty(), "no receipt for no verdict");
+}

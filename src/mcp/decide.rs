@@ -3,12 +3,15 @@
 //!
 //! The proxy gathers the facts (the table's standing, the files, the
 //! session's reads) into the `input` of the rules, then asks a
-//! [`Decider`]. [`TableDecider`] is the decision until rules are wired:
-//! the table's and the files' refusals deny, anything else is admitted.
-//! A decider with rules keeps the combination of spec/gate.md "Deciding":
-//! the table's denials and the rule denials deny (Deny absorbs), else rule
-//! escalations escalate unless approved, else admit; reasons sorted.
+//! [`Decider`]. [`TableDecider`] is the decision of a policy without
+//! rules: the table's and the files' refusals deny, anything else is
+//! admitted. [`super::ruled::RulesDecider`] keeps the combination of
+//! spec/gate.md "Deciding" (the git gate's own, `crate::gate::decide`):
+//! the table's denials, then the rule denials deny (Deny absorbs), else
+//! rule escalations escalate unless approved, else admit; reasons sorted.
 
+use crate::digest::Digest;
+use crate::receipt::ReadItem;
 use crate::receipt::canonical::Value;
 use serde_json::json;
 
@@ -21,6 +24,12 @@ pub struct Facts<'a> {
     pub input: &'a serde_json::Value,
     /// The table's and the files' refusals (`tool.*`, `files.*`), sorted.
     pub refusals: &'a [String],
+    /// The call's `change_id` (what an approval names).
+    pub change_id: Digest,
+    /// The policy's identity.
+    pub policy_id: Digest,
+    /// The receipt's read set: the step's files as found.
+    pub read_set: &'a [ReadItem],
 }
 
 /// What a decider says.
@@ -42,8 +51,7 @@ pub enum Ruling {
 #[error("the decision could not be evaluated: {0}")]
 pub struct DecideError(pub String);
 
-/// The decision of a step call. The lead wires rules in one place: a
-/// decider that evaluates `facts.input` with the policy's Rego module.
+/// The decision of a step call.
 pub trait Decider: Send + Sync {
     /// Decide one step call.
     fn decide(&self, facts: &Facts<'_>) -> Result<Ruling, DecideError>;
@@ -122,14 +130,21 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
+    fn facts_of<'a>(input: &'a serde_json::Value, refusals: &'a [String]) -> Facts<'a> {
+        Facts {
+            input,
+            refusals,
+            change_id: Digest::blake3(b"change"),
+            policy_id: Digest::blake3(b"policy"),
+            read_set: &[],
+        }
+    }
+
     #[test]
-    fn the_table_decides_until_rules_are_wired() {
+    fn the_table_decides_a_policy_without_rules() {
         let input = json!({});
         let none: Vec<String> = Vec::new();
-        let facts = Facts {
-            input: &input,
-            refusals: &none,
-        };
+        let facts = facts_of(&input, &none);
         assert_eq!(
             TableDecider.decide(&facts).unwrap(),
             Ruling::Admit {
@@ -141,10 +156,7 @@ mod tests {
             "files.link".into(),
             "tool.changed".into(),
         ];
-        let facts = Facts {
-            input: &input,
-            refusals: &r,
-        };
+        let facts = facts_of(&input, &r);
         assert_eq!(
             TableDecider.decide(&facts).unwrap(),
             Ruling::Deny(vec!["files.link".into(), "tool.changed".into()])

@@ -95,6 +95,21 @@ pub fn precondition(record: &StepRecord, inverse: Option<Digest>) -> Digest {
     ])))
 }
 
+/// The read set of a step: each file that exists (in `states`), by its
+/// absolute path, sorted.
+pub fn read_set_of(record: &StepRecord, states: &[files::State]) -> Vec<ReadItem> {
+    let mut read_set: BTreeMap<String, Digest> = BTreeMap::new();
+    for (f, s) in record.files.iter().zip(states) {
+        if let Some(s) = s {
+            read_set.insert(format!("/{}", f.path), s.digest);
+        }
+    }
+    read_set
+        .into_iter()
+        .map(|(resource, digest)| ReadItem { resource, digest })
+        .collect()
+}
+
 /// The receipt of a step: files (in `states`) as the read set.
 pub fn receipt_of(
     issuer: &str,
@@ -104,12 +119,6 @@ pub fn receipt_of(
     states: &[files::State],
     applied: bool,
 ) -> Receipt {
-    let mut read_set: BTreeMap<String, Digest> = BTreeMap::new();
-    for (f, s) in record.files.iter().zip(states) {
-        if let Some(s) = s {
-            read_set.insert(format!("/{}", f.path), s.digest);
-        }
-    }
     let reversibility = match (&verdict, inverse) {
         (_, Some(_)) => Some(true),
         (Verdict::Admit { .. }, None) => Some(false),
@@ -122,10 +131,7 @@ pub fn receipt_of(
         change_id: record.change_id,
         inverse_delta_id: inverse,
         reversibility,
-        read_set: read_set
-            .into_iter()
-            .map(|(resource, digest)| ReadItem { resource, digest })
-            .collect(),
+        read_set: read_set_of(record, states),
         precondition: Some(precondition(record, inverse)),
         policy_id: record.policy_id,
         verdict,

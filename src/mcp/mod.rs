@@ -17,7 +17,8 @@
 //! Engines: [`frame`] (one JSON-RPC message, strictly), [`policy`] (the
 //! tool-proxy policy and its pinned table), [`table`] (definitions, their
 //! digest, filtering a list), [`files`] (pointers to paths under roots),
-//! [`decide`] (the seam where rules are wired), [`step`] (decide, keep,
+//! [`decide`] (the seam of the decision), [`ruled`] (the policy's rules
+//! and approvals), [`step`] (decide, keep,
 //! sign), [`issue`] (evidence and receipt), [`ledger`] (durability and recovery), [`sink`] (store and log
 //! in batches), [`session`] (the reads seen), [`relay`] (the message
 //! router both transports share), [`stdio`] (the threads of the stdio
@@ -34,6 +35,7 @@ pub mod ledger;
 pub mod pin;
 pub mod policy;
 pub mod relay;
+pub mod ruled;
 pub mod session;
 pub mod sink;
 pub mod stdio;
@@ -51,4 +53,5 @@ pub const MAX_QUEUE_FRAMES: usize = 1024;
 pub use decide::{Decider, Ruling, TableDecider};
 pub use policy::ToolPolicy;
 pub use relay::{Out, Relay};
+pub use ruled::RulesDecider;
 pub use step::{Gate, GateParts};

@@ -6,14 +6,21 @@
 //!  "tools": {TOOL: {"kind": "step", "def": "sha256:…", "files": [POINTER, ...]}
 //!          | {"kind": "read", "def": "sha256:…"}, ...},
 //!  "allow_irreversible": bool,                                   (optional)
-//!  "replay": {"proposal": STAGE, "execution": STAGE}}            (optional)
+//!  "replay": {"proposal": STAGE, "execution": STAGE},            (optional)
+//!  "rules": "FILE.rego", "approvers": [VKEY, ...], "approvals_required": n}  (optional)
 //! ```
 //!
 //! Read as a receipt data-model value (duplicate keys, floats and integers
 //! beyond ±(2^53-1) refused), every field checked, no other field; its
 //! identity is `policy_id`, so the table is part of every receipt's policy.
+//! `rules`, `approvers` and `approvals_required` are read as the git
+//! policy reads them ([`crate::gate::policy`]): the module relative to the
+//! policy file, its bytes (never its name) in `policy_id`.
 
 use crate::digest::{Algorithm, Digest};
+use crate::gate::policy::{PolicyError, approvers, rules_module};
+use crate::gate::rules::Module;
+use crate::keys::NoteVerifier;
 use crate::limits::MAX_GATE_POLICY_BYTES;
 use crate::receipt::canonical::{Value, dagcbor, identity, json};
 use crate::receipt::{Replay, Stage, combine};
@@ -70,6 +77,12 @@ pub struct ToolPolicy {
     pub allow_irreversible: bool,
     /// The receipts' replay class.
     pub replay: Replay,
+    /// `"rules"`: the Rego module, read.
+    pub rules: Option<Module>,
+    /// `"approvers"`: the keys whose approval receipts count.
+    pub approvers: Vec<NoteVerifier>,
+    /// `"approvals_required"` (0 when the policy names no approver).
+    pub approvals_required: usize,
     /// `policy_id`.
     pub id: Digest,
 }
@@ -93,6 +106,9 @@ pub enum ToolPolicyError {
     /// A field is missing, unknown, of the wrong type or out of range.
     #[error("policy: {0}")]
     Schema(String),
+    /// `rules`, `approvers` or `approvals_required` refused (as for git).
+    #[error(transparent)]
+    Rules(#[from] PolicyError),
 }
 
 fn schema(msg: impl Into<String>) -> ToolPolicyError {
@@ -101,7 +117,13 @@ fn schema(msg: impl Into<String>) -> ToolPolicyError {
 
 /// The required and optional top-level fields.
 const REQUIRED: &[&str] = &["name", "substrate", "server", "tools"];
-const OPTIONAL: &[&str] = &["allow_irreversible", "replay"];
+const OPTIONAL: &[&str] = &[
+    "allow_irreversible",
+    "replay",
+    "rules",
+    "approvers",
+    "approvals_required",
+];
 
 impl ToolPolicy {
     /// Read and check the policy file at `path`.
@@ -112,12 +134,18 @@ impl ToolPolicy {
                 source,
             }
         })?;
-        ToolPolicy::parse(&bytes)
+        ToolPolicy::parse_in(&bytes, path.parent())
     }
 
-    /// Check policy JSON.
+    /// Check policy JSON without `rules` (a module is read relative to the
+    /// policy file: [`ToolPolicy::read`]).
     pub fn parse(bytes: &[u8]) -> Result<ToolPolicy, ToolPolicyError> {
-        let value = json::from_json(bytes).map_err(ToolPolicyError::Json)?;
+        ToolPolicy::parse_in(bytes, None)
+    }
+
+    /// Check policy JSON; `rules` is read relative to `dir`.
+    fn parse_in(bytes: &[u8], dir: Option<&Path>) -> Result<ToolPolicy, ToolPolicyError> {
+        let mut value = json::from_json(bytes).map_err(ToolPolicyError::Json)?;
         let map = value
             .as_map()
             .ok_or_else(|| schema("the policy must be an object"))?;
@@ -125,13 +153,12 @@ impl ToolPolicy {
             .keys()
             .find(|k| !REQUIRED.contains(&k.as_str()) && !OPTIONAL.contains(&k.as_str()))
         {
-            let hint =
-                if ["rules", "approvers", "approvals_required", "checks"].contains(&k.as_str()) {
-                    " (rules and checks are not evaluated for tool calls by this build: a policy \
-                 naming them is refused rather than half applied)"
-                } else {
-                    ""
-                };
+            let hint = if k == "checks" {
+                " (checks, commands run on a change, are not run for tool calls: a policy \
+                 naming them is refused rather than half applied; rules are)"
+            } else {
+                ""
+            };
             return Err(schema(format!("unknown field {k:?}{hint}")));
         }
         if let Some(k) = REQUIRED.iter().find(|k| !map.contains_key(**k)) {
@@ -155,12 +182,24 @@ impl ToolPolicy {
             None => combine(Stage::Llm, Stage::Unknown),
             Some(v) => replay(v)?,
         };
+        let (approvers, approvals_required) = approvers(map)?;
+        let rules = match map.get("rules") {
+            None => None,
+            Some(v) => Some(rules_module(v, dir)?),
+        };
+        if let (Some(m), Value::Map(map)) = (&rules, &mut value) {
+            // The module's bytes, never its file name, are in the identity.
+            map.insert("rules".into(), Value::Text(m.digest.to_string()));
+        }
         Ok(ToolPolicy {
             name,
             server,
             tools,
             allow_irreversible,
             replay,
+            rules,
+            approvers,
+            approvals_required,
             id: identity(&dagcbor::encode(&value)),
         })
     }
@@ -336,8 +375,18 @@ mod tests {
             ),
             (
                 policy(&format!(r#"{{"t": {good_def}}}"#))
+                    .replace("\"tools\"", "\"checks\": [], \"tools\""),
+                "not run for tool calls",
+            ),
+            (
+                policy(&format!(r#"{{"t": {good_def}}}"#))
                     .replace("\"tools\"", "\"rules\": \"r.rego\", \"tools\""),
-                "not evaluated",
+                "read the policy from its file",
+            ),
+            (
+                policy(&format!(r#"{{"t": {good_def}}}"#))
+                    .replace("\"tools\"", "\"approvals_required\": 1, \"tools\""),
+                "go together",
             ),
             (
                 policy("{}").replace("\"name\": \"fs\"", "\"name\": \"\""),

@@ -234,7 +234,7 @@ impl Relay {
             Ok(Prepared::Refused(r)) => {
                 st.pending.remove(&id);
                 (self.note)(&format!("{name} refused: {}", r.details.join("; ")));
-                vec![Out::Client(refusal(&id, &r, modern))]
+                vec![Out::Client(refusal(&id, &r, modern, self.gate.store.dir()))]
             }
             Err(e) => {
                 st.pending.remove(&id);
@@ -342,13 +342,15 @@ fn modern_meta(params: &RawValue) -> Option<String> {
 }
 
 /// The answer to a refused step: a tool result with `isError` true naming
-/// the verdict, the reasons and the receipt.
-pub fn refusal(id: &IdKey, r: &Refused, modern: bool) -> String {
-    let (word, reasons) = match &r.verdict {
-        Verdict::Deny { reasons } => ("deny", reasons.clone()),
-        Verdict::Escalate { ticket } => ("escalate", vec![format!("ticket {ticket}")]),
-        Verdict::Admit { .. } => ("admit", Vec::new()),
+/// the verdict, the reasons and the receipt (and for an escalation, the
+/// ticket and the approve command for the store `store`).
+pub fn refusal(id: &IdKey, r: &Refused, modern: bool, store: &std::path::Path) -> String {
+    let (word, ticket) = match &r.verdict {
+        Verdict::Deny { .. } => ("deny", None),
+        Verdict::Escalate { ticket } => ("escalate", Some(ticket)),
+        Verdict::Admit { .. } => ("admit", None),
     };
+    let reasons = &r.reasons;
     let mut text = format!(
         "rcpt gate refused this call: {word} ({}). Receipt {}.",
         reasons.join(", "),
@@ -357,11 +359,13 @@ pub fn refusal(id: &IdKey, r: &Refused, modern: bool) -> String {
     if !r.details.is_empty() {
         text.push_str(&format!(" Found: {}.", r.details.join("; ")));
     }
-    if word == "escalate" {
-        text.push_str(
-            " An approver can admit this call with `rcpt gate approve` on this receipt \
-             (its envelope is in the gate store, --store); then make the same call again.",
-        );
+    if let Some(ticket) = ticket {
+        text.push_str(&format!(
+            " Ticket {ticket}. An approver can admit this call: rcpt gate approve RECEIPT \
+             --key APPROVER.key --gate-key-file GATE.vkey --store {} (RECEIPT: this receipt's \
+             bundle from the log, or its envelope); then make the same call again.",
+            store.display()
+        ));
     }
     let mut result = serde_json::json!({
         "content": [{"type": "text", "text": text}],

@@ -11,7 +11,7 @@
 
 use super::decide::{Decider, Facts, Input, Ruling};
 use super::files::{self, Root, StepFile};
-use super::issue::{evidence_of, files_value, inverse_record, map, receipt_of};
+use super::issue::{evidence_of, files_value, inverse_record, map, read_set_of, receipt_of};
 use super::ledger::{FileRecord, Issued, Ledger, Pending, StepRecord};
 use super::policy::{ToolKind, ToolPolicy};
 use super::session::Session;
@@ -83,6 +83,8 @@ pub struct Refused {
     pub receipt_id: Digest,
     /// Deny or escalate.
     pub verdict: Verdict,
+    /// Its reasons (an escalation's too: they are not in its verdict).
+    pub reasons: Vec<String>,
     /// The refusals' details, for the client.
     pub details: Vec<String>,
 }
@@ -371,9 +373,13 @@ impl Gate {
         }
         .to_json();
         let reasons: Vec<String> = refusals.iter().map(|(r, _)| r.clone()).collect();
+        let pre: Vec<files::State> = record.files.iter().map(|f| f.pre).collect();
         let facts = Facts {
             input: &input,
             refusals: &super::decide::sorted(&reasons),
+            change_id: record.change_id,
+            policy_id: record.policy_id,
+            read_set: &read_set_of(record, &pre),
         };
         Ok(self.decider.decide(&facts)?)
     }
@@ -433,16 +439,26 @@ impl Gate {
                 .collect();
             m.insert("refusals".into(), Value::Array(list));
         }
-        let verdict = match ruling {
-            Ruling::Deny(reasons) => Verdict::Deny { reasons },
-            Ruling::Escalate(reasons) => Verdict::Escalate {
-                ticket: self.ticket(&record, &reasons)?.to_string(),
-            },
-            Ruling::Admit { .. } => Verdict::Deny {
-                reasons: vec![files::FILES_PREIMAGE.to_string()],
-            },
-        };
         let states: Vec<files::State> = record.files.iter().map(|f| f.pre).collect();
+        let (verdict, reasons) = match ruling {
+            Ruling::Deny(reasons) => (
+                Verdict::Deny {
+                    reasons: reasons.clone(),
+                },
+                reasons,
+            ),
+            Ruling::Escalate(reasons) => {
+                let ticket = self.ticket(&record, &states, &reasons)?.to_string();
+                (Verdict::Escalate { ticket }, reasons)
+            }
+            Ruling::Admit { .. } => {
+                let reasons = vec![files::FILES_PREIMAGE.to_string()];
+                let verdict = Verdict::Deny {
+                    reasons: reasons.clone(),
+                };
+                (verdict, reasons)
+            }
+        };
         let receipt = self.receipt_of(&record, verdict.clone(), None, &states, false);
         let issued = self.issue(&receipt, evidence, None)?;
         let receipt_id = issued.receipt_id;
@@ -456,24 +472,28 @@ impl Gate {
         Ok(Prepared::Refused(Refused {
             receipt_id,
             verdict,
+            reasons,
             details,
         }))
     }
 
     /// The escalation ticket: identity of the stored record
-    /// `{"change_id", "policy_id", "reasons", "read_set"}`.
-    fn ticket(&self, record: &StepRecord, reasons: &[String]) -> Result<Digest, StepError> {
-        let value = map([
-            ("change_id", t(record.change_id.to_string())),
-            ("policy_id", t(record.policy_id.to_string())),
-            (
-                "reasons",
-                Value::Array(reasons.iter().map(|r| t(r.clone())).collect()),
-            ),
-            ("read_set", Value::Array(Vec::new())),
-        ]);
+    /// `{"change_id", "policy_id", "reasons", "read_set"}` (the git gate's,
+    /// with the receipt's read set).
+    fn ticket(
+        &self,
+        record: &StepRecord,
+        states: &[files::State],
+        reasons: &[String],
+    ) -> Result<Digest, StepError> {
+        let escalation = crate::gate::escalation::Escalation {
+            change_id: record.change_id,
+            policy_id: record.policy_id,
+            reasons: reasons.to_vec(),
+            read_set: read_set_of(record, states),
+        };
         self.store
-            .put_record(&value)
+            .put_record(&escalation.to_value())
             .map_err(|e| StepError::Store(e.into()))
     }
 

@@ -16,7 +16,7 @@ use rcpt::io::Target;
 use rcpt::limits::MAX_BUNDLE_BYTES;
 use rcpt::mcp::files::Root;
 use rcpt::mcp::sink::{Finisher, ReceiptLog, SinkError, WriterLog};
-use rcpt::mcp::{Gate, GateParts, Relay, TableDecider, ToolPolicy};
+use rcpt::mcp::{Gate, GateParts, Relay, RulesDecider, TableDecider, ToolPolicy};
 use rcpt::receipt::dsse::Envelope;
 use rcpt::text::Escaped;
 use std::ffi::OsString;
@@ -207,6 +207,11 @@ fn proxy(args: &RunArgs) -> anyhow::Result<u8> {
             );
         }
     });
+    let decider: Box<dyn rcpt::mcp::Decider> =
+        match RulesDecider::new(&policy, super::rules::evaluator()?, store.clone()) {
+            Some(d) => Box::new(d),
+            None => Box::new(TableDecider),
+        };
     let finisher = Finisher::start(store.clone(), log, report);
     let gate = Gate::new(GateParts {
         policy,
@@ -215,7 +220,7 @@ fn proxy(args: &RunArgs) -> anyhow::Result<u8> {
         store,
         key,
         issuer,
-        decider: Box::new(TableDecider),
+        decider,
         finisher,
     });
     let not_evaluated = |e: &dyn std::error::Error| {
