@@ -129,3 +129,41 @@ pub fn fresh(items: &[ReadItem]) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::digest::Digest;
+
+    #[test]
+    fn a_read_set_is_fresh_only_while_every_file_holds_its_digest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(tmp.path()).unwrap();
+        let file = dir.join("a.cfg");
+        std::fs::write(&file, "old\n").unwrap();
+        let item = ReadItem {
+            resource: file.display().to_string(),
+            digest: Digest::blake3(b"old\n"),
+        };
+        assert_eq!(fresh(std::slice::from_ref(&item)), Ok(()));
+        std::fs::write(&file, "new\n").unwrap();
+        assert!(
+            fresh(std::slice::from_ref(&item))
+                .unwrap_err()
+                .contains("changed")
+        );
+        std::fs::remove_file(&file).unwrap();
+        assert!(
+            fresh(std::slice::from_ref(&item))
+                .unwrap_err()
+                .contains("gone")
+        );
+        // A link in its place is not followed.
+        let target = dir.join("t");
+        std::fs::write(&target, "old\n").unwrap();
+        std::os::unix::fs::symlink(&target, &file).unwrap();
+        assert!(fresh(std::slice::from_ref(&item)).is_err());
+        assert_eq!(fresh(&[]), Ok(()));
+    }
+}
