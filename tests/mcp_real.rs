@@ -242,3 +242,100 @@ fn an_agent_session_through_mcp_server_git_in_both_eras() {
         assert_eq!(r["inverse_delta_id"], Value::Null);
     }
 }
+
+/// Run rcpt in the world's directory, asserted successful.
+fn rcpt(w: &World, args: &[&str]) {
+    let out = Command::new(support::bin())
+        .args(args)
+        .current_dir(&w.dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn server_filesystem_under_rules_a_denial_and_an_approved_retry() {
+    let (Some(fs), Some(python)) = (support::mcp::fs_server(), support::mcp::sdk_python()) else {
+        return;
+    };
+    let w = World::new();
+    let server = vec![fs.display().to_string(), w.work.display().to_string()];
+    let table = w.pin(&server);
+    let policy = w.policy(&table, &[("write_file", &["/path"])]);
+    rcpt(
+        &w,
+        &[
+            "key",
+            "generate",
+            "--name",
+            "alice.example",
+            "--out",
+            "alice",
+        ],
+    );
+    std::fs::write(
+        w.dir.join("agent.rego"),
+        "package rcpt\n\
+         deny contains \"secret\" if { contains(input.arguments.content, \"SECRET\") }\n\
+         escalate contains \"config\" if { some f in input.files; endswith(f.path, \".cfg\") }\n",
+    )
+    .unwrap();
+    let mut p: Value = serde_json::from_slice(&std::fs::read(&policy).unwrap()).unwrap();
+    p["rules"] = json!("agent.rego");
+    let alice = std::fs::read_to_string(w.dir.join("alice.vkey")).unwrap();
+    p["approvers"] = json!([alice.trim()]);
+    p["approvals_required"] = json!(1);
+    std::fs::write(&policy, p.to_string()).unwrap();
+    let cfg = w.work.join("a.cfg");
+    let secret = w.work.join("s.txt");
+    let write_cfg =
+        json!({"op": "call", "tool": "write_file", "arguments": {"path": cfg, "content": "on\n"}});
+    let steps = json!([
+        {"op": "call", "tool": "write_file", "arguments": {"path": secret, "content": "SECRET"}},
+        write_cfg
+    ]);
+    let proxy = w.proxy_args(&policy);
+    let out = agent(&w, &python, "legacy", &steps, &proxy, &server);
+    assert_eq!(out[0]["meta"]["dev.rcpt/reasons"], json!(["rule.secret"]));
+    assert_eq!(
+        (
+            out[1]["isError"].clone(),
+            out[1]["meta"]["dev.rcpt/verdict"].clone()
+        ),
+        (json!(true), json!("escalate"))
+    );
+    assert!(!secret.exists() && !cfg.exists());
+    // The approver takes the escalation's bundle from the log and approves.
+    let esc = out[1]["meta"]["dev.rcpt/receipt"].as_str().unwrap();
+    let bundle = w
+        .bundles()
+        .into_iter()
+        .find(|b| b["receipt_id"] == esc)
+        .unwrap();
+    std::fs::write(w.dir.join("escalated.json"), bundle.to_string()).unwrap();
+    let store = w.store.display().to_string();
+    rcpt(
+        &w,
+        &[
+            "gate",
+            "approve",
+            "escalated.json",
+            "--key",
+            "alice.key",
+            "--gate-key-file",
+            "gate.vkey",
+            "--store",
+            &store,
+            "-o",
+            "approval.json",
+        ],
+    );
+    let out = agent(&w, &python, "legacy", &json!([write_cfg]), &proxy, &server);
+    assert_eq!(out[0]["meta"]["dev.rcpt/verdict"], "admit", "{}", out[0]);
+    assert_eq!(std::fs::read_to_string(&cfg).unwrap(), "on\n");
+    assert_eq!(w.verify_all().len(), 3);
+}
