@@ -671,6 +671,15 @@ fn a_rule_denies_and_an_escalation_is_admitted_once_approved() {
     let approval_id = approval["receipt_id"].as_str().unwrap().to_string();
     let mut p = w.proxy(&policy, &w.fake());
     p.initialize();
+    // While the file is not what was approved, the approval is stale:
+    // another ticket, escalated again; back as it was, it counts.
+    std::fs::write(&cfg, "moved\n").unwrap();
+    let stale = p.call(40, "write", args.clone());
+    assert_eq!(
+        stale["result"]["_meta"]["dev.rcpt/verdict"], "escalate",
+        "{stale}"
+    );
+    std::fs::write(&cfg, "old\n").unwrap();
     let admitted = p.call(4, "write", args);
     assert_eq!(
         admitted["result"]["_meta"]["dev.rcpt/verdict"], "admit",
@@ -715,7 +724,7 @@ fn a_rule_denies_and_an_escalation_is_admitted_once_approved() {
     // the first one's very receipt when issued within the same second);
     // the admit's evidence names the approval.
     let ids = w.verify_all();
-    for answer in [&denied, &esc, &again, &admitted, &b_esc, &refused] {
+    for answer in [&denied, &esc, &again, &stale, &admitted, &b_esc, &refused] {
         assert!(ids.contains(&receipt_of(answer).unwrap()), "{answer}");
     }
     let r = w.receipts();
