@@ -17,7 +17,7 @@ use rcpt::storage::CheckpointStore as _;
 use rcpt::storage::PrivateStore as _;
 use rcpt::storage::TileStore as _;
 use support::s3 as s3_support;
-use support::{APPEND_STEPS, entries, entry, lib_log_key as key};
+use support::{entries, entry, lib_log_key as key};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -164,38 +164,48 @@ fn a_store_whose_lease_is_lost_refuses_every_write() {
     assert!(store.read_checkpoint(16).unwrap().is_none());
 }
 
-/// A writer that crashed after uploading tiles but before publishing (at
-/// every step of the append protocol) leaves objects past the checkpoint;
-/// the next writer repairs them and appends other entries at those indexes.
+/// A writer that crashed between any two of its storage calls (its store
+/// stops dead after the k-th changing call, k = 0, 1, 2, ... until an append
+/// runs whole: tests/support/failstop.rs) leaves objects past the
+/// checkpoint; the next writer repairs them and appends other entries at
+/// those indexes.
 #[test]
 fn a_crashed_writers_uploads_never_block_the_next_publish() {
+    use support::failstop::FailStop;
     let Some(store) = store("crash") else { return };
     Log::init_store(store.clone(), ORIGIN, &key(), None, None).unwrap();
     let mut size = 0u64;
     let mut next_entry = 0u64;
-    for step in APPEND_STEPS {
-        let w = LogWriter::open_store(same_log(&store), &key(), true).unwrap();
+    for budget in 0.. {
+        let stopping = FailStop::new(same_log(&store), budget);
         // The crashed batch: entries that will never be acknowledged.
         let doomed: Vec<Vec<u8>> = (0..5)
-            .map(|i| format!("doomed-{step:?}-{i}").into_bytes())
+            .map(|i| format!("doomed-{budget}-{i}").into_bytes())
             .collect();
-        w.append_interrupted(&doomed, step).unwrap();
-        // The next writer. (The interrupted writer's lease was released as
-        // it was dropped; a killed writer's lease expires instead, which
+        let stopped = match LogWriter::open_store(stopping.clone(), &key(), true) {
+            Ok(mut w) => w.append(&doomed).is_err(),
+            Err(_) => true,
+        };
+        assert_eq!(stopped, stopping.stopped(), "budget {budget}");
+        // The next writer. (The stopped writer's lease was released as it
+        // was dropped; a killed writer's lease expires instead, which
         // tests/s3_lease.rs covers.)
         let mut w = LogWriter::open_store(same_log(&store), &key(), true).unwrap();
         let reopened = Log::open_store(same_log(&store), None).unwrap().size();
         // A crash after publishing keeps the batch; before, it is gone.
         assert!(
             reopened == size || reopened == size + 5,
-            "{step:?}: {reopened}"
+            "budget {budget}: {reopened}"
         );
         size = reopened;
         let batch = entries(next_entry..next_entry + 3);
         next_entry += 3;
         let got = w.append(&batch).unwrap();
-        assert_eq!(got[0].index, size, "{step:?}");
+        assert_eq!(got[0].index, size, "budget {budget}");
         size += 3;
+        if !stopped {
+            break;
+        }
     }
     let log = Log::open_store(same_log(&store), None).unwrap();
     assert_eq!(log.size(), size);

@@ -11,7 +11,7 @@
 
 use super::approval::Candidate;
 use super::change::{Change, FileChange, Status};
-use super::check::{file_size, fits_resources, rules_of, run_checks_in};
+use super::check::{file_size, fits_resources, rules_of, run_checks_in, start_rules};
 use super::clean::CleanTree;
 use super::conclude::{Concluded, Findings, conclude};
 use super::error::GateError;
@@ -20,7 +20,7 @@ use super::inverse::{Record, Side, Transition};
 use super::issue::{Signed, Signer, sign};
 use super::journal::{self, Entry, Locked};
 use super::policy::Policy;
-use super::rules::{Evaluator, RuleOutcome, input};
+use super::rules::{Evaluator, RuleOutcome, RulesError, Started, input};
 use super::store::GateStore;
 use crate::digest::{Algorithm, Digest};
 use crate::fresh::HEAD;
@@ -72,12 +72,15 @@ pub struct Outcome {
 
 /// Apply `req.patch` if the policy admits it.
 pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
+    // The evaluator compiles the rules while the patch is read and applied.
+    let started = start_rules(req.policy, req.evaluator);
     let tree = super::change::work_tree(req.dir)?;
     let store = req.store.store();
     let current = super::change::read_change(&tree, HEAD)?;
     let clean = CleanTree::create(&tree, &current)?;
     let (record, change) = patched(req, &tree, &clean, &current)?;
-    let (rules, inverse) = rules_and_inverse(req, &tree, &clean, &current, &change, &record)?;
+    let (rules, inverse) =
+        rules_and_inverse(req, started, (&tree, &clean), (&current, &change), &record)?;
     // Rules first: a rule denial means the checks do not run.
     let checks = match &rules {
         Some(r) if !r.deny.is_empty() => (Vec::new(), None),
@@ -136,17 +139,16 @@ pub fn apply(req: &ApplyRequest<'_>) -> Result<Outcome, GateError> {
 /// inverse record's identity (`None`: irreversible, as the policy allows).
 fn rules_and_inverse(
     req: &ApplyRequest<'_>,
-    tree: &WorkTree,
-    clean: &CleanTree,
-    current: &Change,
-    change: &Change,
+    started: Result<Option<Started>, RulesError>,
+    (tree, clean): (&WorkTree, &CleanTree),
+    (current, change): (&Change, &Change),
     record: &Record,
 ) -> Result<(Option<RuleOutcome>, Option<Digest>), GateError> {
     let store = req.store.store();
-    let (policy, evaluator, signer) = (req.policy, req.evaluator, req.signer);
+    let (policy, signer) = (req.policy, req.signer);
     let (rules, inverse) = std::thread::scope(|scope| {
         let rules = scope.spawn(|| {
-            rules_of(policy, evaluator, || {
+            rules_of(started, || {
                 let files = input::files_of(change, |p| file_size(clean.path(), p));
                 input::git_input(signer.issuer, signer.now, &current.base, true, &files)
             })

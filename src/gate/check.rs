@@ -14,7 +14,7 @@ use super::escalation::Escalation;
 use super::evidence::Evidence;
 use super::git::WorkTree;
 use super::policy::Policy;
-use super::rules::{Evaluator, RuleOutcome, Rules, input};
+use super::rules::{Evaluator, RuleOutcome, Rules, RulesError, Started, input};
 use super::run::{self, Ran};
 use super::store::{self, GateStore};
 use crate::digest::{Algorithm, Digest};
@@ -85,6 +85,8 @@ pub fn identify(dir: &Path, base: &str) -> Result<(WorkTree, Change), ChangeErro
 /// Identify the change, run the policy's checks in a clean copy, keep
 /// the evidence, decide.
 pub fn evaluate(req: &Request<'_>) -> Result<Decision, GateError> {
+    // The evaluator compiles the rules while the change is read.
+    let started = start_rules(req.policy, req.evaluator);
     let (tree, change) = identify(req.dir, req.base)?;
     let head = tree.commit(HEAD).map_err(ChangeError::from)?;
     fits(&change, req.policy)?;
@@ -96,7 +98,7 @@ pub fn evaluate(req: &Request<'_>) -> Result<Decision, GateError> {
     // used once they have not denied: a rule denial means no check runs).
     let (rules, clean) = std::thread::scope(|scope| {
         let rules = scope.spawn(|| {
-            rules_of(req.policy, req.evaluator, || {
+            rules_of(started, || {
                 let files = input::files_of(&change, |p| file_size(&tree.top, p));
                 input::git_input(req.issuer, req.now, &change.base, false, &files)
             })
@@ -138,18 +140,26 @@ pub fn evaluate(req: &Request<'_>) -> Result<Decision, GateError> {
     })
 }
 
-/// What the policy's rules say about the change whose `input` is made by
+/// The policy's rules' evaluator started with its module (only when the
+/// policy has rules), to be given its input by [`rules_of`].
+pub fn start_rules(policy: &Policy, evaluator: &Evaluator) -> Result<Option<Started>, RulesError> {
+    policy
+        .rules
+        .as_ref()
+        .map(|module| Rules::new(module.clone(), evaluator.clone()).start())
+        .transpose()
+}
+
+/// What the started rules say about the change whose `input` is made by
 /// `input` (only when the policy has rules).
 pub fn rules_of(
-    policy: &Policy,
-    evaluator: &Evaluator,
+    started: Result<Option<Started>, RulesError>,
     input: impl FnOnce() -> Value,
 ) -> Result<Option<RuleOutcome>, GateError> {
-    let Some(module) = &policy.rules else {
-        return Ok(None);
-    };
-    let rules = Rules::new(module.clone(), evaluator.clone());
-    Ok(Some(rules.evaluate(&input())?))
+    match started? {
+        Some(started) => Ok(Some(started.evaluate(&input())?)),
+        None => Ok(None),
+    }
 }
 
 /// Bytes of the file at `path` under `top` now.

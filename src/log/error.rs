@@ -230,10 +230,6 @@ pub enum LogError {
         /// Why.
         reason: &'static str,
     },
-    /// An append was interrupted on purpose after this step (tests of the
-    /// crash table).
-    #[error("append interrupted after step {0:?}")]
-    Interrupted(super::step::Step),
 }
 
 /// Why the settings file was refused.

@@ -4,12 +4,12 @@
 //! Opening a writer: [`lock`](LogWriter::open_store), read the **truth**
 //! (the published checkpoint, verified), **repair** what an interrupted
 //! writer left past it, rebuild the tree edge, bring the dedup index up to
-//! the truth. Each append then runs the [`Step`]s in order; a crash after
-//! any of them leaves the store in a state the next repair undoes or
-//! completes, and the checkpoint names only durable objects.
+//! the truth. Each append then runs the [`Step`](crate::log::Step)s in
+//! order; a crash after any of them, or between any two storage calls,
+//! leaves the store in a state the next repair undoes or completes, and the
+//! checkpoint names only durable objects.
 
 use super::index::{Index, Prepared};
-use super::step::Step;
 use super::tilebuild::TileBuilder;
 use super::{
     Appended, CheckpointError, Log, LogError, Settings, proof_error, sign_checkpoint,
@@ -248,7 +248,7 @@ impl LogWriter {
     /// repairs first; after [`LogError::Stopped`] (another writer
     /// published, or the lock was lost) every call fails.
     pub fn append(&mut self, entries: &[Vec<u8>]) -> Result<Vec<Appended>, LogError> {
-        self.append_until(entries.iter().map(Vec::as_slice).collect(), None, None)
+        self.append_leaves(entries.iter().map(Vec::as_slice).collect(), None)
     }
 
     /// [`LogWriter::append`] of entries whose leaf hashes were computed
@@ -257,34 +257,18 @@ impl LogWriter {
     /// them are built, before the tiles are written.
     pub fn append_hashed(&mut self, entries: Vec<HashedEntry>) -> Result<Vec<Appended>, LogError> {
         let leaves = entries.iter().map(|e| e.leaf).collect();
-        self.append_until(entries, Some(leaves), None)
-    }
-
-    /// Run an append up to and including `step`, then drop the writer as a
-    /// crash there would: for tests of the crash table (`spec/log.md`).
-    #[doc(hidden)]
-    pub fn append_interrupted(mut self, entries: &[Vec<u8>], step: Step) -> Result<(), LogError> {
-        let entries = entries.iter().map(Vec::as_slice).collect();
-        match self.append_until(entries, None, Some(step)) {
-            Ok(_) | Err(LogError::Interrupted(_)) => Ok(()),
-            Err(e) => Err(e),
-        }
+        self.append_leaves(entries, Some(leaves))
     }
 
     /// `leaves`, when given, are the leaf hashes of `entries` (from
     /// [`HashedEntry`]); else they are computed here.
-    fn append_until<E: AsRef<[u8]> + Sync>(
+    fn append_leaves<E: AsRef<[u8]> + Sync>(
         &mut self,
         entries: Vec<E>,
         leaves: Option<Vec<Hash>>,
-        stop: Option<Step>,
     ) -> Result<Vec<Appended>, LogError> {
         self.ready()?;
         check_batch(&entries)?;
-        let halt = |step: Step| match stop {
-            Some(s) if s == step => Err(LogError::Interrupted(step)),
-            _ => Ok(()),
-        };
         let leaves = leaves.unwrap_or_else(|| {
             entries
                 .par_iter()
@@ -292,11 +276,10 @@ impl LogWriter {
                 .collect()
         });
         let batch = self.integrate(&entries, &leaves)?;
-        halt(Step::Integrate)?;
         if batch.fresh.is_empty() {
             return Ok(batch.results);
         }
-        let published = self.publish_batch(&batch, entries, &halt);
+        let published = self.publish_batch(&batch, entries);
         if let Err(e) = &published {
             self.state = match e {
                 LogError::Store(StoreError::CheckpointMoved) => {
@@ -320,27 +303,21 @@ impl LogWriter {
         }
     }
 
-    /// Steps 3 to 8 for the new leaves of `batch`.
+    /// Steps 3 to 8 ([`crate::log::Step::Tiles`] to
+    /// [`crate::log::Step::Retire`]) for the new leaves of `batch`.
     fn publish_batch<E: AsRef<[u8]>>(
         &mut self,
         batch: &Batch,
         entries: Vec<E>,
-        halt: &dyn Fn(Step) -> Result<(), LogError>,
     ) -> Result<(), LogError> {
         let built = self.build_tiles(batch, &entries)?;
         // The tiles hold the entries now.
         drop(entries);
-        halt(Step::Tiles)?;
         let (prepared, staged) = self.write(&built, &batch.leaves)?;
-        halt(Step::Write)?;
         let installed = self.index.install(prepared)?;
-        halt(Step::Index)?;
         let checkpoint = self.keep(&built.frontier, staged)?;
-        halt(Step::Keep)?;
         self.publish(built.frontier, checkpoint)?;
-        halt(Step::Publish)?;
-        self.index.retire(installed)?;
-        halt(Step::Retire)
+        self.index.retire(installed)
     }
 
     /// Before an append: refuse a stopped writer; after a failed append,

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 pub mod canonical;
+pub mod failstop;
 pub mod faultproxy;
 pub mod gate;
 pub mod mcp;
@@ -627,17 +628,6 @@ pub fn entry(i: u64) -> Vec<u8> {
 pub fn entries(range: std::ops::Range<u64>) -> Vec<Vec<u8>> {
     range.map(entry).collect()
 }
-
-/// Every step of an append, in order: where a crash test stops one.
-pub const APPEND_STEPS: [rcpt::log::Step; 7] = [
-    rcpt::log::Step::Integrate,
-    rcpt::log::Step::Tiles,
-    rcpt::log::Step::Write,
-    rcpt::log::Step::Index,
-    rcpt::log::Step::Keep,
-    rcpt::log::Step::Publish,
-    rcpt::log::Step::Retire,
-];
 
 /// Every file under `dir` with its bytes, sorted by path (to compare a
 /// directory before and after).

@@ -38,5 +38,5 @@ pub mod vm;
 
 pub use bounds::*;
 pub use error::RulesError;
-pub use module::{Module, RuleOutcome, Rules, is_reason};
+pub use module::{Module, RuleOutcome, Rules, Started, is_reason};
 pub use sandbox::Evaluator;

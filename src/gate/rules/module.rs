@@ -78,21 +78,49 @@ impl Rules {
         &self.module
     }
 
+    /// Start the evaluator with the module, before the input is made: it
+    /// compiles the module meanwhile.
+    pub fn start(&self) -> Result<Started, RulesError> {
+        Ok(Started {
+            path: self.module.path.clone(),
+            running: sandbox::start(&self.evaluator, &self.module.text)?,
+        })
+    }
+
     /// Evaluate `deny` and `escalate` against `input`.
     pub fn evaluate(&self, input: &Value) -> Result<RuleOutcome, RulesError> {
-        self.evaluate_json(&crate::receipt::canonical::json::to_json(input))
+        self.start()?.evaluate(input)
     }
 
     /// Evaluate `deny` and `escalate` against `input` given as JSON (the
     /// tool proxy's: arguments as received).
     pub fn evaluate_json(&self, input: &serde_json::Value) -> Result<RuleOutcome, RulesError> {
-        match sandbox::run(&self.evaluator, &self.module.text, input)? {
+        self.start()?.evaluate_json(input)
+    }
+}
+
+/// Rules whose evaluator is started with the module, waiting for the input
+/// (dropped unused, the evaluator is killed).
+pub struct Started {
+    path: PathBuf,
+    running: sandbox::Running,
+}
+
+impl Started {
+    /// Evaluate `deny` and `escalate` against `input`.
+    pub fn evaluate(self, input: &Value) -> Result<RuleOutcome, RulesError> {
+        self.evaluate_json(&crate::receipt::canonical::json::to_json(input))
+    }
+
+    /// Evaluate `deny` and `escalate` against `input` given as JSON.
+    pub fn evaluate_json(self, input: &serde_json::Value) -> Result<RuleOutcome, RulesError> {
+        match self.running.finish(input)? {
             Answer::Sets { deny, escalate } => Ok(RuleOutcome {
                 deny: reasons("deny", deny)?,
                 escalate: reasons("escalate", escalate)?,
             }),
             Answer::Refused(why) => Err(RulesError::Refused {
-                path: self.module.path.clone(),
+                path: self.path,
                 why,
             }),
             Answer::NotEvaluated(why) => Err(RulesError::NotEvaluated(why)),

@@ -41,40 +41,59 @@ pub enum Answer {
     NotEvaluated(String),
 }
 
+/// A module parsed and compiled, ready to evaluate.
+pub struct Loaded {
+    program: Arc<Program>,
+    names: Vec<&'static str>,
+}
+
 /// Load `module`, evaluate `deny` and `escalate` against `input_json`.
 pub fn evaluate_here(module: &str, input_json: &str) -> Answer {
-    let (program, names) = match load(module) {
-        Ok(p) => p,
-        Err(why) => return Answer::Refused(why),
-    };
-    let input = match Value::from_json_str(input_json) {
-        Ok(v) => v,
-        Err(e) => return Answer::NotEvaluated(format!("the input is not JSON: {e}")),
-    };
-    let mut vm = RegoVM::new();
-    vm.load_program(program);
-    vm.set_max_instructions(MAX_RULES_INSTRUCTIONS);
-    vm.set_execution_timer_config(Some(ExecutionTimerConfig {
-        limit: RULES_TIME_LIMIT,
-        check_interval: NonZeroU32::MIN.saturating_add(255),
-    }));
-    vm.set_input(input);
-    let mut sets = [Vec::new(), Vec::new()];
-    for (name, set) in ["deny", "escalate"].iter().zip(sets.iter_mut()) {
-        if !names.iter().any(|n| n == name) {
-            continue;
-        }
-        let value = match vm.execute_entry_point_by_name(&format!("data.rcpt.{name}")) {
-            Ok(v) => v,
-            Err(e) => return Answer::NotEvaluated(format!("evaluating {name}: {e}")),
-        };
-        match members(name, &value) {
-            Ok(m) => *set = m,
-            Err(why) => return Answer::NotEvaluated(format!("{name}: {why}")),
-        }
+    match compile(module) {
+        Ok(loaded) => loaded.evaluate(input_json),
+        Err(refused) => refused,
     }
-    let [deny, escalate] = sets;
-    Answer::Sets { deny, escalate }
+}
+
+/// Parse and compile `module`, or why it is refused ([`Answer::Refused`]).
+pub fn compile(module: &str) -> Result<Loaded, Answer> {
+    load(module)
+        .map(|(program, names)| Loaded { program, names })
+        .map_err(Answer::Refused)
+}
+
+impl Loaded {
+    /// Evaluate `deny` and `escalate` against `input_json`.
+    pub fn evaluate(&self, input_json: &str) -> Answer {
+        let input = match Value::from_json_str(input_json) {
+            Ok(v) => v,
+            Err(e) => return Answer::NotEvaluated(format!("the input is not JSON: {e}")),
+        };
+        let mut vm = RegoVM::new();
+        vm.load_program(Arc::clone(&self.program));
+        vm.set_max_instructions(MAX_RULES_INSTRUCTIONS);
+        vm.set_execution_timer_config(Some(ExecutionTimerConfig {
+            limit: RULES_TIME_LIMIT,
+            check_interval: NonZeroU32::MIN.saturating_add(255),
+        }));
+        vm.set_input(input);
+        let mut sets = [Vec::new(), Vec::new()];
+        for (name, set) in ["deny", "escalate"].iter().zip(sets.iter_mut()) {
+            if !self.names.iter().any(|n| n == name) {
+                continue;
+            }
+            let value = match vm.execute_entry_point_by_name(&format!("data.rcpt.{name}")) {
+                Ok(v) => v,
+                Err(e) => return Answer::NotEvaluated(format!("evaluating {name}: {e}")),
+            };
+            match members(name, &value) {
+                Ok(m) => *set = m,
+                Err(why) => return Answer::NotEvaluated(format!("{name}: {why}")),
+            }
+        }
+        let [deny, escalate] = sets;
+        Answer::Sets { deny, escalate }
+    }
 }
 
 /// The members of a set of texts (an undefined set is empty).

@@ -50,16 +50,14 @@ fn usage_if_refused(e: RulesError) -> anyhow::Error {
     }
 }
 
-/// The evaluator process: confine this process, read one request on
-/// standard input, write the answer on standard output.
+/// The evaluator process: confine this process, read its module and its
+/// input on standard input, write the answer on standard output.
 fn serve() -> anyhow::Result<u8> {
     if let Err(e) = rules::sandbox::confine() {
         eprintln!("rcpt: the rules evaluator cannot limit itself: {e}");
         return Ok(EXIT_NOT_EVALUATED);
     }
-    let request = read_input(&Source::Stdin, rules::MAX_RULES_REQUEST_BYTES, "request")?;
-    std::io::stdout()
-        .lock()
-        .write_all(&rules::sandbox::serve(&request))?;
+    rules::sandbox::serve(std::io::stdin().lock(), &mut std::io::stdout().lock())
+        .context("answering the gate")?;
     Ok(EXIT_OK)
 }
