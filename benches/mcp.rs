@@ -10,7 +10,10 @@
 //!   receipt logged to a local log in batches), bound p50 <= 3 ms, p99 <=
 //!   10 ms;
 //! - steps/s: steps (one file each) with `RCPT_BENCH_MCP_DEPTH` calls in
-//!   flight (default 64), bound 1,000/s;
+//!   flight (default 64), bound 1,000/s: answered (the last answer in),
+//!   and finished (every receipt also stored and logged: the store's
+//!   pending directory empty again), beside the raw limit measured in the
+//!   same run, one 1.5 KB file written and fsynced per step, one by one;
 //! - memory: the proxy's resident set after 10% and after all of
 //!   `RCPT_BENCH_MCP_CALLS` read calls (default 100,000): flat.
 //!
@@ -76,8 +79,12 @@ impl Peer {
         p
     }
 
+    /// One message, written whole in one `write` as a real client does
+    /// (a `Value` formatted straight into the pipe would be written in
+    /// dozens of fragments, each a system call the server side pays for).
     fn send(&mut self, msg: &Value) {
-        writeln!(self.stdin, "{msg}").unwrap();
+        let line = format!("{msg}\n");
+        self.stdin.write_all(line.as_bytes()).unwrap();
         self.stdin.flush().unwrap();
     }
 
@@ -124,6 +131,31 @@ fn latency(peer: &mut Peer, n: usize, make: &dyn Fn(usize) -> Value) -> (f64, f6
     }
     ms.sort_by(f64::total_cmp);
     (ms[n / 2], ms[n * 99 / 100])
+}
+
+/// Steps per second from `t` until the proxy's pending directory is
+/// empty: every receipt stored and logged.
+fn finished(w: &World, n: usize, t: Instant) -> f64 {
+    let pending = w.dir.join("store/mcp/pending");
+    while std::fs::read_dir(&pending).unwrap().next().is_some() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    n as f64 / t.elapsed().as_secs_f64()
+}
+
+/// The raw limit: files of 1.5 KB written and fsynced, one by one, per
+/// second, in the bench's directory.
+fn fsyncs_per_second(w: &World) -> f64 {
+    let dir = w.dir.join("fsync");
+    std::fs::create_dir_all(&dir).unwrap();
+    let n = 500;
+    let t = Instant::now();
+    for i in 0..n {
+        let mut f = std::fs::File::create(dir.join(i.to_string())).unwrap();
+        f.write_all(&[7u8; 1500]).unwrap();
+        f.sync_all().unwrap();
+    }
+    n as f64 / t.elapsed().as_secs_f64()
 }
 
 /// Calls per second with `depth` in flight.
@@ -299,6 +331,7 @@ fn main() {
             json!({"path": file, "content": format!("t{i}")}),
         )
     });
+    let start = Instant::now();
     let tp_proxy = throughput(&mut p, n_tp, depth, &|i| {
         call(
             i + 1_000_000,
@@ -306,8 +339,11 @@ fn main() {
             json!({"path": file, "content": format!("t{i}")}),
         )
     });
+    let tp_finished = finished(&w, n_tp, start);
+    let raw = fsyncs_per_second(&w);
     println!(
-        "steps/s ({n_tp} steps, {depth} in flight): direct {tp_direct:.0}, proxy {tp_proxy:.0} (bound 1,000)"
+        "steps/s ({n_tp} steps, {depth} in flight): direct {tp_direct:.0}, proxy answered {tp_proxy:.0}, \
+         finished (stored and logged) {tp_finished:.0} (bound 1,000); raw limit: {raw:.0} fsyncs/s one by one"
     );
     let mut rss = Vec::new();
     let tenth = (calls / 10).max(1);

@@ -406,13 +406,29 @@ pub fn put_side(
     side: Side,
     limit: usize,
 ) -> Result<(), GateError> {
+    let mut batch = crate::io::Batch::new();
+    put_side_in(store, &mut batch, top, path, side, limit)?;
+    batch
+        .commit()
+        .map_err(|e| GateError::Store(crate::gate::store::StoreError::Write(e)))
+}
+
+/// [`put_side`] staged in `batch`: durable when the batch is committed.
+pub fn put_side_in(
+    store: &GateStore,
+    batch: &mut crate::io::Batch,
+    top: &Path,
+    path: &str,
+    side: Side,
+    limit: usize,
+) -> Result<(), GateError> {
     let bytes = crate::io::read_path(&top.join(path), limit).map_err(|source| {
         journal::JournalError::Read {
             path: path.to_string(),
             source,
         }
     })?;
-    if store.put(&bytes)? != side.digest {
+    if store.put_in(batch, &bytes)? != side.digest {
         return Err(GateError::Moved(path.to_string()));
     }
     Ok(())

@@ -16,7 +16,7 @@
 //! never the project's own objects, index or refs.
 
 use crate::digest::{Algorithm, Digest, to_hex};
-use crate::io::{Dir, DirError, InputError, OutputError};
+use crate::io::{Batch, Dir, DirError, InputError, OutputError};
 use crate::limits::{MAX_STORE_OBJECT_BYTES, MAX_STORE_RECORD_BYTES};
 use crate::receipt::canonical::{Value, dagcbor};
 use std::path::{Path, PathBuf};
@@ -171,6 +171,15 @@ impl GateStore {
     /// Store `bytes`; their BLAKE3 digest names them. Storing what is
     /// already there (and intact) writes nothing.
     pub fn put(&self, bytes: &[u8]) -> Result<Digest, StoreError> {
+        let mut batch = Batch::new();
+        let digest = self.put_in(&mut batch, bytes)?;
+        batch.commit().map_err(StoreError::Write)?;
+        Ok(digest)
+    }
+
+    /// [`GateStore::put`] staged in `batch`: durable when the batch is
+    /// committed (one sync for a burst of objects, `io::Batch`).
+    pub fn put_in(&self, batch: &mut Batch, bytes: &[u8]) -> Result<Digest, StoreError> {
         let digest = Digest::blake3(bytes);
         if self.get(&digest).is_ok() {
             return Ok(digest);
@@ -178,7 +187,8 @@ impl GateStore {
         let (a, b) = Self::object_name(&digest)?;
         let fan = self.sub("objects")?.child_or_create(&a, STORE_DIR_MODE)?;
         let tmp = self.sub("tmp")?;
-        crate::io::write_atomic_via(tmp.path(), &fan.join(&b), bytes, OBJECT_MODE)
+        batch
+            .write_atomic_via(tmp.path(), &fan.join(&b), bytes, OBJECT_MODE)
             .map_err(StoreError::Write)?;
         Ok(digest)
     }
@@ -218,6 +228,11 @@ impl GateStore {
         self.put(&dagcbor::encode(value))
     }
 
+    /// [`GateStore::put_record`] staged in `batch`.
+    pub fn put_record_in(&self, batch: &mut Batch, value: &Value) -> Result<Digest, StoreError> {
+        self.put_in(batch, &dagcbor::encode(value))
+    }
+
     /// The record `digest`, re-hashed and strictly decoded.
     pub fn get_record(&self, digest: &Digest) -> Result<Value, StoreError> {
         let bytes = self.get_capped(digest, MAX_STORE_RECORD_BYTES)?;
@@ -229,15 +244,29 @@ impl GateStore {
 
     /// Remember that receipt `receipt_id` rests on record `record`.
     pub fn link_receipt(&self, receipt_id: &Digest, record: &Digest) -> Result<(), StoreError> {
+        let mut batch = Batch::new();
+        self.link_receipt_in(&mut batch, receipt_id, record)?;
+        batch.commit().map_err(StoreError::Write)
+    }
+
+    /// [`GateStore::link_receipt`] staged in `batch`; the caller puts a
+    /// [`Batch::barrier`] between the objects and their links.
+    pub fn link_receipt_in(
+        &self,
+        batch: &mut Batch,
+        receipt_id: &Digest,
+        record: &Digest,
+    ) -> Result<(), StoreError> {
         let text = format!("{record}\n");
         let (receipts, tmp) = (self.sub("receipts")?, self.sub("tmp")?);
-        crate::io::write_atomic_via(
-            tmp.path(),
-            &receipts.join(to_hex(&receipt_id.bytes)),
-            text.as_bytes(),
-            OBJECT_MODE,
-        )
-        .map_err(StoreError::Write)
+        batch
+            .write_atomic_via(
+                tmp.path(),
+                &receipts.join(to_hex(&receipt_id.bytes)),
+                text.as_bytes(),
+                OBJECT_MODE,
+            )
+            .map_err(StoreError::Write)
     }
 
     /// The record a receipt rests on, if this store issued it.

@@ -26,11 +26,13 @@
 //! The library never chooses standard input or output itself: the caller
 //! passes them in.
 
+mod batch;
 mod dir;
 mod lines;
 mod read;
 mod write;
 
+pub use batch::Batch;
 pub use dir::{Dir, DirError, MAX_TREE_DEPTH, PRIVATE_DIR_MODE, remove_tree_at};
 pub use lines::{Line, LineReader};
 pub use read::*;

@@ -1,7 +1,7 @@
 //! Writing: the one atomic no-follow writer (see the module doc of `io`).
 
 use super::{FileKind, Target};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -65,7 +65,7 @@ impl OutputError {
 }
 
 /// An I/O error at `step` on `path`.
-fn io_error(step: &'static str, path: &Path) -> impl FnOnce(io::Error) -> OutputError {
+pub(super) fn io_error(step: &'static str, path: &Path) -> impl FnOnce(io::Error) -> OutputError {
     let path = path.to_path_buf();
     move |source| OutputError::Io { step, path, source }
 }
@@ -139,7 +139,7 @@ fn write_through(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
 }
 
 /// The directory a path's file lives in (`.` for a bare name).
-fn parent_dir(path: &Path) -> &Path {
+pub(super) fn parent_dir(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -277,35 +277,31 @@ pub fn write_atomic_via(
     bytes: &[u8],
     mode: u32,
 ) -> Result<(), OutputError> {
-    let name = path.file_name().ok_or_else(|| OutputError::NoFileName {
-        path: path.to_path_buf(),
-    })?;
-    let dir = tmp_dir;
-    let (tmp, mut file) = (0..TEMP_NAME_ATTEMPTS)
-        .find_map(|_| {
-            let mut tmp_name = OsString::from(".");
-            tmp_name.push(name);
-            tmp_name.push(format!(".{}.rcpt-tmp", random_suffix()));
-            let tmp = dir.join(tmp_name);
-            match create_exclusive(&tmp, mode) {
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => None,
-                other => Some(other.map(|f| (tmp, f))),
-            }
-        })
-        .unwrap_or_else(|| Err(io::Error::from(io::ErrorKind::AlreadyExists)))
-        .map_err(io_error("create a temporary file in", dir))?;
-    let result = file
-        .write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(io_error("write", &tmp))
-        .and_then(|()| std::fs::rename(&tmp, path).map_err(io_error("rename over", path)));
-    drop(file);
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-        return result;
+    let mut batch = super::Batch::new();
+    batch.write_atomic_via(tmp_dir, path, bytes, mode)?;
+    batch.commit()
+}
+
+/// A new temporary file for `name` in `dir`, `.NAME.<random>.rcpt-tmp`,
+/// created exclusively ([`create_exclusive`]).
+pub(super) fn temp_file(
+    dir: &Path,
+    name: &OsStr,
+    mode: u32,
+) -> Result<(PathBuf, File), OutputError> {
+    for _ in 0..TEMP_NAME_ATTEMPTS {
+        let mut tmp_name = OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(".{}.rcpt-tmp", random_suffix()));
+        let tmp = dir.join(tmp_name);
+        match create_exclusive(&tmp, mode) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io_error("create a temporary file in", dir)(e)),
+            Ok(f) => return Ok((tmp, f)),
+        }
     }
-    let dest_dir = parent_dir(path);
-    sync_dir(dest_dir).map_err(io_error("sync the directory", dest_dir))
+    let exhausted = io::Error::from(io::ErrorKind::AlreadyExists);
+    Err(io_error("create a temporary file in", dir)(exhausted))
 }
 
 /// Create `path` with `mode`, refusing to replace anything (a key file):

@@ -46,6 +46,9 @@ pub enum LedgerError {
     /// A pending file could not be written.
     #[error("writing the pending step {0}")]
     Write(String, #[source] crate::io::OutputError),
+    /// A group of staged steps could not be made durable.
+    #[error("making the steps durable")]
+    Commit(#[source] crate::io::OutputError),
     /// A pending file could not be read.
     #[error("reading the pending step {0}")]
     Read(String, #[source] InputError),
@@ -323,7 +326,18 @@ impl Pending {
 
     /// Write this state (atomically, durably).
     pub fn write(&self, tmp: &Path) -> Result<(), LedgerError> {
-        crate::io::write_atomic_via(tmp, &self.path, &dagcbor::encode(&self.to_value()), 0o600)
+        let mut batch = crate::io::Batch::new();
+        self.stage(&mut batch, tmp)?;
+        batch
+            .commit()
+            .map_err(|e| LedgerError::Write(self.path.display().to_string(), e))
+    }
+
+    /// Stage this state in `batch`: durable when the batch is committed.
+    pub fn stage(&self, batch: &mut crate::io::Batch, tmp: &Path) -> Result<(), LedgerError> {
+        let bytes = dagcbor::encode(&self.to_value());
+        batch
+            .write_atomic_via(tmp, &self.path, &bytes, 0o600)
             .map_err(|e| LedgerError::Write(self.path.display().to_string(), e))
     }
 

@@ -19,12 +19,14 @@
 //! digest, filtering a list), [`files`] (pointers to paths under roots),
 //! [`decide`] (the seam of the decision), [`ruled`] (the policy's rules
 //! and approvals), [`step`] (decide, keep,
-//! sign), [`issue`] (evidence and receipt), [`ledger`] (durability and recovery), [`sink`] (store and log
+//! sign), [`issue`] (evidence and receipt), [`ledger`] (durability and recovery), [`commit`] (the group commit), [`sink`] (store and log
 //! in batches), [`session`] (the reads seen), [`relay`] (the message
 //! router both transports share), [`stdio`] (the threads of the stdio
 //! proxy), `http` (Streamable HTTP, feature `net`), [`pin`] (the table from a server's list), [`undo`] (a step's
-//! files restored).
+//! files restored), [`wire`] (what is read from and written into
+//! messages).
 
+pub mod commit;
 pub mod decide;
 pub mod files;
 pub mod frame;
@@ -42,6 +44,7 @@ pub mod stdio;
 pub mod step;
 pub mod table;
 pub mod undo;
+pub mod wire;
 
 /// Longest message (one line on stdio, one body on HTTP), in bytes.
 pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;

@@ -17,12 +17,12 @@
 //! refused, so no answer is ever routed to the wrong caller and the
 //! client's ids pass unchanged.
 
+use super::commit::{Durable, Item, Job};
 use super::frame::{self, IdKey, Kind, code};
-use super::step::{Call, Gate, InFlight, Outcome, Prepared, Refused};
+use super::step::{Call, Gate, InFlight, Outcome, Prepared};
 use super::table::{self, Listed};
+use super::wire::{answer_digest, call_params, modern_meta, refusal, succeeded};
 use crate::digest::Digest;
-use crate::receipt::Verdict;
-use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
@@ -32,8 +32,6 @@ pub const META_RECEIPT: &str = "dev.rcpt/receipt";
 pub const META_VERDICT: &str = "dev.rcpt/verdict";
 /// The `_meta` key of the reasons of a refusal.
 pub const META_REASONS: &str = "dev.rcpt/reasons";
-/// The `_meta` key of the protocol version of a modern request.
-const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// Most calls parked while the proxy lists the server's tools.
 pub const MAX_PARKED_CALLS: usize = 256;
 
@@ -122,42 +120,81 @@ impl Relay {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A message from the client.
+    /// A message from the client: what to send, once what it made durable
+    /// is committed here.
     pub fn from_client(&self, text: &str) -> Vec<Out> {
+        self.commit(vec![self.stage_from_client(text)])
+    }
+
+    /// A message from the client, its durable part staged, not committed:
+    /// [`Relay::commit`] sends it (with the jobs read meanwhile).
+    pub fn stage_from_client(&self, text: &str) -> Job {
+        let mut durable = Durable::new();
+        let items = self.client_message(text, &mut durable);
+        Job { items, durable }
+    }
+
+    /// Commit the jobs' durable parts as one, then give their messages in
+    /// order (a message whose commit failed gives its failure instead).
+    pub fn commit(&self, jobs: Vec<Job>) -> Vec<Out> {
+        let mut durable = Durable::new();
+        let mut items = Vec::new();
+        for j in jobs {
+            durable.absorb(j.durable);
+            items.extend(j.items);
+        }
+        let committed = match self.gate.commit(durable) {
+            Ok(()) => true,
+            Err(e) => {
+                (self.note)(&format!(
+                    "steps could not be made durable ({}): none of them was forwarded",
+                    crate::io::error_chain(&e)
+                ));
+                false
+            }
+        };
+        let mut outs = Vec::with_capacity(items.len());
+        for item in items {
+            outs.push(match item {
+                Item::Now(o) => o,
+                Item::After { ok, .. } if committed => ok,
+                Item::After { failed, forget, .. } => {
+                    if let Some(id) = forget {
+                        self.state().pending.remove(&id);
+                    }
+                    failed
+                }
+            });
+        }
+        outs
+    }
+
+    fn client_message(&self, text: &str, d: &mut Durable) -> Vec<Item> {
         let f = match frame::parse(text) {
             Ok(f) => f,
             Err(e) => {
                 (self.note)(&format!("refused a message from the client: {e}"));
-                return vec![error(
-                    None,
-                    e.code(),
-                    &format!("rcpt gate mcp refused this message: {e}"),
-                )];
+                let msg = format!("rcpt gate mcp refused this message: {e}");
+                return vec![error(None, e.code(), &msg).into()];
             }
         };
         match (f.kind, f.id.clone()) {
-            (Kind::Request, Some(id)) => self.request(&f, id),
-            _ => vec![Out::Server(text.to_string())],
+            (Kind::Request, Some(id)) => self.request(&f, id, d),
+            _ => vec![Out::Server(text.to_string()).into()],
         }
     }
 
-    fn request(&self, f: &frame::Frame<'_>, id: IdKey) -> Vec<Out> {
+    fn request(&self, f: &frame::Frame<'_>, id: IdKey, d: &mut Durable) -> Vec<Item> {
         let method = f.method.as_deref().unwrap_or_default();
         let modern = f.params.and_then(modern_meta);
         let mut st = self.state();
         if st.pending.contains_key(&id) || st.own.contains_key(&id) {
-            return vec![error(
-                Some(&id),
-                code::INVALID_REQUEST,
-                "this id is already in flight",
-            )];
+            let msg = "this id is already in flight";
+            return vec![error(Some(&id), code::INVALID_REQUEST, msg).into()];
         }
         if st.pending.len() >= super::MAX_IN_FLIGHT {
-            return vec![error(
-                Some(&id),
-                code::INTERNAL_ERROR,
-                "too many calls in flight",
-            )];
+            let msg = "too many calls in flight";
+            return vec![error(Some(&id), code::INTERNAL_ERROR, msg).into()];
         }
         if let Some(m) = &modern {
             st.modern_meta = Some(m.clone());
@@ -165,44 +202,45 @@ impl Relay {
         match method {
             "tools/call" => {
                 drop(st);
-                self.call(f.text, id, modern.is_some())
+                self.call(f.text, id, modern.is_some(), d)
             }
             "tools/list" => {
                 st.pending.insert(id, Pending::List);
-                vec![Out::Server(f.text.to_string())]
+                vec![Out::Server(f.text.to_string()).into()]
             }
             _ => {
                 st.pending.insert(id, Pending::Plain);
-                vec![Out::Server(f.text.to_string())]
+                vec![Out::Server(f.text.to_string()).into()]
             }
         }
     }
 
     /// A `tools/call` request (its id free and not yet in `pending`).
-    fn call(&self, text: &str, id: IdKey, modern: bool) -> Vec<Out> {
+    fn call(&self, text: &str, id: IdKey, modern: bool, d: &mut Durable) -> Vec<Item> {
         let (name, arguments_text, arguments) = match call_params(text) {
             Ok(p) => p,
-            Err(why) => return vec![error(Some(&id), code::INVALID_PARAMS, why)],
+            Err(why) => return vec![error(Some(&id), code::INVALID_PARAMS, why).into()],
         };
         let mut st = self.state();
         let Some(view) = &st.view else {
-            return self.park(st, text, id);
+            return self
+                .park(st, text, id)
+                .into_iter()
+                .map(Item::from)
+                .collect();
         };
         let listed = view.get(&name).cloned();
         if self.gate.kind_of(&name, listed.as_ref()) == Some(super::policy::ToolKind::Read) {
             let Ok(digest) = table::jcs_sha256(&arguments) else {
-                return vec![error(
-                    Some(&id),
-                    code::INVALID_PARAMS,
-                    "the arguments have no RFC 8785 form",
-                )];
+                let msg = "the arguments have no RFC 8785 form";
+                return vec![error(Some(&id), code::INVALID_PARAMS, msg).into()];
             };
             let read = Pending::Read {
                 tool: name,
                 arguments: digest,
             };
             st.pending.insert(id, read);
-            return vec![Out::Server(text.to_string())];
+            return vec![Out::Server(text.to_string()).into()];
         }
         st.pending.insert(id.clone(), Pending::Waiting);
         drop(st);
@@ -212,7 +250,7 @@ impl Relay {
             arguments: &arguments,
             listed: listed.as_ref(),
         };
-        let prepared = self.gate.prepare(&call);
+        let prepared = self.gate.prepare(&call, d);
         self.decided(prepared, text, id, &name, modern)
     }
 
@@ -224,17 +262,31 @@ impl Relay {
         id: IdKey,
         name: &str,
         modern: bool,
-    ) -> Vec<Out> {
+    ) -> Vec<Item> {
         let mut st = self.state();
+        let unsaved = |id: &IdKey| {
+            let msg = "rcpt gate mcp could not make its decision durable: \
+                       the call was not forwarded";
+            error(Some(id), code::INTERNAL_ERROR, msg)
+        };
         match prepared {
             Ok(Prepared::Forward(step)) => {
-                st.pending.insert(id, Pending::Step { step });
-                vec![Out::Server(text.to_string())]
+                st.pending.insert(id.clone(), Pending::Step { step });
+                vec![Item::After {
+                    ok: Out::Server(text.to_string()),
+                    failed: unsaved(&id),
+                    forget: Some(id),
+                }]
             }
             Ok(Prepared::Refused(r)) => {
                 st.pending.remove(&id);
                 (self.note)(&format!("{name} refused: {}", r.details.join("; ")));
-                vec![Out::Client(refusal(&id, &r, modern, self.gate.store.dir()))]
+                let answer = refusal(&id, &r, modern, self.gate.store.dir());
+                vec![Item::After {
+                    ok: Out::Client(answer),
+                    failed: unsaved(&id),
+                    forget: None,
+                }]
             }
             Err(e) => {
                 st.pending.remove(&id);
@@ -243,7 +295,7 @@ impl Relay {
                     crate::io::error_chain(&e)
                 );
                 (self.note)(&msg);
-                vec![error(Some(&id), code::INTERNAL_ERROR, &msg)]
+                vec![error(Some(&id), code::INTERNAL_ERROR, &msg).into()]
             }
         }
     }
@@ -300,101 +352,28 @@ impl Relay {
     }
 }
 
-/// A `tools/call`'s name, its arguments' text (`{}` when absent) and value.
-fn call_params(text: &str) -> Result<(String, String, serde_json::Value), &'static str> {
-    #[derive(serde::Deserialize)]
-    struct Params<'a> {
-        name: String,
-        #[serde(borrow)]
-        arguments: Option<&'a RawValue>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Wire<'a> {
-        #[serde(borrow)]
-        params: Params<'a>,
-    }
-    let Ok(Wire { params }) = serde_json::from_str::<Wire<'_>>(text) else {
-        return Err("tools/call needs params {\"name\": text, \"arguments\": object}");
-    };
-    let arguments_text = params.arguments.map_or("{}", RawValue::get);
-    match serde_json::from_str(arguments_text) {
-        Ok(v @ serde_json::Value::Object(_)) => Ok((params.name, arguments_text.to_string(), v)),
-        _ => Err("tools/call arguments must be an object"),
-    }
-}
-
-/// The `io.modelcontextprotocol/*` entries of a modern request's
-/// `params._meta`, as a JSON object text (what the proxy's own requests
-/// carry); `None` for a request of the legacy era.
-fn modern_meta(params: &RawValue) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct P {
-        #[serde(rename = "_meta")]
-        meta: Option<serde_json::Map<String, serde_json::Value>>,
-    }
-    let meta = serde_json::from_str::<P>(params.get()).ok()?.meta?;
-    meta.get(PROTOCOL_VERSION)?;
-    let kept: serde_json::Map<String, serde_json::Value> = meta
-        .into_iter()
-        .filter(|(k, _)| k.starts_with("io.modelcontextprotocol/"))
-        .collect();
-    Some(serde_json::Value::Object(kept).to_string())
-}
-
-/// The answer to a refused step: a tool result with `isError` true naming
-/// the verdict, the reasons and the receipt (and for an escalation, the
-/// ticket and the approve command for the store `store`).
-pub fn refusal(id: &IdKey, r: &Refused, modern: bool, store: &std::path::Path) -> String {
-    let (word, ticket) = match &r.verdict {
-        Verdict::Deny { .. } => ("deny", None),
-        Verdict::Escalate { ticket } => ("escalate", Some(ticket)),
-        Verdict::Admit { .. } => ("admit", None),
-    };
-    let reasons = &r.reasons;
-    let mut text = format!(
-        "rcpt gate refused this call: {word} ({}). Receipt {}.",
-        reasons.join(", "),
-        r.receipt_id
-    );
-    if !r.details.is_empty() {
-        text.push_str(&format!(" Found: {}.", r.details.join("; ")));
-    }
-    if let Some(ticket) = ticket {
-        text.push_str(&format!(
-            " Ticket {ticket}. An approver can admit this call: rcpt gate approve RECEIPT \
-             --key APPROVER.key --gate-key-file GATE.vkey --store {} (RECEIPT: this receipt's \
-             bundle from the log, or its envelope); then make the same call again.",
-            store.display()
-        ));
-    }
-    let mut result = serde_json::json!({
-        "content": [{"type": "text", "text": text}],
-        "isError": true,
-        "_meta": {META_RECEIPT: r.receipt_id.to_string(), META_VERDICT: word, META_REASONS: reasons},
-    });
-    if modern && let Some(obj) = result.as_object_mut() {
-        obj.insert(
-            "resultType".into(),
-            serde_json::Value::String("complete".into()),
-        );
-    }
-    frame::result_response(id, &result.to_string())
-}
-
 impl Relay {
     /// A message from the server.
     pub fn from_server(&self, text: &str) -> Vec<Out> {
+        self.commit(vec![self.stage_from_server(text)])
+    }
+
+    /// A message from the server, its durable part staged, not committed
+    /// (see [`Relay::stage_from_client`]).
+    pub fn stage_from_server(&self, text: &str) -> Job {
+        let mut durable = Durable::new();
+        let items = self.server_message(text, &mut durable);
+        Job { items, durable }
+    }
+
+    fn server_message(&self, text: &str, d: &mut Durable) -> Vec<Item> {
         let f = match frame::parse(text) {
             Ok(f) => f,
             Err(e) => {
                 (self.note)(&format!("refused a message from the server: {e}"));
                 let msg = format!("rcpt gate mcp refused this message: {e}");
-                return vec![Out::Server(frame::error_response(
-                    None,
-                    e.code(),
-                    &msg,
-                    None,
-                ))];
+                let answer = frame::error_response(None, e.code(), &msg, None);
+                return vec![Out::Server(answer).into()];
             }
         };
         let id = match (f.kind, &f.id) {
@@ -403,26 +382,27 @@ impl Relay {
                 if f.method.as_deref() == Some("notifications/tools/list_changed") {
                     self.state().view = None;
                 }
-                return vec![Out::Client(text.to_string())];
+                return vec![Out::Client(text.to_string()).into()];
             }
         };
         let mut st = self.state();
         if st.own.remove(&id).is_some() {
-            return self.own_answer(st, &f);
+            return self.own_answer(st, &f, d);
         }
         let pending = st.pending.remove(&id);
         drop(st);
-        match pending {
-            Some(Pending::List) => vec![Out::Client(self.listed(&f))],
+        let plain = match pending {
+            Some(Pending::List) => self.listed(&f),
             Some(Pending::Read { tool, arguments }) => {
                 if let Some(answer) = answer_digest(&f) {
                     self.gate.record_read(&tool, arguments, answer);
                 }
-                vec![Out::Client(text.to_string())]
+                text.to_string()
             }
-            Some(Pending::Step { step }) => vec![Out::Client(self.answered(*step, &f))],
-            _ => vec![Out::Client(text.to_string())],
-        }
+            Some(Pending::Step { step }) => return vec![self.answered(*step, &f, d)],
+            _ => text.to_string(),
+        };
+        vec![Out::Client(plain).into()]
     }
 
     /// A `tools/list` answer for the client: filtered by the table; the
@@ -452,19 +432,28 @@ impl Relay {
         }
     }
 
-    /// A step's answer: receipt issued (durable), its id in `_meta`.
-    fn answered(&self, step: InFlight, f: &frame::Frame<'_>) -> String {
+    /// A step's answer: its receipt staged in `d`; relayed with the
+    /// receipt's id in `_meta` once that is durable (as it came if not:
+    /// the decision is durable, and the next start issues the receipt).
+    fn answered(&self, step: InFlight, f: &frame::Frame<'_>, d: &mut Durable) -> Item {
+        let as_came = Out::Client(f.text.to_string());
         let Some(answer) = answer_digest(f) else {
-            return f.text.to_string();
+            return as_came.into();
         };
         let ok = f.result.is_some_and(succeeded);
-        match self.gate.finish(step, &Outcome::Answered { ok, answer }) {
+        match self.gate.finish(step, &Outcome::Answered { ok, answer }, d) {
             Ok(receipt) => {
                 let entries =
                     format!("\"{META_RECEIPT}\":\"{receipt}\",\"{META_VERDICT}\":\"admit\"");
-                f.result
+                let with_meta = f
+                    .result
                     .and_then(|r| frame::with_result_meta(f.text, r, &entries))
-                    .unwrap_or_else(|| f.text.to_string())
+                    .unwrap_or_else(|| f.text.to_string());
+                Item::After {
+                    ok: Out::Client(with_meta),
+                    failed: as_came,
+                    forget: None,
+                }
             }
             Err(e) => {
                 (self.note)(&format!(
@@ -472,13 +461,18 @@ impl Relay {
                      its decision is, and the next start issues it",
                     crate::io::error_chain(&e)
                 ));
-                f.text.to_string()
+                as_came.into()
             }
         }
     }
 
     /// An answer to the proxy's own `tools/list`.
-    fn own_answer(&self, mut st: MutexGuard<'_, State>, f: &frame::Frame<'_>) -> Vec<Out> {
+    fn own_answer(
+        &self,
+        mut st: MutexGuard<'_, State>,
+        f: &frame::Frame<'_>,
+        d: &mut Durable,
+    ) -> Vec<Item> {
         let page = f.result.and_then(|r| table::filter(&self.gate.policy, r));
         let Some(page) = page else {
             let parked = std::mem::take(&mut st.parked);
@@ -486,11 +480,8 @@ impl Relay {
             for text in parked {
                 if let Some(id) = frame::parse(&text).ok().and_then(|p| p.id) {
                     st.pending.remove(&id);
-                    out.push(error(
-                        Some(&id),
-                        code::INTERNAL_ERROR,
-                        "the server did not list its tools: the call was not forwarded",
-                    ));
+                    let msg = "the server did not list its tools: the call was not forwarded";
+                    out.push(error(Some(&id), code::INTERNAL_ERROR, msg).into());
                 }
             }
             return out;
@@ -498,7 +489,7 @@ impl Relay {
         st.listing.extend(page.tools);
         if let Some(cursor) = page.next_cursor {
             if st.listing.len() < table::MAX_LISTED_TOOLS {
-                return vec![self.own_list(&mut st, Some(&cursor))];
+                return vec![self.own_list(&mut st, Some(&cursor)).into()];
             }
             (self.note)(&format!(
                 "the server lists over {} tools: the rest are not read (and so not callable)",
@@ -513,7 +504,7 @@ impl Relay {
         for text in parked {
             if let Some(id) = frame::parse(&text).ok().and_then(|p| p.id) {
                 self.state().pending.remove(&id);
-                out.extend(self.from_client(&text));
+                out.extend(self.client_message(&text, d));
             }
         }
         out
@@ -540,10 +531,12 @@ impl Relay {
         let Pending::Step { step } = pending else {
             return msg.to_string();
         };
-        match self
+        let mut d = Durable::new();
+        let finished = self
             .gate
-            .finish(*step, &Outcome::Unanswered(why.to_string()))
-        {
+            .finish(*step, &Outcome::Unanswered(why.to_string()), &mut d)
+            .and_then(|r| self.gate.commit(d).map(|()| r));
+        match finished {
             Ok(r) => format!("{msg}; receipt {r}"),
             Err(e) => format!(
                 "{msg}; its receipt is issued at the next start ({})",
@@ -571,30 +564,4 @@ impl Relay {
         }
         out
     }
-}
-
-/// `sha256:` over the RFC 8785 form of an answer's `result` or `error`.
-fn answer_digest(f: &frame::Frame<'_>) -> Option<Digest> {
-    #[derive(serde::Deserialize)]
-    struct Answer {
-        result: Option<serde_json::Value>,
-        error: Option<serde_json::Value>,
-    }
-    let a: Answer = serde_json::from_str(f.text).ok()?;
-    let v = a.result.or(a.error)?;
-    table::jcs_sha256(&v).ok()
-}
-
-/// A tool result that is complete and not `isError`.
-fn succeeded(result: &RawValue) -> bool {
-    #[derive(serde::Deserialize)]
-    struct R {
-        #[serde(rename = "isError")]
-        is_error: Option<bool>,
-        #[serde(rename = "resultType")]
-        result_type: Option<String>,
-    }
-    serde_json::from_str::<R>(result.get()).is_ok_and(|r| {
-        r.is_error != Some(true) && r.result_type.as_deref().is_none_or(|t| t == "complete")
-    })
 }

@@ -131,17 +131,32 @@ impl ReceiptLog for WriterLog {
 
 /// Store what the store keeps of an issued step (idempotent).
 pub fn keep(store: &GateStore, p: &Pending) -> Result<(), SinkError> {
-    let Some(issued) = &p.issued else {
-        return Ok(());
-    };
-    store.put(p.step.arguments.as_bytes())?;
-    let evidence = store.put_record(&issued.evidence)?;
-    if let Some(inverse) = &issued.inverse {
-        store.put_record(inverse)?;
+    keep_all(store, std::slice::from_ref(p))
+}
+
+/// Store what the store keeps of each issued step, in one group commit:
+/// every object first, then (after a barrier) the receipt pointers that
+/// name them (idempotent).
+pub fn keep_all(store: &GateStore, steps: &[Pending]) -> Result<(), SinkError> {
+    let mut batch = crate::io::Batch::new();
+    let mut links = Vec::with_capacity(steps.len());
+    for p in steps {
+        let Some(issued) = &p.issued else { continue };
+        store.put_in(&mut batch, p.step.arguments.as_bytes())?;
+        let evidence = store.put_record_in(&mut batch, &issued.evidence)?;
+        if let Some(inverse) = &issued.inverse {
+            store.put_record_in(&mut batch, inverse)?;
+        }
+        store.put_in(&mut batch, issued.envelope.as_bytes())?;
+        links.push((issued.receipt_id, evidence));
     }
-    store.put(issued.envelope.as_bytes())?;
-    store.link_receipt(&issued.receipt_id, &evidence)?;
-    Ok(())
+    batch.barrier();
+    for (receipt, evidence) in &links {
+        store.link_receipt_in(&mut batch, receipt, evidence)?;
+    }
+    batch
+        .commit()
+        .map_err(|e| SinkError::Store(StoreError::Write(e)))
 }
 
 /// What the finisher reports: a batch stored and logged, or why not.
@@ -222,9 +237,7 @@ pub fn finish_batch(
     log: Option<&mut (dyn ReceiptLog + '_)>,
     batch: &[Pending],
 ) -> Result<(), SinkError> {
-    for p in batch {
-        keep(store, p)?;
-    }
+    keep_all(store, batch)?;
     if let Some(log) = log {
         let envelopes: Vec<&str> = batch
             .iter()

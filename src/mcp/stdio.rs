@@ -9,12 +9,21 @@
 //! the limit, not UTF-8 or not a JSON-RPC message is refused with an error
 //! to its sender and never passed on.
 //!
+//! Between the readers and the writers sits the committer
+//! ([`super::commit`]): a reader stages what each message makes durable
+//! and hands it over; the committer makes every message that waited
+//! durable in one group commit, then sends their messages in the order
+//! read. Readers stage the next messages while a group is being synced,
+//! a burst of steps pays one sync, and no step reaches the server before
+//! its decision is durable.
+//!
 //! Shutdown: when the client closes its side, the server's stdin is
 //! closed; a server still running [`SHUTDOWN_GRACE`] later gets SIGTERM,
 //! and SIGKILL after as long again (MCP stdio "Shutdown"). When the server
 //! ends (or crashes), every call in flight is answered with an error, each
 //! forwarded step gets its receipt, and the proxy ends.
 
+use super::commit::Job;
 use super::frame;
 use super::relay::{Out, Relay};
 use super::{MAX_FRAME_BYTES, MAX_QUEUE_FRAMES};
@@ -27,6 +36,9 @@ use std::time::Duration;
 
 /// How long the server may take to exit once its stdin is closed.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Most messages read and waiting for the committer, and most it commits
+/// as one group (each holds the files it staged open until then).
+pub const MAX_GROUP_JOBS: usize = 64;
 
 /// Why the proxy could not run.
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +120,12 @@ enum Event {
     ServerEof,
 }
 
+/// What a reader hands the committer: a message's job, or its end.
+enum Work {
+    Job(Job),
+    End(Event),
+}
+
 /// Queues towards both sides.
 #[derive(Clone)]
 struct Queues {
@@ -173,21 +191,11 @@ pub fn run(
     let stdout = child.stdout.take();
     let server_writer = std::thread::spawn(move || write_server(stdin, &server_rx));
     let client_writer = std::thread::spawn(move || write_client(output, &client_rx));
-    spawn_reader(
-        input,
-        Arc::clone(&relay),
-        queues.clone(),
-        events.clone(),
-        Side::Client,
-    );
+    let (work, work_rx) = sync_channel(MAX_GROUP_JOBS);
+    spawn_committer(Arc::clone(&relay), work_rx, queues.clone(), events);
+    spawn_reader(input, Arc::clone(&relay), work.clone(), Side::Client);
     if let Some(out) = stdout {
-        spawn_reader(
-            out,
-            Arc::clone(&relay),
-            queues.clone(),
-            events,
-            Side::Server,
-        );
+        spawn_reader(out, Arc::clone(&relay), work, Side::Server);
     }
     let ended = wait(&mut child, &event_rx, &queues);
     let why = match ended.code {
@@ -209,38 +217,72 @@ enum Side {
     Server,
 }
 
+/// The committer: the jobs the readers staged, committed in groups (all
+/// that waited while the previous group was made durable), their messages
+/// sent in the order read; a reader's end passed on after its last job.
+fn spawn_committer(
+    relay: Arc<Relay>,
+    work: Receiver<Work>,
+    queues: Queues,
+    events: SyncSender<Event>,
+) {
+    let _ = std::thread::Builder::new()
+        .name("rcpt-mcp-commit".into())
+        .spawn(move || {
+            while let Ok(first) = work.recv() {
+                let mut group = vec![first];
+                while group.len() < MAX_GROUP_JOBS
+                    && let Ok(w) = work.try_recv()
+                {
+                    group.push(w);
+                }
+                let mut jobs = Vec::with_capacity(group.len());
+                for w in group {
+                    match w {
+                        Work::Job(j) => jobs.push(j),
+                        Work::End(e) => {
+                            queues.send(relay.commit(std::mem::take(&mut jobs)));
+                            let _ = events.send(e);
+                        }
+                    }
+                }
+                queues.send(relay.commit(jobs));
+            }
+        });
+}
+
+/// A side's reader: each message staged and handed to the committer.
 fn spawn_reader(
     input: impl Read + Send + 'static,
     relay: Arc<Relay>,
-    queues: Queues,
-    events: SyncSender<Event>,
+    work: SyncSender<Work>,
     side: Side,
 ) {
+    let name = if side == Side::Client {
+        "rcpt-mcp-client"
+    } else {
+        "rcpt-mcp-server"
+    };
     let _ = std::thread::Builder::new()
-        .name(
-            if side == Side::Client {
-                "rcpt-mcp-client"
-            } else {
-                "rcpt-mcp-server"
-            }
-            .into(),
-        )
+        .name(name.into())
         .spawn(move || {
             let mut reader = BufReader::with_capacity(64 * 1024, input);
             while let Some(line) = read_line(&mut reader, MAX_FRAME_BYTES) {
-                let outs = match (&line, side) {
-                    (Line::Text(t), Side::Client) => relay.from_client(t),
-                    (Line::Text(t), Side::Server) => relay.from_server(t),
-                    (_, Side::Client) => vec![Out::Client(refused(&line))],
-                    (_, Side::Server) => vec![Out::Server(refused(&line))],
+                let job = match (&line, side) {
+                    (Line::Text(t), Side::Client) => relay.stage_from_client(t),
+                    (Line::Text(t), Side::Server) => relay.stage_from_server(t),
+                    (_, Side::Client) => Job::now(vec![Out::Client(refused(&line))]),
+                    (_, Side::Server) => Job::now(vec![Out::Server(refused(&line))]),
                 };
-                queues.send(outs);
+                if work.send(Work::Job(job)).is_err() {
+                    break;
+                }
             }
-            let _ = events.send(if side == Side::Client {
+            let _ = work.send(Work::End(if side == Side::Client {
                 Event::ClientEof
             } else {
                 Event::ServerEof
-            });
+            }));
         });
 }
 

@@ -9,6 +9,7 @@
 //! inverse record and the evidence, signs the receipt and makes it durable
 //! before the answer is relayed; the [`Finisher`] stores and logs it.
 
+use super::commit::Durable;
 use super::decide::{Decider, Facts, Input, Ruling};
 use super::files::{self, Root, StepFile};
 use super::issue::{evidence_of, files_value, inverse_record, map, read_set_of, receipt_of};
@@ -231,8 +232,9 @@ impl Gate {
         }
     }
 
-    /// Decide a step call; forward it only on [`Prepared::Forward`].
-    pub fn prepare(&self, call: &Call<'_>) -> Result<Prepared, StepError> {
+    /// Decide a step call; forward it only on [`Prepared::Forward`], and
+    /// only once `durable` (what it staged) is committed ([`Gate::commit`]).
+    pub fn prepare(&self, call: &Call<'_>, durable: &mut Durable) -> Result<Prepared, StepError> {
         let arguments_digest = table::jcs_sha256(call.arguments)?;
         let def = call.listed.map(|l| l.def);
         let standing = table::standing(&self.policy, call.tool, def.as_ref());
@@ -249,16 +251,16 @@ impl Gate {
         let mut record = self.record_of(call, id, def, arguments_digest, &files, &pre);
         record.evidence = match self.rule(call, &record, &refusals)? {
             Ruling::Admit { evidence } => evidence,
-            other => return self.refuse(record, other, path, &refusals),
+            other => return self.refuse(record, other, path, &refusals, durable),
         };
         // A step without files has no inverse: irreversible, and says so.
-        match self.keep_preimages(&files, &pre)? {
+        match self.keep_preimages(&files, &pre, &mut durable.batch)? {
             Ok(()) => record.reversible = !files.is_empty(),
             Err(_) if self.policy.allow_irreversible => {}
             Err(why) => {
                 refusals.push((files::FILES_PREIMAGE.into(), why));
                 let ruling = Ruling::Deny(vec![files::FILES_PREIMAGE.to_string()]);
-                return self.refuse(record, ruling, path, &refusals);
+                return self.refuse(record, ruling, path, &refusals, durable);
             }
         }
         let pending = Pending {
@@ -266,7 +268,9 @@ impl Gate {
             step: record,
             issued: None,
         };
-        pending.write(self.ledger.tmp())?;
+        // The pre-images are durable before the decision that needs them.
+        durable.batch.barrier();
+        pending.stage(&mut durable.batch, self.ledger.tmp())?;
         Ok(Prepared::Forward(Box::new(InFlight { pending })))
     }
 
@@ -391,6 +395,7 @@ impl Gate {
         &self,
         files: &[StepFile],
         pre: &[files::State],
+        batch: &mut crate::io::Batch,
     ) -> Result<Result<(), String>, StepError> {
         use crate::limits::MAX_GATE_PREIMAGE_BYTES;
         for (f, side) in files.iter().zip(pre) {
@@ -403,8 +408,9 @@ impl Gate {
                 return Ok(Err(e.to_string()));
             }
             let root = Path::new(INVERSE_BASE);
-            match crate::gate::apply::put_side(
+            match crate::gate::apply::put_side_in(
                 &self.store,
+                batch,
                 root,
                 &f.rel(),
                 *side,
@@ -429,6 +435,7 @@ impl Gate {
         ruling: Ruling,
         path: PathBuf,
         refusals: &[(String, String)],
+        durable: &mut Durable,
     ) -> Result<Prepared, StepError> {
         let details: Vec<String> = refusals.iter().map(|(_, d)| d.clone()).collect();
         let mut evidence = evidence_of(&record, None);
@@ -467,8 +474,8 @@ impl Gate {
             step: record,
             issued: Some(issued),
         };
-        pending.write(self.ledger.tmp())?;
-        self.hand_on(pending);
+        pending.stage(&mut durable.batch, self.ledger.tmp())?;
+        durable.hand_on.push(pending);
         Ok(Prepared::Refused(Refused {
             receipt_id,
             verdict,
@@ -525,16 +532,36 @@ impl Gate {
         receipt_of(&self.issuer, record, verdict, inverse, states, applied)
     }
 
-    /// Finish a forwarded step: files re-read, receipt signed and durable
-    /// (before the caller relays the answer), then handed to the finisher.
-    pub fn finish(&self, step: InFlight, outcome: &Outcome) -> Result<Digest, StepError> {
+    /// Finish a forwarded step: files re-read, receipt signed and staged
+    /// in `durable` (the caller relays the answer once it is committed,
+    /// which hands the step to the finisher).
+    pub fn finish(
+        &self,
+        step: InFlight,
+        outcome: &Outcome,
+        durable: &mut Durable,
+    ) -> Result<Digest, StepError> {
         let InFlight { mut pending } = step;
         let issued = self.issue_outcome(&pending.step, outcome)?;
         let id = issued.receipt_id;
         pending.issued = Some(issued);
-        pending.write(self.ledger.tmp())?;
-        self.hand_on(pending);
+        pending.stage(&mut durable.batch, self.ledger.tmp())?;
+        durable.hand_on.push(pending);
         Ok(id)
+    }
+
+    /// Make `durable` durable (one group commit), then hand its issued
+    /// steps to the finisher. On an error nothing is handed on: the files
+    /// that did become durable are finished by the next start.
+    pub fn commit(&self, durable: Durable) -> Result<(), StepError> {
+        let Durable { batch, hand_on } = durable;
+        if !batch.is_empty() {
+            batch.commit().map_err(super::ledger::LedgerError::Commit)?;
+        }
+        for p in hand_on {
+            self.hand_on(p);
+        }
+        Ok(())
     }
 
     /// The receipt of a forwarded step, from its outcome and its files now.

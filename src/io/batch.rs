@@ -1,0 +1,278 @@
+//! batch: atomic writes made durable together (a group commit).
+//!
+//! [`write_atomic_via`](super::write_atomic_via) pays two syncs per file: the
+//! file's data and its directory. A writer that has many files to make
+//! durable at one moment (a burst of tool calls, a batch of receipts)
+//! stages them in a [`Batch`] instead: each file is written to a temporary
+//! file created exclusively (`O_CREAT | O_EXCL | O_NOFOLLOW`) in the given
+//! temporary directory, and nothing is synced until [`Batch::commit`]:
+//!
+//! 1. writeback of every staged file is started at once
+//!    (`posix_fadvise(POSIX_FADV_DONTNEED)`, which on Linux starts writing
+//!    a file's dirty pages without waiting), then each is fsynced: the
+//!    first fsync commits the file system's journal for all of them, so the
+//!    rest find their data already on the device (64 files of 1.5 KB: 4.8
+//!    ms against 11 ms fsynced one by one, spec/performance.md);
+//! 2. phase by phase ([`Batch::barrier`]), the files are renamed over their
+//!    paths and each directory that gained a name is synced once.
+//!
+//! A file of a later phase becomes visible only after every file of the
+//! earlier phases is durable under its name: a record that names an object
+//! is never durable before the object. Until `commit` returns, a staged
+//! file may or may not be at its path after a crash, exactly as with one
+//! [`write_atomic_via`](super::write_atomic_via) that did not return; the
+//! caller says nothing is done before it returns. A batch dropped without
+//! a commit (or a commit that failed) removes the temporary files it still
+//! holds.
+
+use super::write::{OutputError, io_error, parent_dir, sync_dir, temp_file};
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Most staged files a batch keeps open: beyond, the data of those open
+/// is synced and they are closed (their renames still wait for the
+/// commit), so a large batch never runs out of file descriptors.
+pub const MAX_BATCH_OPEN_FILES: usize = 256;
+/// Fewest open files for which writeback is started ahead of the fsyncs:
+/// for one or two files the hint costs more than it saves.
+const MIN_WRITEBACK_HINT: usize = 4;
+
+/// One file written to its temporary name, not yet synced or renamed.
+#[derive(Debug)]
+struct Staged {
+    tmp: PathBuf,
+    path: PathBuf,
+    file: Option<File>,
+    phase: usize,
+}
+
+/// Atomic writes made durable together; see the module documentation.
+#[derive(Debug, Default)]
+pub struct Batch {
+    staged: Vec<Staged>,
+    phase: usize,
+    open: usize,
+}
+
+impl Batch {
+    /// An empty batch.
+    pub fn new() -> Batch {
+        Batch::default()
+    }
+
+    /// True when nothing is staged.
+    pub fn is_empty(&self) -> bool {
+        self.staged.is_empty()
+    }
+
+    /// How many files are staged.
+    pub fn len(&self) -> usize {
+        self.staged.len()
+    }
+
+    /// Stage `bytes` for `path`: written to a new temporary file in
+    /// `tmp_dir` (on the same file system as `path`), renamed over `path`
+    /// by [`Batch::commit`].
+    pub fn write_atomic_via(
+        &mut self,
+        tmp_dir: &Path,
+        path: &Path,
+        bytes: &[u8],
+        mode: u32,
+    ) -> Result<(), OutputError> {
+        let name = path.file_name().ok_or_else(|| OutputError::NoFileName {
+            path: path.to_path_buf(),
+        })?;
+        let (tmp, mut file) = temp_file(tmp_dir, name, mode)?;
+        if let Err(e) = file.write_all(bytes) {
+            drop(file);
+            let _ = std::fs::remove_file(&tmp);
+            return Err(io_error("write", &tmp)(e));
+        }
+        self.staged.push(Staged {
+            tmp,
+            path: path.to_path_buf(),
+            file: Some(file),
+            phase: self.phase,
+        });
+        self.open += 1;
+        if self.open >= MAX_BATCH_OPEN_FILES {
+            self.sync_data()?;
+        }
+        Ok(())
+    }
+
+    /// Files staged from now on become visible only after every file
+    /// staged before is durable under its name.
+    pub fn barrier(&mut self) {
+        if self.staged.last().is_some_and(|s| s.phase == self.phase) {
+            self.phase += 1;
+        }
+    }
+
+    /// Take in `other`'s files, phase by phase beside this batch's own (its
+    /// first phase with this batch's first, and so on): each batch's order
+    /// is kept, and a burst of batches still pays one sync per phase.
+    pub fn absorb(&mut self, mut other: Batch) {
+        let base = self.staged.first().map_or(0, |s| s.phase);
+        for mut s in other.staged.drain(..) {
+            s.phase += base;
+            self.phase = self.phase.max(s.phase);
+            self.staged.push(s);
+        }
+        self.open += std::mem::take(&mut other.open);
+        if self.open >= MAX_BATCH_OPEN_FILES {
+            // Best effort here: a failure is met again at the commit.
+            let _ = self.sync_data();
+        }
+    }
+
+    /// Make every staged file durable under its name: the data of all of
+    /// them synced, then phase by phase renamed and the directories synced.
+    /// On an error the files not yet renamed are removed.
+    pub fn commit(mut self) -> Result<(), OutputError> {
+        self.sync_data()?;
+        self.staged.sort_by_key(|s| s.phase);
+        for phase in self.staged.chunk_by_mut(|a, b| a.phase == b.phase) {
+            let mut dirs = BTreeSet::new();
+            for s in phase {
+                std::fs::rename(&s.tmp, &s.path).map_err(io_error("rename over", &s.path))?;
+                s.tmp = PathBuf::new();
+                dirs.insert(parent_dir(&s.path).to_path_buf());
+            }
+            for d in dirs {
+                sync_dir(&d).map_err(io_error("sync the directory", &d))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Start writeback of every open file, then fsync each and close it.
+    fn sync_data(&mut self) -> Result<(), OutputError> {
+        if self.open >= MIN_WRITEBACK_HINT {
+            for f in self.staged.iter().filter_map(|s| s.file.as_ref()) {
+                // A hint only: a write error is found again by the fsync.
+                let _ = rustix::fs::fadvise(f, 0, None, rustix::fs::Advice::DontNeed);
+            }
+        }
+        for s in &mut self.staged {
+            if let Some(f) = s.file.take() {
+                f.sync_all().map_err(io_error("write", &s.tmp))?;
+            }
+        }
+        self.open = 0;
+        Ok(())
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        for s in &self.staged {
+            if !s.tmp.as_os_str().is_empty() {
+                let _ = std::fs::remove_file(&s.tmp);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn nothing_is_at_its_path_before_the_commit_and_everything_after() {
+        let d = tempfile::tempdir().unwrap();
+        let (tmp, out) = (d.path().join("tmp"), d.path().join("out"));
+        std::fs::create_dir(&tmp).unwrap();
+        std::fs::create_dir(&out).unwrap();
+        let mut b = Batch::new();
+        b.write_atomic_via(&tmp, &out.join("a"), b"one", 0o600)
+            .unwrap();
+        b.barrier();
+        b.write_atomic_via(&tmp, &out.join("b"), b"two", 0o600)
+            .unwrap();
+        let mut other = Batch::new();
+        other
+            .write_atomic_via(&tmp, &out.join("c"), b"three", 0o600)
+            .unwrap();
+        b.absorb(other);
+        assert_eq!(b.len(), 3);
+        assert!(names(&out).is_empty());
+        assert_eq!(names(&tmp).len(), 3);
+        b.commit().unwrap();
+        assert_eq!(names(&out), ["a", "b", "c"]);
+        assert!(names(&tmp).is_empty());
+        assert_eq!(std::fs::read(out.join("b")).unwrap(), b"two");
+    }
+
+    #[test]
+    fn phases_are_kept_when_batches_are_absorbed() {
+        let d = tempfile::tempdir().unwrap();
+        let mut b = Batch::new();
+        b.write_atomic_via(d.path(), &d.path().join("obj1"), b"x", 0o600)
+            .unwrap();
+        b.barrier();
+        b.write_atomic_via(d.path(), &d.path().join("rec1"), b"x", 0o600)
+            .unwrap();
+        let mut o = Batch::new();
+        o.write_atomic_via(d.path(), &d.path().join("obj2"), b"x", 0o600)
+            .unwrap();
+        o.barrier();
+        o.write_atomic_via(d.path(), &d.path().join("rec2"), b"x", 0o600)
+            .unwrap();
+        b.absorb(o);
+        let phase = |n: &str| b.staged.iter().find(|s| s.path.ends_with(n)).unwrap().phase;
+        assert_eq!(phase("obj1"), phase("obj2"));
+        assert_eq!(phase("rec1"), phase("rec2"));
+        assert!(phase("obj1") < phase("rec1"));
+    }
+
+    #[test]
+    fn a_batch_dropped_or_failed_leaves_no_temporary_file_and_no_output() {
+        let d = tempfile::tempdir().unwrap();
+        let mut b = Batch::new();
+        b.write_atomic_via(d.path(), &d.path().join("a"), b"x", 0o600)
+            .unwrap();
+        drop(b);
+        assert!(names(d.path()).is_empty());
+        // A path whose directory is missing: the rename fails, the
+        // temporary file is removed.
+        let mut b = Batch::new();
+        let missing = d.path().join("no/such/dir/f");
+        b.write_atomic_via(d.path(), &missing, b"x", 0o600).unwrap();
+        assert!(b.commit().is_err());
+        assert!(names(d.path()).is_empty());
+    }
+
+    #[test]
+    fn a_batch_larger_than_the_open_files_limit_commits_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let (tmp, out) = (d.path().join("tmp"), d.path().join("out"));
+        std::fs::create_dir(&tmp).unwrap();
+        std::fs::create_dir(&out).unwrap();
+        let n = MAX_BATCH_OPEN_FILES * 2 + 3;
+        let mut b = Batch::new();
+        for i in 0..n {
+            let bytes = i.to_string();
+            b.write_atomic_via(&tmp, &out.join(format!("f{i}")), bytes.as_bytes(), 0o600)
+                .unwrap();
+        }
+        assert!(b.open < MAX_BATCH_OPEN_FILES);
+        assert!(names(&out).is_empty());
+        b.commit().unwrap();
+        assert_eq!(names(&out).len(), n);
+        assert_eq!(std::fs::read(out.join("f300")).unwrap(), b"300");
+    }
+}
