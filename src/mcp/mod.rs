@@ -25,6 +25,8 @@
 //! proxy), `http` (Streamable HTTP, feature `net`), [`pin`] (the table from a server's list), [`undo`] (a step's
 //! files restored).
 
+pub mod contract;
+pub mod contracted;
 pub mod decide;
 pub mod files;
 pub mod frame;
