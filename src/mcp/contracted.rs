@@ -175,6 +175,72 @@ enum Judged {
     Refuse(Vec<(String, String)>, Option<Unproven>),
 }
 
+/// The detail of arguments no demonstrated call has: the first field
+/// that differs from the first demonstrated call of the tool.
+fn arguments_detail(c: &Contract, name: &str, tool: &str, arguments: &serde_json::Value) -> String {
+    c.calls
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.tool == tool)
+        .filter_map(|(i, d)| {
+            first_difference(&d.arguments, arguments, String::new(), 0).map(|x| (i, x))
+        })
+        .next()
+        .map_or_else(
+            || format!("{name}: no demonstrated call of {tool} has these arguments"),
+            |(i, (field, was, is))| {
+                format!(
+                    "{name}, call {i} ({tool}): the arguments' field {} was {} when \
+                     demonstrated, is {} now (arguments must equal a demonstrated call's, \
+                     JSON types included)",
+                    if field.is_empty() { "/" } else { &field },
+                    shown(was),
+                    shown(is)
+                )
+            },
+        )
+}
+
+/// A read a demonstrated call depended on, against the session's: the
+/// answer consumed, or the reason, why, and the answer that contradicts
+/// the demonstration.
+fn check_read(
+    c: &Contract,
+    r: &DemoRead,
+    seen: &[Seen],
+    since: u64,
+    now: i64,
+) -> Result<Digest, (&'static str, String, Option<Digest>)> {
+    let latest = seen
+        .iter()
+        .rev()
+        .find(|s| s.tool == r.tool && s.arguments == r.arguments);
+    let Some(s) = latest else {
+        let why = "was demonstrated before it; none was made in this session".to_string();
+        return Err((CONTRACT_READ_MISSING, why, None));
+    };
+    let age = now.saturating_sub(s.at);
+    if s.call < since {
+        let why = "was made before the previous step, which spent it (two steps cannot share \
+                   one read); read again";
+        Err((CONTRACT_READ_SPENT, why.to_string(), None))
+    } else if u64::try_from(age).map_or(true, |a| a > c.max_age) {
+        let why = format!(
+            "was made {age} s ago, over max_age {} s; read again",
+            c.max_age
+        );
+        Err((CONTRACT_READ_STALE, why, None))
+    } else if c.check_evidence && s.answer != r.answer {
+        let why = format!(
+            "answered {} when demonstrated, {} now: the contract is unproven until a rebind",
+            r.answer, s.answer
+        );
+        Err((CONTRACT_UNPROVEN, why, Some(s.answer)))
+    } else {
+        Ok(s.answer)
+    }
+}
+
 /// One contract judged for a step.
 fn judge(
     c: &Contract,
@@ -201,28 +267,7 @@ fn judge(
         .filter(|(_, d)| d.tool == tool && d.arguments_digest == *digest)
         .collect();
     if candidates.is_empty() {
-        let detail = c
-            .calls
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| d.tool == tool)
-            .filter_map(|(i, d)| {
-                first_difference(&d.arguments, arguments, String::new(), 0).map(|x| (i, x))
-            })
-            .next()
-            .map_or_else(
-                || format!("{name}: no demonstrated call of {tool} has these arguments"),
-                |(i, (field, was, is))| {
-                    format!(
-                        "{name}, call {i} ({tool}): the arguments' field {} was {} when \
-                         demonstrated, is {} now (arguments must equal a demonstrated call's, \
-                         JSON types included)",
-                        if field.is_empty() { "/" } else { &field },
-                        shown(was),
-                        shown(is)
-                    )
-                },
-            );
+        let detail = arguments_detail(c, &name, tool, arguments);
         return Judged::Refuse(vec![(CONTRACT_ARGUMENTS.into(), detail)], None);
     }
     let mut first: Option<Vec<(String, String)>> = None;
@@ -235,59 +280,27 @@ fn judge(
                 "{name}, call {i} ({tool}): the read {} with arguments {}",
                 r.tool, r.arguments
             );
-            let latest = seen
-                .iter()
-                .rev()
-                .find(|s| s.tool == r.tool && s.arguments == r.arguments);
-            let Some(s) = latest else {
-                refusals.push((
-                    CONTRACT_READ_MISSING.into(),
-                    format!("{what} was demonstrated before it; none was made in this session"),
-                ));
-                continue;
-            };
-            let age = now.saturating_sub(s.at);
-            if s.call < since {
-                refusals.push((
-                    CONTRACT_READ_SPENT.into(),
-                    format!(
-                        "{what} was made before the previous step, which spent it (two steps \
-                         cannot share one read); read again"
-                    ),
-                ));
-            } else if u64::try_from(age).map_or(true, |a| a > c.max_age) {
-                refusals.push((
-                    CONTRACT_READ_STALE.into(),
-                    format!(
-                        "{what} was made {age} s ago, over max_age {} s; read again",
-                        c.max_age
-                    ),
-                ));
-            } else if c.check_evidence && s.answer != r.answer {
-                refusals.push((
-                    CONTRACT_UNPROVEN.into(),
-                    format!(
-                        "{what} answered {} when demonstrated, {} now: the contract is unproven \
-                         until a rebind",
-                        r.answer, s.answer
-                    ),
-                ));
-                unproven.get_or_insert(Unproven {
-                    at: now,
-                    call: i,
-                    tool: r.tool.clone(),
-                    arguments: r.arguments,
-                    demonstrated: r.answer,
-                    now: s.answer,
-                });
-            } else {
-                consumed.push(Value::Map(BTreeMap::from([
+            match check_read(c, r, seen, since, now) {
+                Ok(answer) => consumed.push(Value::Map(BTreeMap::from([
                     (
                         "read".to_string(),
                         t(format!("mcp:{}/{}", r.tool, r.arguments)),
                     ),
-                    ("answer".to_string(), t(s.answer.to_string())),
-                ])));
+                    ("answer".to_string(), t(answer.to_string())),
+                ]))),
+                Err((reason, why, contradiction)) => {
+                    refusals.push((reason.to_string(), format!("{what} {why}")));
+                    if let Some(answer) = contradiction {
+                        unproven.get_or_insert(Unproven {
+                            at: now,
+                            call: i,
+                            tool: r.tool.clone(),
+                            arguments: r.arguments,
+                            demonstrated: r.answer,
+                            now: answer,
+                        });
+                    }
+                }
             }
         }
         if refusals.is_empty() {
@@ -474,9 +487,20 @@ impl Contracted {
         seen: &[Seen],
         since: u64,
     ) -> Result<Decision, DecideError> {
-        let tool = facts.input["tool"]["name"].as_str().unwrap_or_default();
-        let now = facts.input["now"].as_i64().unwrap_or(0);
-        let arguments = &facts.input["arguments"];
+        let tool = facts
+            .input
+            .pointer("/tool/name")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default();
+        let now = facts
+            .input
+            .pointer("/now")
+            .and_then(serde_json::Value::as_i64)
+            .unwrap_or(0);
+        let arguments = facts
+            .input
+            .get("arguments")
+            .unwrap_or(&serde_json::Value::Null);
         let digest = jcs_sha256(arguments).map_err(|e| DecideError(e.to_string()))?;
         let ids = covering
             .iter()
@@ -568,8 +592,12 @@ impl Contracted {
     /// made since the step before it (the newest of each read, newest
     /// [`MAX_CALL_READS`]).
     fn demo_call(facts: &Facts<'_>, seen: &[Seen], since: u64) -> Option<DemoCall> {
-        let tool = facts.input["tool"]["name"].as_str()?.to_string();
-        let arguments = facts.input["arguments"].clone();
+        let tool = facts
+            .input
+            .pointer("/tool/name")
+            .and_then(serde_json::Value::as_str)?
+            .to_string();
+        let arguments = facts.input.get("arguments")?.clone();
         let arguments_digest = jcs_sha256(&arguments).ok()?;
         let mut reads: Vec<DemoRead> = Vec::new();
         for s in seen.iter().rev().filter(|s| s.call >= since) {
@@ -607,7 +635,11 @@ impl Decider for Contracted {
         let mut spent_below = lock(&self.spent_below);
         let since = *spent_below;
         let seen = seen_reads(facts.input);
-        let tool = facts.input["tool"]["name"].as_str().unwrap_or_default();
+        let tool = facts
+            .input
+            .pointer("/tool/name")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default();
         let all = self
             .contracts
             .all()

@@ -276,13 +276,15 @@ fn proxy(args: &RunArgs) -> anyhow::Result<u8> {
     })
 }
 
+type BoxedDecider = Box<dyn rcpt::mcp::Decider>;
+
 /// The policy's decider with the contracts of `--contracts` in front, and
 /// the recording of `--record`.
 fn contracted(
     args: &RunArgs,
     policy: &ToolPolicy,
     decider: Box<dyn rcpt::mcp::Decider>,
-) -> anyhow::Result<(Box<dyn rcpt::mcp::Decider>, Option<Arc<Recording>>)> {
+) -> anyhow::Result<(BoxedDecider, Option<Arc<Recording>>)> {
     let Some(dir) = &args.contracts else {
         return Ok((decider, None));
     };
