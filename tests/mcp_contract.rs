@@ -321,3 +321,55 @@ fn unbind_cancel_and_show() {
     assert!(err.contains("cancelled"), "{err}");
     assert_eq!(d.contract()["version"], 1);
 }
+
+#[test]
+fn a_contract_learned_from_the_store_gates_like_a_recorded_one() {
+    let d = deploy();
+    // A session with --contracts (none yet): its steps' reads are kept.
+    let mut p = d.proxy(&[]);
+    d.read(&mut p, 1);
+    admitted(&d.write(&mut p, 2, "v0\n"));
+    d.read(&mut p, 3);
+    admitted(&d.write(&mut p, 4, "v1\n"));
+    p.close();
+    let store = d.w.store.display().to_string();
+    let said = d.verb(&["learn", "deploy", "--last", "1", "--store", &store]);
+    assert!(said.contains("took the last 1 steps"), "{said}");
+    assert!(said.contains("after 1 reads"), "{said}");
+    let c = d.contract();
+    assert_eq!(c["calls"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        c["calls"][0]["arguments"],
+        json!({"path": d.release, "content": "v1\n"})
+    );
+    // K out of range, and a second learn without a rebind, are refused.
+    let out = Command::new(support::bin())
+        .args([
+            "gate", "contract", "learn", "x", "--last", "101", "--store", &store,
+        ])
+        .arg("--contracts")
+        .arg(&d.contracts)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let out = Command::new(support::bin())
+        .args([
+            "gate", "contract", "learn", "deploy", "--last", "2", "--store", &store,
+        ])
+        .arg("--contracts")
+        .arg(&d.contracts)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("rebind"));
+    // It gates: the learned call replayed after a read is admitted; the
+    // earlier one (not taken) is not.
+    let mut p = d.proxy(&[]);
+    d.read(&mut p, 1);
+    admitted(&d.write(&mut p, 2, "v1\n"));
+    d.read(&mut p, 3);
+    let (reasons, _) = refused(&d.write(&mut p, 4, "v0\n"));
+    assert_eq!(reasons, ["contract.arguments"]);
+    p.close();
+    d.w.verify_all();
+}

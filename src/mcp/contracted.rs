@@ -110,6 +110,22 @@ pub fn reads_of(evidence: &Value) -> Vec<(String, Digest)> {
         .collect()
 }
 
+/// Reads as a data-model value: `[{"tool", "arguments", "answer"}]`.
+pub fn reads_value(reads: &[DemoRead]) -> Value {
+    Value::Array(
+        reads
+            .iter()
+            .map(|r| {
+                Value::Map(BTreeMap::from([
+                    ("tool".to_string(), t(r.tool.clone())),
+                    ("arguments".to_string(), t(r.arguments.to_string())),
+                    ("answer".to_string(), t(r.answer.to_string())),
+                ]))
+            })
+            .collect(),
+    )
+}
+
 /// A value shown in a detail, cut short.
 fn shown(v: Option<&serde_json::Value>) -> String {
     let Some(v) = v else {
@@ -654,13 +670,30 @@ impl Decider for Contracted {
                     && Some(c.name.as_str()) != recorded
             })
             .collect();
-        let decision = if covering.is_empty() {
-            self.inner.decide_call(facts)?
+        let mut decision = if covering.is_empty() {
+            let mut d = self.inner.decide_call(facts)?;
+            if let Ruling::Admit { evidence } = &mut d.ruling {
+                let inner = std::mem::replace(evidence, Value::Null);
+                *evidence = Value::Map(BTreeMap::from([("decider".to_string(), inner)]));
+            }
+            d
         } else {
             self.enforce(facts, &covering, &seen, since)?
         };
-        if let (Some(r), Ruling::Admit { .. }) = (&self.recording, &decision.ruling)
-            && let Some(call) = Self::demo_call(facts, &seen, since)
+        // An admitted step's evidence keeps the reads made since the step
+        // before it (what `gate contract learn` takes from the store).
+        let call = Self::demo_call(facts, &seen, since);
+        if let (
+            Ruling::Admit {
+                evidence: Value::Map(m),
+            },
+            Some(call),
+        ) = (&mut decision.ruling, &call)
+        {
+            m.insert("reads".to_string(), reads_value(&call.reads));
+        }
+        if let (Some(r), Ruling::Admit { .. }, Some(call)) =
+            (&self.recording, &decision.ruling, call)
         {
             r.admitted(facts.change_id, call);
         }

@@ -33,6 +33,7 @@ pub mod frame;
 #[cfg(feature = "net")]
 pub mod http;
 pub mod issue;
+pub mod learn;
 pub mod ledger;
 pub mod pin;
 pub mod policy;
