@@ -373,3 +373,113 @@ fn a_contract_learned_from_the_store_gates_like_a_recorded_one() {
     p.close();
     d.w.verify_all();
 }
+
+/// The Python SDK agent (tests/mcp/agent.py) in the legacy era with
+/// `steps`, through the proxy before `server`: one value a step.
+fn sdk_agent(
+    w: &World,
+    python: &std::path::Path,
+    steps: &Value,
+    proxy: &[String],
+    server: &[String],
+) -> Vec<Value> {
+    let script = w.dir.join("script.json");
+    std::fs::write(&script, steps.to_string()).unwrap();
+    let out = Command::new(python)
+        .arg(support::mcp::area().join("agent.py"))
+        .arg("legacy")
+        .arg(&script)
+        .arg("--")
+        .arg(support::bin())
+        .args(proxy)
+        .arg("--")
+        .args(server)
+        .current_dir(&w.dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "agent: {stderr}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("{l}; stderr: {stderr}")))
+        .collect()
+}
+
+#[test]
+fn a_deploy_through_server_filesystem_and_the_sdk_client() {
+    let (Some(fs), Some(python)) = (support::mcp::fs_server(), support::mcp::sdk_python()) else {
+        return;
+    };
+    let w = World::new();
+    let server = vec![fs.display().to_string(), w.work.display().to_string()];
+    let table = w.pin(&server);
+    let policy = w.policy(&table, &[("write_file", &["/path"])]);
+    let contracts = w.dir.join("contracts");
+    let config = w.work.join("config");
+    let release = w.work.join("release");
+    std::fs::write(&config, "target=prod\n").unwrap();
+    let proxy = |extra: &[&str]| {
+        let mut a = w.proxy_args(&policy);
+        a.push("--contracts".into());
+        a.push(contracts.display().to_string());
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let read = json!({"op": "call", "tool": "read_text_file", "arguments": {"path": config}});
+    let write = |content: &str| json!({"op": "call", "tool": "write_file", "arguments": {"path": release, "content": content}});
+    // Demonstrated.
+    let out = sdk_agent(
+        &w,
+        &python,
+        &json!([read, write("v1\n")]),
+        &proxy(&["--record", "deploy"]),
+        &server,
+    );
+    assert_eq!(out[1]["meta"]["dev.rcpt/verdict"], "admit", "{out:?}");
+    let c: Value =
+        serde_json::from_slice(&std::fs::read(contracts.join("deploy.json")).unwrap()).unwrap();
+    assert_eq!(c["calls"][0]["tool"], "write_file");
+    assert_eq!(c["calls"][0]["reads"][0]["tool"], "read_text_file");
+    // Replayed: exact (admitted), the same read again (spent), an argument
+    // changed after a fresh read, and a write with no read at all.
+    let out = sdk_agent(
+        &w,
+        &python,
+        &json!([read, write("v1\n"), write("v1\n"), read, write("v2\n")]),
+        &proxy(&[]),
+        &server,
+    );
+    let verdict = |o: &Value| o["meta"]["dev.rcpt/verdict"].clone();
+    let reasons = |o: &Value| o["meta"]["dev.rcpt/reasons"].clone();
+    assert_eq!(verdict(&out[1]), "admit", "{out:?}");
+    assert_eq!(reasons(&out[2]), json!(["contract.read_spent"]));
+    assert_eq!(out[2]["isError"], true);
+    assert!(
+        out[2]["text"]
+            .as_str()
+            .unwrap()
+            .contains("contract deploy v1")
+    );
+    assert_eq!(reasons(&out[4]), json!(["contract.arguments"]));
+    assert_eq!(std::fs::read_to_string(&release).unwrap(), "v1\n");
+    // The config changed: the replay is refused and the contract unproven.
+    std::fs::write(&config, "target=staging\n").unwrap();
+    let out = sdk_agent(
+        &w,
+        &python,
+        &json!([read, write("v1\n")]),
+        &proxy(&[]),
+        &server,
+    );
+    assert_eq!(reasons(&out[1]), json!(["contract.unproven"]));
+    let c: Value =
+        serde_json::from_slice(&std::fs::read(contracts.join("deploy.json")).unwrap()).unwrap();
+    assert_eq!(c["status"], "unproven");
+    // Every receipt verifies offline.
+    let ids = w.verify_all();
+    for o in [&out[1]] {
+        let id = o["meta"]["dev.rcpt/receipt"].as_str().unwrap();
+        assert!(ids.iter().any(|i| i == id));
+    }
+    assert!(ids.len() >= 5, "{ids:?}");
+}

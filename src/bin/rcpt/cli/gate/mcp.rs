@@ -260,7 +260,8 @@ fn proxy(args: &RunArgs) -> anyhow::Result<u8> {
     );
     if let Some(listen) = args.listen {
         let served = serve_http(relay, listen, args);
-        return recorded(args, recording.as_deref(), &server).and(served);
+        let code = recorded(args, recording.as_deref(), &server)?;
+        return served.map(|c| if c == EXIT_OK { code } else { c });
     }
     let ended = rcpt::mcp::stdio::run(relay, &args.command, std::io::stdin(), std::io::stdout())
         .map_err(|e| UsageError(rcpt::io::error_chain(&e)));
