@@ -477,9 +477,7 @@ fn a_deploy_through_server_filesystem_and_the_sdk_client() {
     assert_eq!(c["status"], "unproven");
     // Every receipt verifies offline.
     let ids = w.verify_all();
-    for o in [&out[1]] {
-        let id = o["meta"]["dev.rcpt/receipt"].as_str().unwrap();
-        assert!(ids.iter().any(|i| i == id));
-    }
+    let refused_id = out[1]["meta"]["dev.rcpt/receipt"].as_str().unwrap();
+    assert!(ids.iter().any(|i| i == refused_id));
     assert!(ids.len() >= 5, "{ids:?}");
 }
