@@ -559,6 +559,7 @@ impl Contracted {
             read_set: facts.read_set,
         };
         let inner = self.inner.decide_call(&sub)?;
+        let matched = admitted.is_some();
         let ruling = match (inner.ruling, admitted) {
             (Ruling::Admit { evidence }, Some(record)) => Ruling::Admit {
                 evidence: Value::Map(BTreeMap::from([
@@ -572,11 +573,9 @@ impl Contracted {
             }
             (other, _) => other,
         };
-        let mut details = if matches!(ruling, Ruling::Admit { .. }) {
-            Vec::new()
-        } else {
-            failures
-        };
+        // The contracts' details only when no contract matched (a matched
+        // step refused by the rules says why through their reasons).
+        let mut details = if matched { Vec::new() } else { failures };
         details.extend(inner.details);
         Ok(Decision {
             ruling,
