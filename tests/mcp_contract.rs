@@ -481,3 +481,32 @@ fn a_deploy_through_server_filesystem_and_the_sdk_client() {
     assert!(ids.iter().any(|i| i == refused_id));
     assert!(ids.len() >= 5, "{ids:?}");
 }
+
+#[test]
+fn the_readme_contract_walkthrough_runs_as_written() {
+    let Some(server) = support::mcp::fs_server() else {
+        return;
+    };
+    if Command::new("jq").arg("--version").output().is_err() {
+        assert!(
+            !support::mcp::required(),
+            "RCPT_REQUIRE_MCP=1: jq is missing"
+        );
+        support::skip("jq is not installed (the walkthrough writes the policy with it)");
+        return;
+    }
+    let script = support::readme::block_after(
+        "<!-- contract walkthrough: tests/mcp_contract.rs runs the next block -->",
+    );
+    let path = format!(
+        "export PATH=\"{}:$PATH\"\n",
+        server.parent().unwrap().display()
+    );
+    let (out, err, status) = support::readme::run_script(&format!("{path}{script}"));
+    assert!(status.success(), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("deploy v1 bound proven"), "{out}");
+    assert!(
+        out.contains("5 verified, 0 failed, 0 not evaluated"),
+        "{out}"
+    );
+}
