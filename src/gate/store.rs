@@ -84,6 +84,14 @@ pub enum StoreError {
     /// Only BLAKE3 names objects.
     #[error("{0} is not a blake3 digest; store objects are named by BLAKE3")]
     NotBlake3(Digest),
+    /// A directory holds more entries than may be read.
+    #[error("{path} holds over {max} entries")]
+    TooMany {
+        /// The directory.
+        path: PathBuf,
+        /// The most read.
+        max: usize,
+    },
     /// A directory of the store is a link, not a directory, or unusable.
     #[error(transparent)]
     Dir(#[from] DirError),
@@ -267,6 +275,36 @@ impl GateStore {
                 OBJECT_MODE,
             )
             .map_err(StoreError::Write)
+    }
+
+    /// The records the receipts of this store rest on (at most `max`
+    /// receipts; an error beyond), in no order.
+    pub fn receipt_records(&self, max: usize) -> Result<Vec<Digest>, StoreError> {
+        let receipts = self.sub("receipts")?;
+        let names = receipts.names()?;
+        if names.len() > max {
+            return Err(StoreError::TooMany {
+                path: self.dir.join("receipts"),
+                max,
+            });
+        }
+        let mut out = Vec::with_capacity(names.len());
+        for name in names.iter().filter_map(|n| n.to_str()) {
+            let bytes =
+                crate::io::read_at(&receipts, name, 256).map_err(|source| StoreError::Read {
+                    digest: Digest::blake3(name.as_bytes()),
+                    source,
+                })?;
+            let text = String::from_utf8_lossy(&bytes);
+            let record = text
+                .trim_end()
+                .parse()
+                .map_err(|_| StoreError::BadPointer {
+                    path: receipts.join(name),
+                })?;
+            out.push(record);
+        }
+        Ok(out)
     }
 
     /// The record a receipt rests on, if this store issued it.

@@ -51,10 +51,35 @@ pub enum Ruling {
 #[error("the decision could not be evaluated: {0}")]
 pub struct DecideError(pub String);
 
+/// A ruling with what a decider adds to the step's record: a `policy_id`
+/// covering more than the policy (contracts), refusals' details for the
+/// client and the evidence.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    /// The ruling.
+    pub ruling: Ruling,
+    /// The receipt's `policy_id`, when it is not the policy's own.
+    pub policy_id: Option<Digest>,
+    /// `(reason, detail)` of the decider's own refusals.
+    pub details: Vec<(String, String)>,
+}
+
 /// The decision of a step call.
 pub trait Decider: Send + Sync {
     /// Decide one step call.
     fn decide(&self, facts: &Facts<'_>) -> Result<Ruling, DecideError>;
+
+    /// Decide one step call, with what the decider adds to its record.
+    fn decide_call(&self, facts: &Facts<'_>) -> Result<Decision, DecideError> {
+        Ok(Decision {
+            ruling: self.decide(facts)?,
+            policy_id: None,
+            details: Vec::new(),
+        })
+    }
+
+    /// A forwarded step ended: `ok` when the server answered without error.
+    fn finished(&self, _change_id: &Digest, _ok: bool) {}
 }
 
 /// The table's decision: its refusals deny; anything else is admitted.

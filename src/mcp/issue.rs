@@ -104,6 +104,9 @@ pub fn read_set_of(record: &StepRecord, states: &[files::State]) -> Vec<ReadItem
             read_set.insert(format!("/{}", f.path), s.digest);
         }
     }
+    for (resource, answer) in super::contracted::reads_of(&record.evidence) {
+        read_set.insert(resource, answer);
+    }
     read_set
         .into_iter()
         .map(|(resource, digest)| ReadItem { resource, digest })

@@ -27,12 +27,15 @@
 //! messages).
 
 pub mod commit;
+pub mod contract;
+pub mod contracted;
 pub mod decide;
 pub mod files;
 pub mod frame;
 #[cfg(feature = "net")]
 pub mod http;
 pub mod issue;
+pub mod learn;
 pub mod ledger;
 pub mod pin;
 pub mod policy;

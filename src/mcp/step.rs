@@ -249,7 +249,11 @@ impl Gate {
         let (files, pre) = self.files_of(&pointers, call.arguments, &mut refusals);
         let (id, path) = self.ledger.next();
         let mut record = self.record_of(call, id, def, arguments_digest, &files, &pre);
-        record.evidence = match self.rule(call, &record, &refusals)? {
+        // Contracts: the decider's policy_id and refusals' details (decide.rs Decision).
+        let decision = self.rule(call, &record, &refusals)?;
+        record.policy_id = decision.policy_id.unwrap_or(record.policy_id);
+        refusals.extend(decision.details);
+        record.evidence = match decision.ruling {
             Ruling::Admit { evidence } => evidence,
             other => return self.refuse(record, other, path, &refusals, durable),
         };
@@ -352,7 +356,7 @@ impl Gate {
         call: &Call<'_>,
         record: &StepRecord,
         refusals: &[(String, String)],
-    ) -> Result<Ruling, StepError> {
+    ) -> Result<super::decide::Decision, StepError> {
         let reads = self
             .session
             .lock()
@@ -385,7 +389,7 @@ impl Gate {
             policy_id: record.policy_id,
             read_set: &read_set_of(record, &pre),
         };
-        Ok(self.decider.decide(&facts)?)
+        Ok(self.decider.decide_call(&facts)?)
     }
 
     /// Store every existing file's pre-image; `Ok(Err(why))` when one
@@ -542,6 +546,9 @@ impl Gate {
         durable: &mut Durable,
     ) -> Result<Digest, StepError> {
         let InFlight { mut pending } = step;
+        // Contracts: a recording keeps the steps that succeeded.
+        let ok = matches!(outcome, Outcome::Answered { ok: true, .. });
+        self.decider.finished(&pending.step.change_id, ok);
         let issued = self.issue_outcome(&pending.step, outcome)?;
         let id = issued.receipt_id;
         pending.issued = Some(issued);
@@ -618,7 +625,9 @@ impl Gate {
             ("post", files_value(record, &states)),
         ]);
         let evidence = evidence_of(record, Some(outcome_value));
-        let proof = identity(&dagcbor::encode(&evidence));
+        // Contracts: a contract's admit proves by its record (contracted.rs).
+        let proof = super::contracted::proof_of(&record.evidence)
+            .unwrap_or_else(|| identity(&dagcbor::encode(&evidence)));
         let verdict = Verdict::Admit { proof };
         let receipt = self.receipt_of(record, verdict, inverse_id, &states, applied);
         self.issue(&receipt, evidence, inverse.map(|r| r.to_value()))

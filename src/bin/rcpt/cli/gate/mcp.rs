@@ -14,6 +14,8 @@ use rcpt::gate::store::GateStore;
 use rcpt::gate::{self, GateError, Signer};
 use rcpt::io::Target;
 use rcpt::limits::MAX_BUNDLE_BYTES;
+use rcpt::mcp::contract::{Contracts, DEFAULT_MAX_AGE};
+use rcpt::mcp::contracted::{Contracted, Recorded, Recording};
 use rcpt::mcp::files::Root;
 use rcpt::mcp::sink::{Finisher, ReceiptLog, SinkError, WriterLog};
 use rcpt::mcp::{Gate, GateParts, Relay, RulesDecider, TableDecider, ToolPolicy};
@@ -22,6 +24,7 @@ use rcpt::text::Escaped;
 use std::ffi::OsString;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// `rcpt gate mcp`.
 #[derive(clap::Args)]
@@ -77,6 +80,15 @@ struct RunArgs {
     /// An Origin allowed besides the loopback ones (repeatable), with --listen.
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "listen")]
     allow_origin: Vec<String>,
+    /// Enforce the contracts of this directory (spec/gate-mcp.md "Contracts").
+    #[arg(long, value_name = "DIR")]
+    contracts: Option<PathBuf>,
+    /// Record this session's steps as the contract NAME (written when the session ends).
+    #[arg(long, value_name = "NAME", requires = "contracts")]
+    record: Option<String>,
+    /// With --record: seconds a read counts as fresh (default 60).
+    #[arg(long = "max-age", value_name = "SECONDS", requires = "record")]
+    max_age: Option<u64>,
     /// The server: its program and arguments.
     #[arg(
         last = true,
@@ -212,6 +224,8 @@ fn proxy(args: &RunArgs) -> anyhow::Result<u8> {
             Some(d) => Box::new(d),
             None => Box::new(TableDecider),
         };
+    let (decider, recording) = contracted(args, &policy, decider)?;
+    let server = policy.server.clone();
     let finisher = Finisher::start(store.clone(), log, report);
     let gate = Gate::new(GateParts {
         policy,
@@ -245,15 +259,86 @@ fn proxy(args: &RunArgs) -> anyhow::Result<u8> {
         Box::new(|note: &str| eprintln!("rcpt gate mcp: {}", Escaped(note))),
     );
     if let Some(listen) = args.listen {
-        return serve_http(relay, listen, args);
+        let served = serve_http(relay, listen, args);
+        let code = recorded(args, recording.as_deref(), &server)?;
+        return served.map(|c| if c == EXIT_OK { code } else { c });
     }
     let ended = rcpt::mcp::stdio::run(relay, &args.command, std::io::stdin(), std::io::stdout())
-        .map_err(|e| UsageError(rcpt::io::error_chain(&e)))?;
-    Ok(if ended.by_client || ended.code == Some(0) {
+        .map_err(|e| UsageError(rcpt::io::error_chain(&e)));
+    let recorded = recorded(args, recording.as_deref(), &server);
+    let ended = ended?;
+    let code = recorded?;
+    Ok(if code != EXIT_OK {
+        code
+    } else if ended.by_client || ended.code == Some(0) {
         EXIT_OK
     } else {
         EXIT_FAILED
     })
+}
+
+type BoxedDecider = Box<dyn rcpt::mcp::Decider>;
+
+/// The policy's decider with the contracts of `--contracts` in front, and
+/// the recording of `--record`.
+fn contracted(
+    args: &RunArgs,
+    policy: &ToolPolicy,
+    decider: Box<dyn rcpt::mcp::Decider>,
+) -> anyhow::Result<(BoxedDecider, Option<Arc<Recording>>)> {
+    let Some(dir) = &args.contracts else {
+        return Ok((decider, None));
+    };
+    let contracts = Contracts::open(dir)?;
+    let recording = match &args.record {
+        Some(name) => Some(Arc::new(
+            Recording::start(&contracts, name, args.max_age.unwrap_or(DEFAULT_MAX_AGE))
+                .map_err(UsageError)?,
+        )),
+        None => None,
+    };
+    let note = Box::new(|note: &str| eprintln!("rcpt gate mcp: {}", Escaped(note)));
+    let wrapped = Contracted::new(decider, contracts, &policy.server, recording.clone(), note);
+    Ok((Box::new(wrapped), recording))
+}
+
+/// The session ended: the recording's contract written (exit 1 when none).
+fn recorded(args: &RunArgs, recording: Option<&Recording>, server: &str) -> anyhow::Result<u8> {
+    let (Some(r), Some(dir)) = (recording, &args.contracts) else {
+        return Ok(EXIT_OK);
+    };
+    let contracts = Contracts::open(dir)?;
+    match r.finish(&contracts, server) {
+        Ok(Recorded::Written(c)) => {
+            eprintln!(
+                "rcpt gate mcp: contract {} v{} written ({} calls) to {}",
+                Escaped(&c.name),
+                c.version,
+                c.calls.len(),
+                Escaped(&contracts.path(&c.name).display().to_string())
+            );
+            for (i, call) in c.calls.iter().enumerate() {
+                eprintln!(
+                    "  call {i}: {} arguments {} after {} reads",
+                    Escaped(&call.tool),
+                    call.arguments_digest,
+                    call.reads.len()
+                );
+            }
+            Ok(EXIT_OK)
+        }
+        Ok(Recorded::Cancelled) => {
+            eprintln!(
+                "rcpt gate mcp: the recording of {} was cancelled: nothing written",
+                Escaped(r.name())
+            );
+            Ok(EXIT_OK)
+        }
+        Err(why) => {
+            eprintln!("rcpt gate mcp: {}", Escaped(&why));
+            Ok(EXIT_FAILED)
+        }
+    }
 }
 
 /// The proxy on Streamable HTTP until SIGINT or SIGTERM.

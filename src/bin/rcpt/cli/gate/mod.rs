@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 mod apply;
 mod approve;
 mod check;
+mod contract;
 mod mcp;
 mod rules;
 mod show;
@@ -77,6 +78,11 @@ pub enum GateCommand {
         after_help = "Example:\n  rcpt gate mcp --policy agent.json --key gate.key --store .rcpt-store --root /work --log log/ \\\n      -- npx @modelcontextprotocol/server-filesystem /work"
     )]
     Mcp(Box<mcp::McpArgs>),
+    /// The contracts of demonstrated runs: list, show, unbind, rebind, cancel a recording.
+    #[command(
+        after_help = "Example:\n  rcpt gate contract list --contracts contracts/\n  rcpt gate contract rebind deploy --contracts contracts/"
+    )]
+    Contract(contract::ContractArgs),
     /// Print the evidence of a receipt (commands, exits, outputs) from the store, re-hashing every object.
     #[command(after_help = "Example:\n  rcpt gate show bundle.json")]
     Show {
@@ -258,6 +264,7 @@ pub fn run(cmd: GateCommand) -> anyhow::Result<u8> {
         GateCommand::Mcp(args) => {
             recover(mcp::store_of(&args).as_deref()).and_then(|()| mcp::run(*args))
         }
+        GateCommand::Contract(args) => contract::run(&args),
         GateCommand::Show { receipt, store } => {
             recover(store.as_deref()).and_then(|()| show::show(&receipt, store.as_deref()))
         }

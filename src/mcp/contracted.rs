@@ -1,0 +1,877 @@
+//! contracted: steps gated by contracts, and a demonstration recorded
+//! (spec/gate-mcp.md "Contracts from a demonstrated run").
+//!
+//! [`Contracted`] wraps the policy's decider. For a step of a tool that a
+//! live contract covers (bound, of this server, not the one this session
+//! records), the contract is judged first: the arguments must be one
+//! demonstrated call's (RFC 8785 digest: JSON types included), and every
+//! read that call depended on must have been made again in this session
+//! since the previous step (not spent), with the same arguments, within
+//! `max_age`, with the demonstrated answer (else the contract is marked
+//! unproven, in its file). A contract's refusals join the table's as
+//! refusals of the inner decider, which denies on them as it denies on any
+//! (the one combination, decide.rs and ruled.rs). An admitted step's
+//! evidence carries the contract record `{"contract", "version", "call",
+//! "reads"}` (its identity is the admit's proof, its reads the receipt's
+//! read set); the receipt's `policy_id` is the identity of `{"policy",
+//! "contracts"}`. Every step, whatever its verdict, spends the reads made
+//! before it.
+//!
+//! A [`Recording`] keeps the steps of this session that were admitted and
+//! answered without error, each with the reads made since the step before
+//! it; [`Recording::finish`] writes the contract when the session ends.
+
+use super::contract::{
+    Contract, Contracts, DemoCall, DemoRead, MAX_CALL_READS, MAX_CONTRACT_CALLS, Status, Unproven,
+};
+use super::decide::{DecideError, Decider, Decision, Facts, Ruling, sorted};
+use super::table::jcs_sha256;
+use crate::digest::Digest;
+use crate::receipt::canonical::{Value, dagcbor, identity};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// Reason: the arguments are no demonstrated call's.
+pub const CONTRACT_ARGUMENTS: &str = "contract.arguments";
+/// Reason: a read the call depended on was not made again.
+pub const CONTRACT_READ_MISSING: &str = "contract.read_missing";
+/// Reason: the read is older than `max_age`.
+pub const CONTRACT_READ_STALE: &str = "contract.read_stale";
+/// Reason: the read was made before the previous step.
+pub const CONTRACT_READ_SPENT: &str = "contract.read_spent";
+/// Reason: a replayed read answered otherwise.
+pub const CONTRACT_UNPROVEN: &str = "contract.unproven";
+/// Longest value shown in a refusal's detail (characters).
+const MAX_SHOWN_CHARS: usize = 120;
+/// Deepest a field is looked for when arguments differ.
+const MAX_DIFF_DEPTH: usize = 32;
+
+fn t(s: impl Into<String>) -> Value {
+    Value::Text(s.into())
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A read of the session, as the rules' `input.reads` hold it.
+#[derive(Clone, Debug)]
+struct Seen {
+    tool: String,
+    arguments: Digest,
+    answer: Digest,
+    at: i64,
+    call: u64,
+}
+
+fn seen_reads(input: &serde_json::Value) -> Vec<Seen> {
+    let Some(list) = input.get("reads").and_then(serde_json::Value::as_array) else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|r| {
+            Some(Seen {
+                tool: r.get("tool")?.as_str()?.to_string(),
+                arguments: r.get("arguments")?.as_str()?.parse().ok()?,
+                answer: r.get("answer")?.as_str()?.parse().ok()?,
+                at: r.get("at")?.as_i64()?,
+                call: r.get("call")?.as_u64()?,
+            })
+        })
+        .collect()
+}
+
+/// The contract record of an admitted step's decider evidence: the
+/// identity of `{"contract", "version", "call", "reads"}`.
+pub fn proof_of(evidence: &Value) -> Option<Digest> {
+    let record = evidence.as_map()?.get("contract")?;
+    Some(identity(&dagcbor::encode(record)))
+}
+
+/// The reads a contract consumed, from a decider's evidence:
+/// `("mcp:<tool>/<arguments digest>", answer digest)`.
+pub fn reads_of(evidence: &Value) -> Vec<(String, Digest)> {
+    let Some(Value::Array(reads)) = evidence
+        .as_map()
+        .and_then(|m| m.get("contract"))
+        .and_then(Value::as_map)
+        .and_then(|m| m.get("reads"))
+    else {
+        return Vec::new();
+    };
+    reads
+        .iter()
+        .filter_map(|r| {
+            let m = r.as_map()?;
+            let read = m.get("read")?.as_text()?.to_string();
+            let answer = m.get("answer")?.as_text()?.parse().ok()?;
+            Some((read, answer))
+        })
+        .collect()
+}
+
+/// Reads as a data-model value: `[{"tool", "arguments", "answer"}]`.
+pub fn reads_value(reads: &[DemoRead]) -> Value {
+    Value::Array(
+        reads
+            .iter()
+            .map(|r| {
+                Value::Map(BTreeMap::from([
+                    ("tool".to_string(), t(r.tool.clone())),
+                    ("arguments".to_string(), t(r.arguments.to_string())),
+                    ("answer".to_string(), t(r.answer.to_string())),
+                ]))
+            })
+            .collect(),
+    )
+}
+
+/// A value shown in a detail, cut short.
+fn shown(v: Option<&serde_json::Value>) -> String {
+    let Some(v) = v else {
+        return "absent".into();
+    };
+    let s = v.to_string();
+    if s.chars().count() <= MAX_SHOWN_CHARS {
+        s
+    } else {
+        let cut: String = s.chars().take(MAX_SHOWN_CHARS).collect();
+        format!("{cut}…")
+    }
+}
+
+fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    match (jcs_sha256(a), jcs_sha256(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// The first field (a JSON Pointer) where `now` differs from `demo`, with
+/// both values (`None`: absent).
+fn first_difference<'a>(
+    demo: &'a serde_json::Value,
+    now: &'a serde_json::Value,
+    at: String,
+    depth: usize,
+) -> Option<(
+    String,
+    Option<&'a serde_json::Value>,
+    Option<&'a serde_json::Value>,
+)> {
+    if same(demo, now) {
+        return None;
+    }
+    if let (Some(a), Some(b)) = (demo.as_object(), now.as_object())
+        && depth < MAX_DIFF_DEPTH
+    {
+        let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        for k in keys {
+            let here = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+            match (a.get(k), b.get(k)) {
+                (Some(x), Some(y)) => {
+                    if let Some(d) = first_difference(x, y, here, depth + 1) {
+                        return Some(d);
+                    }
+                }
+                (x, y) => return Some((here, x, y)),
+            }
+        }
+    }
+    Some((at, Some(demo), Some(now)))
+}
+
+/// What judging one contract gave.
+enum Judged {
+    /// The contract record of the matched call.
+    Admit(Value),
+    /// Its refusals, and the contradiction found (the contract to be marked).
+    Refuse(Vec<(String, String)>, Option<Unproven>),
+}
+
+/// The detail of arguments no demonstrated call has: the first field
+/// that differs from the first demonstrated call of the tool.
+fn arguments_detail(c: &Contract, name: &str, tool: &str, arguments: &serde_json::Value) -> String {
+    c.calls
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.tool == tool)
+        .filter_map(|(i, d)| {
+            first_difference(&d.arguments, arguments, String::new(), 0).map(|x| (i, x))
+        })
+        .next()
+        .map_or_else(
+            || format!("{name}: no demonstrated call of {tool} has these arguments"),
+            |(i, (field, was, is))| {
+                format!(
+                    "{name}, call {i} ({tool}): the arguments' field {} was {} when \
+                     demonstrated, is {} now (arguments must equal a demonstrated call's, \
+                     JSON types included)",
+                    if field.is_empty() { "/" } else { &field },
+                    shown(was),
+                    shown(is)
+                )
+            },
+        )
+}
+
+/// A read a demonstrated call depended on, against the session's: the
+/// answer consumed, or the reason, why, and the answer that contradicts
+/// the demonstration.
+fn check_read(
+    c: &Contract,
+    r: &DemoRead,
+    seen: &[Seen],
+    since: u64,
+    now: i64,
+) -> Result<Digest, (&'static str, String, Option<Digest>)> {
+    let latest = seen
+        .iter()
+        .rev()
+        .find(|s| s.tool == r.tool && s.arguments == r.arguments);
+    let Some(s) = latest else {
+        let why = "was demonstrated before it; none was made in this session".to_string();
+        return Err((CONTRACT_READ_MISSING, why, None));
+    };
+    let age = now.saturating_sub(s.at);
+    if s.call < since {
+        let why = "was made before the previous step, which spent it (two steps cannot share \
+                   one read); read again";
+        Err((CONTRACT_READ_SPENT, why.to_string(), None))
+    } else if u64::try_from(age).map_or(true, |a| a > c.max_age) {
+        let why = format!(
+            "was made {age} s ago, over max_age {} s; read again",
+            c.max_age
+        );
+        Err((CONTRACT_READ_STALE, why, None))
+    } else if c.check_evidence && s.answer != r.answer {
+        let why = format!(
+            "answered {} when demonstrated, {} now: the contract is unproven until a rebind",
+            r.answer, s.answer
+        );
+        Err((CONTRACT_UNPROVEN, why, Some(s.answer)))
+    } else {
+        Ok(s.answer)
+    }
+}
+
+/// One contract judged for a step.
+fn judge(
+    c: &Contract,
+    tool: &str,
+    arguments: &serde_json::Value,
+    digest: &Digest,
+    seen: &[Seen],
+    since: u64,
+    now: i64,
+) -> Judged {
+    let name = format!("contract {} v{}", c.name, c.version);
+    if let Some(u) = &c.unproven {
+        let why = format!(
+            "{name} is unproven: the read {} (arguments {}) answered {} where {} was demonstrated; \
+             its steps are refused until `rcpt gate contract rebind {}` and a new demonstration",
+            u.tool, u.arguments, u.now, u.demonstrated, c.name
+        );
+        return Judged::Refuse(vec![(CONTRACT_UNPROVEN.into(), why)], None);
+    }
+    let candidates: Vec<(usize, &DemoCall)> = c
+        .calls
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.tool == tool && d.arguments_digest == *digest)
+        .collect();
+    if candidates.is_empty() {
+        let detail = arguments_detail(c, &name, tool, arguments);
+        return Judged::Refuse(vec![(CONTRACT_ARGUMENTS.into(), detail)], None);
+    }
+    let mut first: Option<Vec<(String, String)>> = None;
+    let mut unproven = None;
+    for (i, call) in candidates {
+        let mut refusals = Vec::new();
+        let mut consumed = Vec::new();
+        for r in &call.reads {
+            let what = format!(
+                "{name}, call {i} ({tool}): the read {} with arguments {}",
+                r.tool, r.arguments
+            );
+            match check_read(c, r, seen, since, now) {
+                Ok(answer) => consumed.push(Value::Map(BTreeMap::from([
+                    (
+                        "read".to_string(),
+                        t(format!("mcp:{}/{}", r.tool, r.arguments)),
+                    ),
+                    ("answer".to_string(), t(answer.to_string())),
+                ]))),
+                Err((reason, why, contradiction)) => {
+                    refusals.push((reason.to_string(), format!("{what} {why}")));
+                    if let Some(answer) = contradiction {
+                        unproven.get_or_insert(Unproven {
+                            at: now,
+                            call: i,
+                            tool: r.tool.clone(),
+                            arguments: r.arguments,
+                            demonstrated: r.answer,
+                            now: answer,
+                        });
+                    }
+                }
+            }
+        }
+        if refusals.is_empty() {
+            return Judged::Admit(Value::Map(BTreeMap::from([
+                ("contract".to_string(), t(c.name.clone())),
+                (
+                    "version".to_string(),
+                    Value::Integer(i64::try_from(c.version).unwrap_or(i64::MAX)),
+                ),
+                (
+                    "call".to_string(),
+                    Value::Integer(i64::try_from(i).unwrap_or(i64::MAX)),
+                ),
+                ("reads".to_string(), Value::Array(consumed)),
+            ])));
+        }
+        first.get_or_insert(refusals);
+    }
+    Judged::Refuse(first.unwrap_or_default(), unproven)
+}
+
+/// A recording in progress (`rcpt gate mcp --record NAME`).
+#[derive(Debug)]
+pub struct Recording {
+    name: String,
+    token: String,
+    max_age: u64,
+    state: Mutex<RecState>,
+}
+
+#[derive(Debug, Default)]
+struct RecState {
+    /// Admitted, not yet answered: by change id.
+    pending: Vec<(Digest, DemoCall)>,
+    /// Admitted and answered without error, in order.
+    calls: Vec<DemoCall>,
+    /// Steps past [`MAX_CONTRACT_CALLS`] were not kept.
+    overflow: bool,
+}
+
+/// How a recording ended.
+#[derive(Debug)]
+pub enum Recorded {
+    /// The contract written.
+    Written(Box<Contract>),
+    /// Its marker was removed (`rcpt gate contract cancel`): nothing written.
+    Cancelled,
+}
+
+impl Recording {
+    /// Start recording `name` in `contracts` (its marker created).
+    pub fn start(contracts: &Contracts, name: &str, max_age: u64) -> Result<Recording, String> {
+        if max_age == 0 || max_age > super::contract::MAX_MAX_AGE {
+            return Err(format!(
+                "--max-age {max_age}: 1 to {} s",
+                super::contract::MAX_MAX_AGE
+            ));
+        }
+        let mut raw = [0u8; 16];
+        getrandom::fill(&mut raw).map_err(|e| format!("no randomness for the marker: {e}"))?;
+        let token = crate::digest::to_hex(&raw);
+        contracts.start_recording(name, &token)?;
+        Ok(Recording {
+            name: name.to_string(),
+            token,
+            max_age,
+            state: Mutex::new(RecState::default()),
+        })
+    }
+
+    /// The contract's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn admitted(&self, change_id: Digest, call: DemoCall) {
+        let mut st = lock(&self.state);
+        if st.pending.len() < super::MAX_IN_FLIGHT {
+            st.pending.push((change_id, call));
+        }
+    }
+
+    fn finished(&self, change_id: &Digest, ok: bool) {
+        let mut st = lock(&self.state);
+        let Some(at) = st.pending.iter().position(|(c, _)| c == change_id) else {
+            return;
+        };
+        let (_, call) = st.pending.remove(at);
+        if !ok {
+            return;
+        }
+        if st.calls.len() < MAX_CONTRACT_CALLS {
+            st.calls.push(call);
+        } else {
+            st.overflow = true;
+        }
+    }
+
+    /// The session ended: the contract written (version 1, or the next
+    /// after the one it rebinds) and the marker removed; or nothing, when
+    /// the recording was cancelled. An error when no step was kept.
+    pub fn finish(&self, contracts: &Contracts, server: &str) -> Result<Recorded, String> {
+        if !contracts.still_recording(&self.name, &self.token) {
+            return Ok(Recorded::Cancelled);
+        }
+        let st = lock(&self.state);
+        let drop_marker = || {
+            let _ = contracts.cancel(&self.name);
+        };
+        if st.calls.is_empty() {
+            drop_marker();
+            return Err(format!(
+                "the recording of {} kept no step (none was admitted and answered without \
+                 error): nothing written",
+                self.name
+            ));
+        }
+        if st.overflow {
+            drop_marker();
+            return Err(format!(
+                "the recording of {} made over {MAX_CONTRACT_CALLS} steps: nothing written",
+                self.name
+            ));
+        }
+        let version = match contracts.find(&self.name) {
+            Ok(Some(old)) => old.version + 1,
+            Ok(None) => 1,
+            Err(e) => return Err(crate::io::error_chain(&e)),
+        };
+        let c = Contract::new(&self.name, version, server, self.max_age, st.calls.clone());
+        contracts
+            .write(&c)
+            .map_err(|e| crate::io::error_chain(&e))?;
+        drop_marker();
+        Ok(Recorded::Written(Box::new(c)))
+    }
+}
+
+/// The policy's decider with contracts in front.
+pub struct Contracted {
+    inner: Box<dyn Decider>,
+    contracts: Contracts,
+    server: String,
+    /// Reads of a session call number below this are spent; held while a
+    /// step is decided, so two steps never consume one read.
+    spent_below: Mutex<u64>,
+    recording: Option<Arc<Recording>>,
+    note: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+impl std::fmt::Debug for Contracted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Contracted")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Contracted {
+    /// `inner` with the contracts of `contracts` in front, for the server
+    /// `server`; `recording` exempts its own contract; `note` hears what an
+    /// operator should (a contract that could not be marked unproven).
+    pub fn new(
+        inner: Box<dyn Decider>,
+        contracts: Contracts,
+        server: &str,
+        recording: Option<Arc<Recording>>,
+        note: Box<dyn Fn(&str) + Send + Sync>,
+    ) -> Contracted {
+        Contracted {
+            inner,
+            contracts,
+            server: server.to_string(),
+            spent_below: Mutex::new(0),
+            recording,
+            note,
+        }
+    }
+
+    fn enforce(
+        &self,
+        facts: &Facts<'_>,
+        covering: &[Contract],
+        seen: &[Seen],
+        since: u64,
+    ) -> Result<Decision, DecideError> {
+        let tool = facts
+            .input
+            .pointer("/tool/name")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default();
+        let now = facts
+            .input
+            .pointer("/now")
+            .and_then(serde_json::Value::as_i64)
+            .unwrap_or(0);
+        let arguments = facts
+            .input
+            .get("arguments")
+            .unwrap_or(&serde_json::Value::Null);
+        let digest = jcs_sha256(arguments).map_err(|e| DecideError(e.to_string()))?;
+        let ids = covering
+            .iter()
+            .map(|c| t(c.identity().to_string()))
+            .collect();
+        let policy_id = identity(&dagcbor::encode(&Value::Map(BTreeMap::from([
+            ("policy".to_string(), t(facts.policy_id.to_string())),
+            ("contracts".to_string(), Value::Array(ids)),
+        ]))));
+        let mut admitted = None;
+        let mut failures = Vec::new();
+        for c in covering {
+            match judge(c, tool, arguments, &digest, seen, since, now) {
+                Judged::Admit(record) => {
+                    admitted.get_or_insert(record);
+                }
+                Judged::Refuse(list, unproven) => {
+                    failures.extend(list);
+                    if let Some(u) = unproven {
+                        self.mark_unproven(c, u);
+                    }
+                }
+            }
+        }
+        let reasons: Vec<String> = match &admitted {
+            Some(_) => facts.refusals.to_vec(),
+            None => facts
+                .refusals
+                .iter()
+                .cloned()
+                .chain(failures.iter().map(|(r, _)| r.clone()))
+                .collect(),
+        };
+        let reasons = sorted(&reasons);
+        let sub = Facts {
+            input: facts.input,
+            refusals: &reasons,
+            change_id: facts.change_id,
+            policy_id,
+            read_set: facts.read_set,
+        };
+        let inner = self.inner.decide_call(&sub)?;
+        let matched = admitted.is_some();
+        let ruling = match (inner.ruling, admitted) {
+            (Ruling::Admit { evidence }, Some(record)) => Ruling::Admit {
+                evidence: Value::Map(BTreeMap::from([
+                    ("contract".to_string(), record),
+                    ("decider".to_string(), evidence),
+                ])),
+            },
+            (Ruling::Admit { .. }, None) => {
+                // A decider that admits over refusals: a contract's refusal still denies.
+                Ruling::Deny(sorted(&reasons))
+            }
+            (other, _) => other,
+        };
+        // The contracts' details only when no contract matched (a matched
+        // step refused by the rules says why through their reasons).
+        let mut details = if matched { Vec::new() } else { failures };
+        details.extend(inner.details);
+        Ok(Decision {
+            ruling,
+            policy_id: Some(policy_id),
+            details,
+        })
+    }
+
+    /// Persist a contradiction: the contract's file rewritten unproven.
+    fn mark_unproven(&self, c: &Contract, u: Unproven) {
+        let mut marked = c.clone();
+        marked.status = Status::Unproven;
+        marked.unproven = Some(u);
+        if let Err(e) = self.contracts.write(&marked) {
+            (self.note)(&format!(
+                "the contract {} could not be marked unproven ({}); this step is denied all the same",
+                c.name,
+                crate::io::error_chain(&e)
+            ));
+        } else {
+            (self.note)(&format!(
+                "the contract {} is unproven: a replayed read answered otherwise",
+                c.name
+            ));
+        }
+    }
+
+    /// What a recording keeps of an admitted step: the call and the reads
+    /// made since the step before it (the newest of each read, newest
+    /// [`MAX_CALL_READS`]).
+    fn demo_call(facts: &Facts<'_>, seen: &[Seen], since: u64) -> Option<DemoCall> {
+        let tool = facts
+            .input
+            .pointer("/tool/name")
+            .and_then(serde_json::Value::as_str)?
+            .to_string();
+        let arguments = facts.input.get("arguments")?.clone();
+        let arguments_digest = jcs_sha256(&arguments).ok()?;
+        let mut reads: Vec<DemoRead> = Vec::new();
+        for s in seen.iter().rev().filter(|s| s.call >= since) {
+            if reads
+                .iter()
+                .any(|r| r.tool == s.tool && r.arguments == s.arguments)
+            {
+                continue;
+            }
+            if reads.len() == MAX_CALL_READS {
+                break;
+            }
+            reads.push(DemoRead {
+                tool: s.tool.clone(),
+                arguments: s.arguments,
+                answer: s.answer,
+            });
+        }
+        reads.reverse();
+        Some(DemoCall {
+            tool,
+            arguments,
+            arguments_digest,
+            reads,
+        })
+    }
+}
+
+impl Decider for Contracted {
+    fn decide(&self, facts: &Facts<'_>) -> Result<Ruling, DecideError> {
+        self.decide_call(facts).map(|d| d.ruling)
+    }
+
+    fn decide_call(&self, facts: &Facts<'_>) -> Result<Decision, DecideError> {
+        let mut spent_below = lock(&self.spent_below);
+        let since = *spent_below;
+        let seen = seen_reads(facts.input);
+        let tool = facts
+            .input
+            .pointer("/tool/name")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default();
+        let all = self
+            .contracts
+            .all()
+            .map_err(|e| DecideError(crate::io::error_chain(&e)))?;
+        let recorded = self.recording.as_ref().map(|r| r.name());
+        let covering: Vec<Contract> = all
+            .into_iter()
+            .filter(|c| {
+                c.bound
+                    && c.server == self.server
+                    && c.covers(tool)
+                    && Some(c.name.as_str()) != recorded
+            })
+            .collect();
+        let mut decision = if covering.is_empty() {
+            let mut d = self.inner.decide_call(facts)?;
+            if let Ruling::Admit { evidence } = &mut d.ruling {
+                let inner = std::mem::replace(evidence, Value::Null);
+                *evidence = Value::Map(BTreeMap::from([("decider".to_string(), inner)]));
+            }
+            d
+        } else {
+            self.enforce(facts, &covering, &seen, since)?
+        };
+        // An admitted step's evidence keeps the reads made since the step
+        // before it (what `gate contract learn` takes from the store).
+        let call = Self::demo_call(facts, &seen, since);
+        if let (
+            Ruling::Admit {
+                evidence: Value::Map(m),
+            },
+            Some(call),
+        ) = (&mut decision.ruling, &call)
+        {
+            m.insert("reads".to_string(), reads_value(&call.reads));
+        }
+        if let (Some(r), Ruling::Admit { .. }, Some(call)) =
+            (&self.recording, &decision.ruling, call)
+        {
+            r.admitted(facts.change_id, call);
+        }
+        // This step spends every read made before it.
+        let top = seen.iter().map(|s| s.call.saturating_add(1)).max();
+        *spent_below = since.max(top.unwrap_or(0));
+        Ok(decision)
+    }
+
+    fn finished(&self, change_id: &Digest, ok: bool) {
+        if let Some(r) = &self.recording {
+            r.finished(change_id, ok);
+        }
+        self.inner.finished(change_id, ok);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::mcp::TableDecider;
+    use serde_json::json;
+
+    struct World {
+        _tmp: tempfile::TempDir,
+        contracts: Contracts,
+    }
+
+    fn read_digest(path: &str) -> Digest {
+        jcs_sha256(&json!({"path": path})).unwrap()
+    }
+
+    fn world() -> World {
+        let tmp = tempfile::tempdir().unwrap();
+        let contracts = Contracts::open(tmp.path()).unwrap();
+        let args = json!({"path": "/w/release", "content": "v1"});
+        let c = Contract::new(
+            "deploy",
+            1,
+            "fs",
+            60,
+            vec![DemoCall {
+                tool: "write".into(),
+                arguments_digest: jcs_sha256(&args).unwrap(),
+                arguments: args,
+                reads: vec![DemoRead {
+                    tool: "read".into(),
+                    arguments: read_digest("/w/config"),
+                    answer: Digest::sha256(b"config v1"),
+                }],
+            }],
+        );
+        contracts.write(&c).unwrap();
+        World {
+            _tmp: tmp,
+            contracts,
+        }
+    }
+
+    fn gate(w: &World) -> Contracted {
+        Contracted::new(
+            Box::new(TableDecider),
+            w.contracts.clone(),
+            "fs",
+            None,
+            Box::new(|_| {}),
+        )
+    }
+
+    fn input(args: serde_json::Value, reads: &[(u64, i64, &[u8])]) -> serde_json::Value {
+        let reads: Vec<serde_json::Value> = reads
+            .iter()
+            .map(|(call, at, answer)| {
+                json!({"tool": "read", "arguments": read_digest("/w/config").to_string(),
+                       "answer": Digest::sha256(answer).to_string(), "at": at, "call": call})
+            })
+            .collect();
+        json!({"tool": {"name": "write"}, "now": 1000, "arguments": args, "reads": reads})
+    }
+
+    fn decide(g: &Contracted, input: &serde_json::Value) -> Decision {
+        let facts = Facts {
+            input,
+            refusals: &[],
+            change_id: Digest::blake3(b"c"),
+            policy_id: Digest::blake3(b"p"),
+            read_set: &[],
+        };
+        g.decide_call(&facts).unwrap()
+    }
+
+    fn reasons(d: &Decision) -> Vec<String> {
+        match &d.ruling {
+            Ruling::Deny(r) => r.clone(),
+            other => panic!("not a deny: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_exact_replay_after_a_fresh_read_is_admitted_and_spends_the_read() {
+        let w = world();
+        let g = gate(&w);
+        let ok = json!({"content": "v1", "path": "/w/release"});
+        let d = decide(&g, &input(ok.clone(), &[(0, 990, b"config v1")]));
+        let Ruling::Admit { evidence } = &d.ruling else {
+            panic!("{d:?}")
+        };
+        assert_ne!(d.policy_id, Some(Digest::blake3(b"p")));
+        assert!(proof_of(evidence).is_some());
+        let reads = reads_of(evidence);
+        assert_eq!(
+            reads,
+            vec![(
+                format!("mcp:read/{}", read_digest("/w/config")),
+                Digest::sha256(b"config v1")
+            )]
+        );
+        // The same read cannot serve a second step.
+        let d = decide(&g, &input(ok, &[(0, 990, b"config v1")]));
+        assert_eq!(reasons(&d), vec![CONTRACT_READ_SPENT]);
+        assert!(d.details[0].1.contains("contract deploy v1"), "{d:?}");
+    }
+
+    #[test]
+    fn each_refusal_has_its_reason_and_a_detail() {
+        let w = world();
+        let ok = json!({"content": "v1", "path": "/w/release"});
+        // An argument changed, its type only: "1" is not 1.
+        let d = decide(
+            &gate(&w),
+            &input(
+                json!({"content": "v2", "path": "/w/release"}),
+                &[(0, 990, b"config v1")],
+            ),
+        );
+        assert_eq!(reasons(&d), vec![CONTRACT_ARGUMENTS]);
+        let detail = &d.details[0].1;
+        assert!(
+            detail.contains("/content") && detail.contains("\"v1\"") && detail.contains("\"v2\""),
+            "{detail}"
+        );
+        // No read.
+        let d = decide(&gate(&w), &input(ok.clone(), &[]));
+        assert_eq!(reasons(&d), vec![CONTRACT_READ_MISSING]);
+        // A read too old.
+        let d = decide(&gate(&w), &input(ok.clone(), &[(0, 900, b"config v1")]));
+        assert_eq!(reasons(&d), vec![CONTRACT_READ_STALE]);
+        // Another answer: unproven, persisted, and refused after.
+        let d = decide(&gate(&w), &input(ok.clone(), &[(0, 990, b"config v2")]));
+        assert_eq!(reasons(&d), vec![CONTRACT_UNPROVEN]);
+        assert_eq!(w.contracts.get("deploy").unwrap().status, Status::Unproven);
+        let d = decide(&gate(&w), &input(ok, &[(0, 990, b"config v1")]));
+        assert_eq!(reasons(&d), vec![CONTRACT_UNPROVEN]);
+    }
+
+    #[test]
+    fn an_unbound_contract_or_another_tool_is_not_enforced() {
+        let w = world();
+        let mut c = w.contracts.get("deploy").unwrap();
+        c.bound = false;
+        w.contracts.write(&c).unwrap();
+        let d = decide(&gate(&w), &input(json!({"x": 1}), &[]));
+        assert!(matches!(d.ruling, Ruling::Admit { .. }));
+        assert_eq!(d.policy_id, None);
+    }
+
+    #[test]
+    fn a_bad_contract_file_is_no_verdict() {
+        let w = world();
+        std::fs::write(w.contracts.path("broken"), b"{").unwrap();
+        let facts_input = input(json!({}), &[]);
+        let facts = Facts {
+            input: &facts_input,
+            refusals: &[],
+            change_id: Digest::blake3(b"c"),
+            policy_id: Digest::blake3(b"p"),
+            read_set: &[],
+        };
+        assert!(gate(&w).decide_call(&facts).is_err());
+    }
+}
