@@ -120,6 +120,11 @@ const DIR_ALLOWED: &[(&str, &str, &str)] = &[
         "create_temp_dir: mkdir of a new random name, mode 0700",
     ),
     (
+        "src/io/batch.rs",
+        "rustix::fs::",
+        "posix_fadvise on a staged file: a writeback hint, no directory made or removed",
+    ),
+    (
         "src/bin/rcpt/cli/log/prove.rs",
         "fs::create_dir_all",
         "the output directory the user names (its path is the user's, as an output file's directory is)",

@@ -17,19 +17,17 @@
 //! "contracts"}`. Every step, whatever its verdict, spends the reads made
 //! before it.
 //!
-//! A [`Recording`] keeps the steps of this session that were admitted and
-//! answered without error, each with the reads made since the step before
-//! it; [`Recording::finish`] writes the contract when the session ends.
+//! A recording of a demonstration is [`Recording`] (recording.rs).
 
-use super::contract::{
-    Contract, Contracts, DemoCall, DemoRead, MAX_CALL_READS, MAX_CONTRACT_CALLS, Status, Unproven,
-};
+use super::contract::{Contract, Contracts, DemoCall, DemoRead, MAX_CALL_READS, Status, Unproven};
 use super::decide::{DecideError, Decider, Decision, Facts, Ruling, sorted};
 use super::table::jcs_sha256;
 use crate::digest::Digest;
 use crate::receipt::canonical::{Value, dagcbor, identity};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+pub use super::recording::{Recorded, Recording};
 
 /// Reason: the arguments are no demonstrated call's.
 pub const CONTRACT_ARGUMENTS: &str = "contract.arguments";
@@ -50,7 +48,7 @@ fn t(s: impl Into<String>) -> Value {
     Value::Text(s.into())
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -336,123 +334,6 @@ fn judge(
         first.get_or_insert(refusals);
     }
     Judged::Refuse(first.unwrap_or_default(), unproven)
-}
-
-/// A recording in progress (`rcpt gate mcp --record NAME`).
-#[derive(Debug)]
-pub struct Recording {
-    name: String,
-    token: String,
-    max_age: u64,
-    state: Mutex<RecState>,
-}
-
-#[derive(Debug, Default)]
-struct RecState {
-    /// Admitted, not yet answered: by change id.
-    pending: Vec<(Digest, DemoCall)>,
-    /// Admitted and answered without error, in order.
-    calls: Vec<DemoCall>,
-    /// Steps past [`MAX_CONTRACT_CALLS`] were not kept.
-    overflow: bool,
-}
-
-/// How a recording ended.
-#[derive(Debug)]
-pub enum Recorded {
-    /// The contract written.
-    Written(Box<Contract>),
-    /// Its marker was removed (`rcpt gate contract cancel`): nothing written.
-    Cancelled,
-}
-
-impl Recording {
-    /// Start recording `name` in `contracts` (its marker created).
-    pub fn start(contracts: &Contracts, name: &str, max_age: u64) -> Result<Recording, String> {
-        if max_age == 0 || max_age > super::contract::MAX_MAX_AGE {
-            return Err(format!(
-                "--max-age {max_age}: 1 to {} s",
-                super::contract::MAX_MAX_AGE
-            ));
-        }
-        let mut raw = [0u8; 16];
-        getrandom::fill(&mut raw).map_err(|e| format!("no randomness for the marker: {e}"))?;
-        let token = crate::digest::to_hex(&raw);
-        contracts.start_recording(name, &token)?;
-        Ok(Recording {
-            name: name.to_string(),
-            token,
-            max_age,
-            state: Mutex::new(RecState::default()),
-        })
-    }
-
-    /// The contract's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn admitted(&self, change_id: Digest, call: DemoCall) {
-        let mut st = lock(&self.state);
-        if st.pending.len() < super::MAX_IN_FLIGHT {
-            st.pending.push((change_id, call));
-        }
-    }
-
-    fn finished(&self, change_id: &Digest, ok: bool) {
-        let mut st = lock(&self.state);
-        let Some(at) = st.pending.iter().position(|(c, _)| c == change_id) else {
-            return;
-        };
-        let (_, call) = st.pending.remove(at);
-        if !ok {
-            return;
-        }
-        if st.calls.len() < MAX_CONTRACT_CALLS {
-            st.calls.push(call);
-        } else {
-            st.overflow = true;
-        }
-    }
-
-    /// The session ended: the contract written (version 1, or the next
-    /// after the one it rebinds) and the marker removed; or nothing, when
-    /// the recording was cancelled. An error when no step was kept.
-    pub fn finish(&self, contracts: &Contracts, server: &str) -> Result<Recorded, String> {
-        if !contracts.still_recording(&self.name, &self.token) {
-            return Ok(Recorded::Cancelled);
-        }
-        let st = lock(&self.state);
-        let drop_marker = || {
-            let _ = contracts.cancel(&self.name);
-        };
-        if st.calls.is_empty() {
-            drop_marker();
-            return Err(format!(
-                "the recording of {} kept no step (none was admitted and answered without \
-                 error): nothing written",
-                self.name
-            ));
-        }
-        if st.overflow {
-            drop_marker();
-            return Err(format!(
-                "the recording of {} made over {MAX_CONTRACT_CALLS} steps: nothing written",
-                self.name
-            ));
-        }
-        let version = match contracts.find(&self.name) {
-            Ok(Some(old)) => old.version + 1,
-            Ok(None) => 1,
-            Err(e) => return Err(crate::io::error_chain(&e)),
-        };
-        let c = Contract::new(&self.name, version, server, self.max_age, st.calls.clone());
-        contracts
-            .write(&c)
-            .map_err(|e| crate::io::error_chain(&e))?;
-        drop_marker();
-        Ok(Recorded::Written(Box::new(c)))
-    }
 }
 
 /// The policy's decider with contracts in front.

@@ -39,6 +39,7 @@ pub mod learn;
 pub mod ledger;
 pub mod pin;
 pub mod policy;
+mod recording;
 pub mod relay;
 pub mod ruled;
 pub mod session;

@@ -21,25 +21,32 @@ pub struct ContractArgs {
 #[derive(clap::Subcommand)]
 enum ContractAction {
     /// List the contracts: name, version, bound, proven, calls.
+    #[command(after_help = "Example:\n  rcpt gate contract list --contracts contracts/")]
     List,
     /// Print a contract's file.
+    #[command(after_help = "Example:\n  rcpt gate contract show deploy --contracts contracts/")]
     Show {
         /// The contract.
         name: String,
     },
     /// Stop enforcing a contract, keeping its file.
+    #[command(after_help = "Example:\n  rcpt gate contract unbind deploy --contracts contracts/")]
     Unbind {
         /// The contract.
         name: String,
     },
     /// Allow the next `gate mcp --record NAME` to replace it (at the next
     /// version); it keeps gating until then. Binds it again.
+    #[command(after_help = "Example:\n  rcpt gate contract rebind deploy --contracts contracts/")]
     Rebind {
         /// The contract.
         name: String,
     },
     /// A contract from the last K steps the store kept (admitted and applied),
     /// printing what it took: check the scope before relying on it.
+    #[command(
+        after_help = "Example:\n  rcpt gate contract learn deploy --last 2 --store store/ --contracts contracts/"
+    )]
     Learn {
         /// The contract.
         name: String,
@@ -55,6 +62,7 @@ enum ContractAction {
     },
     /// Drop a recording of NAME (under way or left by a proxy that ended):
     /// the recording session writes nothing; saved contracts stay.
+    #[command(after_help = "Example:\n  rcpt gate contract cancel deploy --contracts contracts/")]
     Cancel {
         /// The contract.
         name: String,
