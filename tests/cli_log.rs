@@ -698,6 +698,20 @@ fn prove_all_writes_one_bundle_per_entry() {
         .arg(&dir)
         .assert()
         .code(2);
+    // Not through a link at the directory's name: nothing is written
+    // where it points.
+    let target = tmp.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let link = tmp.path().join("link");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    rcpt()
+        .args(["log", "prove", "--all", "--out-dir"])
+        .arg(&link)
+        .arg(&dir)
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("symbolic link"));
+    assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0);
 }
 
 /// Standard input is read and admitted a chunk (4,096 lines) at a time

@@ -120,19 +120,14 @@ const DIR_ALLOWED: &[(&str, &str, &str)] = &[
         "create_temp_dir: mkdir of a new random name, mode 0700",
     ),
     (
+        "src/io/write.rs",
+        "rustix::fs::",
+        "NewFiles::write: a new file created relative to a Dir's handle, O_CREAT | O_EXCL | O_NOFOLLOW",
+    ),
+    (
         "src/io/batch.rs",
         "rustix::fs::",
         "posix_fadvise on a staged file: a writeback hint, no directory made or removed",
-    ),
-    (
-        "src/bin/rcpt/cli/log/prove.rs",
-        "fs::create_dir_all",
-        "the output directory the user names (its path is the user's, as an output file's directory is)",
-    ),
-    (
-        "src/bin/rcpt/cli/log/submit.rs",
-        "fs::create_dir_all",
-        "the output directory the user names (its path is the user's, as an output file's directory is)",
     ),
 ];
 

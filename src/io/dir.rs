@@ -479,6 +479,13 @@ impl Dir {
         rustix::fs::fsync(&self.fd).map_err(io_err("sync the directory", &self.path))
     }
 
+    /// Sync the whole file system this directory is on (`syncfs(2)`): every
+    /// file written on it is durable when this returns. A batch of new
+    /// outputs is made durable so, once ([`super::NewFiles::finish`]).
+    pub fn sync_filesystem(&self) -> Result<(), DirError> {
+        rustix::fs::syncfs(&self.fd).map_err(io_err("sync the file system of", &self.path))
+    }
+
     /// Require the directory to be this user's own and private: owned by
     /// the effective uid, mode made [`PRIVATE_DIR_MODE`] when it is wider.
     pub fn make_private(&self) -> Result<(), DirError> {

@@ -321,6 +321,66 @@ pub fn create_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), OutputErro
     sync_dir(parent_dir(path)).map_err(io_error("sync the directory", parent_dir(path)))
 }
 
+/// New output files written into one directory as a batch (`rcpt log prove
+/// --out-dir`): each created exclusively relative to the directory's handle
+/// (`O_CREAT | O_EXCL | O_NOFOLLOW`: nothing planted at a name is opened or
+/// followed, no file is replaced) and written, none synced on its own.
+/// [`NewFiles::finish`] makes them all durable at once: the file system
+/// synced once (`syncfs(2)`), then the directory. Until `finish` returns, a
+/// crash may leave any of them missing, empty or short; the command says it
+/// is done only after `finish` (spec/security.md "Outputs written as a
+/// batch"). Shared by reference across threads.
+#[derive(Debug)]
+pub struct NewFiles {
+    dir: super::Dir,
+    mode: u32,
+}
+
+impl NewFiles {
+    /// Write new files of `mode` (before the umask) into `dir`.
+    pub fn new(dir: super::Dir, mode: u32) -> NewFiles {
+        NewFiles { dir, mode }
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &super::Dir {
+        &self.dir
+    }
+
+    /// Create the new file `name` (one plain name) and write `bytes`; on a
+    /// failed write the file is removed.
+    pub fn write(&self, name: &str, bytes: &[u8]) -> Result<(), OutputError> {
+        use rustix::fs::{Mode, OFlags};
+        let path = self.dir.join(name);
+        if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+            return Err(OutputError::NoFileName { path });
+        }
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(self.dir.fd(), name, flags, Mode::from_raw_mode(self.mode))
+            .map_err(|e| io_error("create", &path)(e.into()))?;
+        let mut file = File::from(fd);
+        if let Err(e) = file.write_all(bytes) {
+            drop(file);
+            let _ = self.dir.remove_file(name);
+            return Err(io_error("write", &path)(e));
+        }
+        Ok(())
+    }
+
+    /// Make every file written durable: the file system synced once, then
+    /// the directory.
+    pub fn finish(self) -> Result<(), OutputError> {
+        let step = |e: super::DirError| OutputError::Io {
+            step: "sync the outputs in",
+            path: self.dir.path().to_path_buf(),
+            source: e.into_io(),
+        };
+        self.dir.sync_filesystem().map_err(step)?;
+        self.dir.sync().map_err(step)
+    }
+}
+
 /// Write a file of a scratch tree that is deleted after use (the gate's
 /// clean worktree): whatever is at `path` is removed first (a symbolic
 /// link is removed, never followed), then the file is created exclusively
@@ -340,6 +400,37 @@ pub fn write_scratch(path: &Path, bytes: &[u8], mode: u32) -> Result<(), OutputE
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn new_files_never_follow_or_replace_what_is_at_a_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::write(&outside, b"keep").unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(&outside, out.join("1.bundle.json")).unwrap();
+        std::fs::write(out.join("2.bundle.json"), b"old").unwrap();
+        let files = NewFiles::new(super::super::Dir::open(&out).unwrap(), OUTPUT_FILE_MODE);
+        assert!(files.write("1.bundle.json", b"new").is_err());
+        assert!(files.write("2.bundle.json", b"new").is_err());
+        for bad in ["../x", "", "..", "a/b"] {
+            assert!(
+                matches!(
+                    files.write(bad, b"new"),
+                    Err(OutputError::NoFileName { .. })
+                ),
+                "{bad:?}"
+            );
+        }
+        files.write("3.bundle.json", b"three").unwrap();
+        files.finish().unwrap();
+        assert_eq!(std::fs::read(&outside).unwrap(), b"keep");
+        assert_eq!(std::fs::read(out.join("2.bundle.json")).unwrap(), b"old");
+        assert_eq!(std::fs::read(out.join("3.bundle.json")).unwrap(), b"three");
+        assert!(!dir.path().join("x").exists());
+        assert!(!out.join("a").exists());
+    }
 
     #[cfg(unix)]
     #[test]

@@ -116,7 +116,9 @@ pub(super) fn parse_range(text: &str) -> Result<std::ops::Range<u64>, String> {
 
 /// One bundle (or tlog-proof) per entry of `range` (all: every entry) at
 /// `size`, written to `out_dir` as `<index>.bundle.json` (`.tlog-proof`),
-/// in parallel.
+/// in parallel, as one batch: the files are synced together once, at the
+/// end, before the command says it is done (spec/security.md "Outputs
+/// written as a batch").
 pub(super) fn prove_many(
     log: &Log,
     range: Option<std::ops::Range<u64>>,
@@ -134,18 +136,18 @@ pub(super) fn prove_many(
         );
         return Err(UsageError(msg).into());
     }
-    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
-    let not_empty = std::fs::read_dir(out_dir)
-        .with_context(|| format!("reading {}", out_dir.display()))?
-        .next()
-        .is_some();
-    if not_empty {
+    // A new or empty directory, never one reached through a link at its
+    // name; the bundles are written into it as one batch (NewFiles).
+    let dir = rcpt::io::Dir::create(out_dir, 0o755)
+        .with_context(|| format!("creating {}", out_dir.display()))?;
+    if !dir.names()?.is_empty() {
         let msg = format!(
             "{} is not empty; --out-dir needs an empty or new directory",
             out_dir.display()
         );
         return Err(UsageError(msg).into());
     }
+    let outputs = rcpt::io::NewFiles::new(dir, rcpt::io::OUTPUT_FILE_MODE);
     let progress = std::sync::Mutex::new(Progress::new(Some(range.end - range.start), "proving"));
     let done = std::sync::atomic::AtomicU64::new(0);
     log.prove_range(
@@ -167,7 +169,9 @@ pub(super) fn prove_many(
                     bundle_text(log, index, entry, inclusion, size, &checkpoint)?,
                 ),
             };
-            write_new(&out_dir.join(name), text.as_bytes())?;
+            outputs
+                .write(&name, text.as_bytes())
+                .with_context(|| format!("writing {}", out_dir.join(&name).display()))?;
             let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             if n.is_multiple_of(4096)
                 && let Ok(mut p) = progress.lock()
@@ -177,6 +181,8 @@ pub(super) fn prove_many(
             Ok(())
         },
     )?;
+    // Every bundle durable before the command says it wrote them.
+    outputs.finish()?;
     if let Ok(p) = progress.lock() {
         p.finish();
     }
@@ -293,13 +299,6 @@ pub(super) fn bundle_text(
         text.push('\n');
     }
     Ok(text)
-}
-
-/// Write a new file, created exclusively (never over an existing file or
-/// through a symlink planted at its name).
-pub(super) fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    rcpt::io::create_new(path, bytes, rcpt::io::OUTPUT_FILE_MODE)
-        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// The proof formats of `rcpt log prove`.

@@ -88,7 +88,7 @@ pub fn submit(mut args: SubmitArgs) -> anyhow::Result<u8> {
     let client =
         rcpt::net::client::Client::new(&args.url).map_err(|e| UsageError(e.to_string()))?;
     if let Some(d) = &args.bundle_dir {
-        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        rcpt::io::Dir::create(d, 0o755).with_context(|| format!("creating {}", d.display()))?;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
