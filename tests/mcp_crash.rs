@@ -206,3 +206,72 @@ fn check_store_and_log(w: &World) {
     assert!(objects > 0);
     w.verify_all();
 }
+
+/// A step's pre-images and its decision are made durable in one phase: a
+/// crash between them leaves a decision whose pre-image is missing. That
+/// commit never ended, so the call was never forwarded; recovery issues the
+/// step's receipt without an inverse (a net that is not there is never
+/// claimed) and says why.
+#[test]
+fn a_decision_left_without_its_preimage_is_recovered_without_an_inverse() {
+    let w = World::new();
+    let table = w.pin(&w.fake());
+    let policy = w.policy(&table, &[("slow", &["/path"])]);
+    let f = w.work.join("kept.txt");
+    let old = b"the content before\n";
+    std::fs::write(&f, old).unwrap();
+    let mut p = start(&w, &policy);
+    p.initialize();
+    let args = json!({"path": f, "content": "new", "ms": 60_000});
+    p.send(
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "slow", "arguments": args}})
+        .to_string(),
+    );
+    // Decided and forwarded: the server has the call, which it holds.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !w.received().iter().any(|l| l.contains("\"slow\"")) {
+        assert!(
+            Instant::now() < deadline,
+            "the step never reached the server"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill_group(&p);
+    let _ = p.child.wait();
+    assert_eq!(
+        std::fs::read_dir(w.store.join("mcp/pending"))
+            .unwrap()
+            .count(),
+        1
+    );
+    // Its pre-image, as if the commit had not ended.
+    let hex = rcpt::digest::to_hex(&rcpt::digest::Digest::blake3(old).bytes);
+    std::fs::remove_file(w.store.join("objects").join(&hex[..2]).join(&hex[2..])).unwrap();
+    let restart = start(&w, &policy);
+    let (status, err) = restart.close();
+    assert!(status.success(), "restart: {err}");
+    let receipts = w.receipts();
+    assert_eq!(receipts.len(), 1, "{receipts:?}");
+    let r = &receipts[0];
+    assert!(r["inverse_delta_id"].is_null(), "{r}");
+    assert_eq!(r["applied"], false, "{r}");
+    // The stored evidence says why.
+    let id: rcpt::digest::Digest = w.bundles()[0]["receipt_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let store = rcpt::gate::store::GateStore::open(&w.store).unwrap();
+    let record = store
+        .receipt_record(&id)
+        .unwrap()
+        .expect("the receipt's record");
+    let text = format!("{:?}", store.get_record(&record).unwrap());
+    assert!(
+        text.contains("a pre-image is missing") && text.contains("never forwarded"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read(&f).unwrap(), old);
+    check_store_and_log(&w);
+}

@@ -272,8 +272,11 @@ impl Gate {
             step: record,
             issued: None,
         };
-        // The pre-images are durable before the decision that needs them.
-        durable.batch.barrier();
+        // The pre-images and the decision are made durable in one phase (no
+        // barrier: one sync fewer on the step's path). A crash between them
+        // leaves a decision whose pre-image is missing; nothing is forwarded
+        // before the whole commit ends, so recovery knows that call never
+        // reached the server ([`Gate::recover`]).
         pending.stage(&mut durable.batch, self.ledger.tmp())?;
         Ok(Prepared::Forward(Box::new(InFlight { pending })))
     }
@@ -647,6 +650,24 @@ impl Gate {
         }
     }
 
+    /// True when a reversible step's pre-image is not in the store: the
+    /// commit of its decision did not end (they are made durable in one
+    /// phase, [`Gate::prepare`]).
+    fn preimage_missing(&self, record: &StepRecord) -> bool {
+        use crate::gate::store::StoreError;
+        use crate::io::InputError;
+        record.reversible
+            && record.files.iter().filter_map(|f| f.pre).any(|side| {
+                matches!(
+                    self.store.get(&side.digest),
+                    Err(StoreError::Read {
+                        source: InputError::NotFound { .. },
+                        ..
+                    })
+                )
+            })
+    }
+
     /// Finish the steps a dead session of this store left: a decided step
     /// gets its receipt from the files (no answer was seen), an issued one
     /// is stored and logged. The number of steps finished.
@@ -655,7 +676,13 @@ impl Gate {
         let n = orphans.len();
         for mut p in orphans {
             if p.issued.is_none() {
-                let why = "the proxy stopped before the server answered";
+                let mut why = "the proxy stopped before the server answered";
+                if self.preimage_missing(&p.step) {
+                    // Its commit did not end: never forwarded, and no inverse.
+                    p.step.reversible = false;
+                    why = "the proxy stopped before the decision was durable (a pre-image \
+                           is missing): the call was never forwarded";
+                }
                 p.issued = Some(self.issue_outcome(&p.step, &Outcome::Unanswered(why.into()))?);
                 p.write(self.ledger.tmp())?;
             }
