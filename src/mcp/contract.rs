@@ -77,6 +77,54 @@ pub enum ContractError {
     /// Too many contracts.
     #[error("{0} holds over {MAX_CONTRACTS} contracts")]
     TooMany(String),
+    /// A contract of that name exists, and no rebind was asked.
+    #[error(
+        "the contract {name} exists (version {version}): `rcpt gate contract rebind {name}` \
+         first to re-demonstrate it"
+    )]
+    Exists {
+        /// The contract.
+        name: String,
+        /// Its version.
+        version: u64,
+    },
+    /// The recording marker of that name is there already.
+    #[error(
+        "a recording of {0} is under way, or was left by a proxy that ended \
+         (`rcpt gate contract cancel {0}` drops it)"
+    )]
+    RecordingUnderWay(String),
+    /// `--max-age` out of its range.
+    #[error("--max-age {0}: 1 to {MAX_MAX_AGE} s")]
+    MaxAge(u64),
+    /// No randomness for a recording's marker.
+    #[error("no randomness for the recording marker")]
+    Randomness(#[source] std::io::Error),
+    /// A recording kept no step.
+    #[error(
+        "the recording of {0} kept no step (none was admitted and answered without error): \
+         nothing written"
+    )]
+    NothingKept(String),
+    /// A recording made more steps than a contract holds.
+    #[error("the recording of {0} made over {MAX_CONTRACT_CALLS} steps: nothing written")]
+    TooManySteps(String),
+}
+
+impl ContractError {
+    /// True when the invocation is what is wrong (a name, a contract that
+    /// is missing or exists, a recording under way, `--max-age`), not the
+    /// disk or a file: the binary's exit 2.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            ContractError::Name(_)
+                | ContractError::Missing(..)
+                | ContractError::Exists { .. }
+                | ContractError::RecordingUnderWay(_)
+                | ContractError::MaxAge(_)
+        )
+    }
 }
 
 /// A read a call depended on.
@@ -426,25 +474,24 @@ impl Contracts {
 
     /// Start recording `name`: its marker created exclusively with `token`.
     /// An existing contract is replaced only when a rebind was asked.
-    pub fn start_recording(&self, name: &str, token: &str) -> Result<(), String> {
-        check_name(name).map_err(|e| e.to_string())?;
-        match self.find(name) {
-            Ok(Some(c)) if !c.rebind => {
-                return Err(format!(
-                    "the contract {name} exists (version {}): `rcpt gate contract rebind {name}` \
-                     first to re-demonstrate it",
-                    c.version
-                ));
-            }
-            Ok(_) => {}
-            Err(e) => return Err(crate::io::error_chain(&e)),
+    pub fn start_recording(&self, name: &str, token: &str) -> Result<(), ContractError> {
+        check_name(name)?;
+        if let Some(c) = self.find(name)?
+            && !c.rebind
+        {
+            return Err(ContractError::Exists {
+                name: name.to_string(),
+                version: c.version,
+            });
         }
-        crate::io::create_new(&self.marker(name), token.as_bytes(), CONTRACT_MODE).map_err(|e| {
-            format!(
-                "a recording of {name} is under way, or was left by a proxy that ended \
-                 (`rcpt gate contract cancel {name}` drops it): {}",
-                crate::io::error_chain(&e)
-            )
+        let marker = self.marker(name);
+        crate::io::create_new(&marker, token.as_bytes(), CONTRACT_MODE).map_err(|e| match e {
+            crate::io::OutputError::Io { ref source, .. }
+                if source.kind() == std::io::ErrorKind::AlreadyExists =>
+            {
+                ContractError::RecordingUnderWay(name.to_string())
+            }
+            e => ContractError::Write(marker.display().to_string(), e),
         })
     }
 
@@ -535,16 +582,22 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let cs = Contracts::open(tmp.path()).unwrap();
         cs.start_recording("d", "t1").unwrap();
-        assert!(cs.start_recording("d", "t2").is_err());
+        let twice = cs.start_recording("d", "t2").unwrap_err();
+        assert!(
+            matches!(&twice, ContractError::RecordingUnderWay(n) if n == "d") && twice.is_usage(),
+            "{twice}"
+        );
         assert!(cs.still_recording("d", "t1"));
         assert!(cs.cancel("d").unwrap());
         assert!(!cs.still_recording("d", "t1"));
         let mut c = Contract::new("d", 1, "fs", 60, vec![call(json!({}))]);
         cs.write(&c).unwrap();
+        let exists = cs.start_recording("d", "t3").unwrap_err();
         assert!(
-            cs.start_recording("d", "t3")
-                .unwrap_err()
-                .contains("rebind")
+            matches!(exists, ContractError::Exists { version: 1, .. })
+                && exists.to_string().contains("rebind")
+                && exists.is_usage(),
+            "{exists}"
         );
         c.rebind = true;
         cs.write(&c).unwrap();

@@ -21,6 +21,45 @@ use crate::receipt::canonical::Value;
 /// Most receipts of a store read to learn from.
 pub const MAX_LEARN_RECEIPTS: usize = 100_000;
 
+/// Why the last steps could not be learned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LearnError {
+    /// `--last` out of its range.
+    #[error("--last {0}: 1 to {MAX_CONTRACT_CALLS}")]
+    Last(usize),
+    /// The store could not be read.
+    #[error("reading the store")]
+    Store(#[from] crate::gate::store::StoreError),
+    /// A step's evidence lacks a field, or holds one of the wrong kind.
+    #[error("a step's evidence: {field} {why}")]
+    Evidence {
+        /// The field.
+        field: &'static str,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// A step's stored arguments are not JSON.
+    #[error("the arguments of step {step}")]
+    Arguments {
+        /// The step.
+        step: String,
+        /// Why.
+        #[source]
+        source: crate::strictjson::StrictJsonError,
+    },
+    /// A step's stored arguments do not hash to the evidence's digest.
+    #[error("the arguments of step {0} do not hash to its evidence's digest")]
+    Digest(String),
+}
+
+impl LearnError {
+    /// True when the invocation is what is wrong (`--last`): exit 2.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, LearnError::Last(_))
+    }
+}
+
 /// One step taken.
 #[derive(Clone, Debug)]
 pub struct Learned {
@@ -38,6 +77,17 @@ pub struct Learned {
 
 fn text<'a>(m: &'a std::collections::BTreeMap<String, Value>, k: &str) -> Option<&'a str> {
     m.get(k)?.as_text()
+}
+
+/// The text field `field` of a step's evidence.
+fn field_of<'a>(
+    m: &'a std::collections::BTreeMap<String, Value>,
+    field: &'static str,
+) -> Result<&'a str, LearnError> {
+    text(m, field).ok_or(LearnError::Evidence {
+        field,
+        why: "is missing",
+    })
 }
 
 /// The reads of a decider's evidence (`{"reads": [...]}`), if recorded.
@@ -60,7 +110,7 @@ fn reads_of(decider: Option<&Value>) -> Option<Vec<DemoRead>> {
 
 /// A step's evidence, when it was admitted and applied: the step taken
 /// (its arguments read back from the store).
-fn learned(store: &GateStore, evidence: &Value) -> Result<Option<Learned>, String> {
+fn learned(store: &GateStore, evidence: &Value) -> Result<Option<Learned>, LearnError> {
     let Some(m) = evidence.as_map() else {
         return Ok(None);
     };
@@ -71,25 +121,26 @@ fn learned(store: &GateStore, evidence: &Value) -> Result<Option<Learned>, Strin
     if text(m, "kind") != Some("tool-call") || applied != Some(&Value::Bool(true)) {
         return Ok(None);
     }
-    let field = |k: &str| text(m, k).ok_or_else(|| format!("a step's evidence lacks {k}"));
-    let object: Digest = field("arguments_object")?
-        .parse()
-        .map_err(|_| "a step's arguments_object is not a digest".to_string())?;
-    let digest: Digest = field("arguments")?
-        .parse()
-        .map_err(|_| "a step's arguments digest is not one".to_string())?;
-    let bytes = store.get(&object).map_err(|e| crate::io::error_chain(&e))?;
-    let arguments: serde_json::Value = crate::strictjson::from_slice(&bytes, 128).map_err(|e| {
-        format!(
-            "the arguments of step {}: {e}",
-            field("step").unwrap_or("?")
-        )
-    })?;
+    let field = |field: &'static str| field_of(m, field);
+    let digest_of = |field: &'static str| -> Result<Digest, LearnError> {
+        field_of(m, field)?
+            .parse()
+            .map_err(|_| LearnError::Evidence {
+                field,
+                why: "is not a digest",
+            })
+    };
+    let object = digest_of("arguments_object")?;
+    let digest = digest_of("arguments")?;
+    let bytes = store.get(&object)?;
+    let step = field("step")?;
+    let arguments: serde_json::Value =
+        crate::strictjson::from_slice(&bytes, 128).map_err(|source| LearnError::Arguments {
+            step: step.to_string(),
+            source,
+        })?;
     if jcs_sha256(&arguments).ok() != Some(digest) {
-        return Err(format!(
-            "the arguments of step {} do not hash to its evidence's digest",
-            field("step")?
-        ));
+        return Err(LearnError::Digest(step.to_string()));
     }
     let reads = reads_of(m.get("decider"));
     let decided_at = match m.get("decided_at") {
@@ -118,18 +169,14 @@ fn order_key(l: &Learned) -> (i64, String, u64) {
 
 /// The last `k` (1 to [`MAX_CONTRACT_CALLS`]) admitted and applied steps
 /// the store kept, oldest first.
-pub fn last_steps(store: &GateStore, k: usize) -> Result<Vec<Learned>, String> {
+pub fn last_steps(store: &GateStore, k: usize) -> Result<Vec<Learned>, LearnError> {
     if k == 0 || k > MAX_CONTRACT_CALLS {
-        return Err(format!("--last {k}: 1 to {MAX_CONTRACT_CALLS}"));
+        return Err(LearnError::Last(k));
     }
-    let records = store
-        .receipt_records(MAX_LEARN_RECEIPTS)
-        .map_err(|e| crate::io::error_chain(&e))?;
+    let records = store.receipt_records(MAX_LEARN_RECEIPTS)?;
     let mut steps = Vec::new();
     for r in records {
-        let evidence = store
-            .get_record(&r)
-            .map_err(|e| crate::io::error_chain(&e))?;
+        let evidence = store.get_record(&r)?;
         if let Some(l) = learned(store, &evidence)? {
             steps.push(l);
         }

@@ -6,7 +6,7 @@
 //! it ([`super::contracted::Contracted`] tells it which); [`Recording::finish`]
 //! writes the contract when the session ends.
 
-use super::contract::{Contract, Contracts, DemoCall, MAX_CONTRACT_CALLS};
+use super::contract::{Contract, ContractError, Contracts, DemoCall, MAX_CONTRACT_CALLS};
 use super::contracted::lock;
 use crate::digest::Digest;
 use std::sync::Mutex;
@@ -41,15 +41,23 @@ pub enum Recorded {
 
 impl Recording {
     /// Start recording `name` in `contracts` (its marker created).
-    pub fn start(contracts: &Contracts, name: &str, max_age: u64) -> Result<Recording, String> {
+    pub fn start(
+        contracts: &Contracts,
+        name: &str,
+        max_age: u64,
+    ) -> Result<Recording, ContractError> {
         if max_age == 0 || max_age > super::contract::MAX_MAX_AGE {
-            return Err(format!(
-                "--max-age {max_age}: 1 to {} s",
-                super::contract::MAX_MAX_AGE
-            ));
+            return Err(ContractError::MaxAge(max_age));
         }
         let mut raw = [0u8; 16];
-        getrandom::fill(&mut raw).map_err(|e| format!("no randomness for the marker: {e}"))?;
+        getrandom::fill(&mut raw).map_err(|e| {
+            // The OS's error where there is one (getrandom's type is no
+            // std error here).
+            ContractError::Randomness(e.raw_os_error().map_or_else(
+                || std::io::Error::other(e.to_string()),
+                std::io::Error::from_raw_os_error,
+            ))
+        })?;
         let token = crate::digest::to_hex(&raw);
         contracts.start_recording(name, &token)?;
         Ok(Recording {
@@ -91,7 +99,7 @@ impl Recording {
     /// The session ended: the contract written (version 1, or the next
     /// after the one it rebinds) and the marker removed; or nothing, when
     /// the recording was cancelled. An error when no step was kept.
-    pub fn finish(&self, contracts: &Contracts, server: &str) -> Result<Recorded, String> {
+    pub fn finish(&self, contracts: &Contracts, server: &str) -> Result<Recorded, ContractError> {
         if !contracts.still_recording(&self.name, &self.token) {
             return Ok(Recorded::Cancelled);
         }
@@ -101,28 +109,15 @@ impl Recording {
         };
         if st.calls.is_empty() {
             drop_marker();
-            return Err(format!(
-                "the recording of {} kept no step (none was admitted and answered without \
-                 error): nothing written",
-                self.name
-            ));
+            return Err(ContractError::NothingKept(self.name.clone()));
         }
         if st.overflow {
             drop_marker();
-            return Err(format!(
-                "the recording of {} made over {MAX_CONTRACT_CALLS} steps: nothing written",
-                self.name
-            ));
+            return Err(ContractError::TooManySteps(self.name.clone()));
         }
-        let version = match contracts.find(&self.name) {
-            Ok(Some(old)) => old.version + 1,
-            Ok(None) => 1,
-            Err(e) => return Err(crate::io::error_chain(&e)),
-        };
+        let version = contracts.find(&self.name)?.map_or(1, |old| old.version + 1);
         let c = Contract::new(&self.name, version, server, self.max_age, st.calls.clone());
-        contracts
-            .write(&c)
-            .map_err(|e| crate::io::error_chain(&e))?;
+        contracts.write(&c)?;
         drop_marker();
         Ok(Recorded::Written(Box::new(c)))
     }

@@ -229,6 +229,10 @@ fn exit_status_of(e: &anyhow::Error) -> u8 {
                 .is_some_and(InputError::is_bad_path)
             || c.downcast_ref::<rcpt::log::LogError>()
                 .is_some_and(rcpt::log::LogError::is_bad_path)
+            || c.downcast_ref::<rcpt::mcp::contract::ContractError>()
+                .is_some_and(rcpt::mcp::contract::ContractError::is_usage)
+            || c.downcast_ref::<rcpt::mcp::learn::LearnError>()
+                .is_some_and(rcpt::mcp::learn::LearnError::is_usage)
     });
     if bad_invocation {
         EXIT_USAGE

@@ -165,7 +165,7 @@ fn learn(
         None => 1,
     };
     let store = rcpt::gate::store::GateStore::open(store)?;
-    let steps = rcpt::mcp::learn::last_steps(&store, last).map_err(UsageError)?;
+    let steps = rcpt::mcp::learn::last_steps(&store, last)?;
     let Some(first) = steps.first() else {
         return Err(UsageError(format!(
             "the store {} kept no admitted and applied step",

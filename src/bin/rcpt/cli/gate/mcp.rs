@@ -291,10 +291,11 @@ fn contracted(
     };
     let contracts = Contracts::open(dir)?;
     let recording = match &args.record {
-        Some(name) => Some(Arc::new(
-            Recording::start(&contracts, name, args.max_age.unwrap_or(DEFAULT_MAX_AGE))
-                .map_err(UsageError)?,
-        )),
+        Some(name) => Some(Arc::new(Recording::start(
+            &contracts,
+            name,
+            args.max_age.unwrap_or(DEFAULT_MAX_AGE),
+        )?)),
         None => None,
     };
     let note = Box::new(|note: &str| eprintln!("rcpt gate mcp: {}", Escaped(note)));
@@ -335,6 +336,7 @@ fn recorded(args: &RunArgs, recording: Option<&Recording>, server: &str) -> anyh
             Ok(EXIT_OK)
         }
         Err(why) => {
+            let why = rcpt::io::error_chain(&why);
             eprintln!("rcpt gate mcp: {}", Escaped(&why));
             Ok(EXIT_FAILED)
         }
