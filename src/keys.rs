@@ -25,14 +25,14 @@ pub use ed25519_dalek::{SigningKey, VerifyingKey};
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
     /// The operating system's random source failed.
-    #[error("could not read OS randomness to generate a key: {0}")]
-    Random(String),
+    #[error("could not read OS randomness to generate a key")]
+    Random(#[source] std::io::Error),
     /// A PKCS#8 private-key PEM did not parse.
-    #[error("not an Ed25519 PKCS#8 private key PEM (-----BEGIN PRIVATE KEY-----): {0}")]
-    PrivatePem(String),
+    #[error("not an Ed25519 PKCS#8 private key PEM (-----BEGIN PRIVATE KEY-----)")]
+    PrivatePem(#[source] ed25519_dalek::pkcs8::Error),
     /// An SPKI public-key PEM did not parse.
-    #[error("not an Ed25519 SPKI public key PEM (-----BEGIN PUBLIC KEY-----): {0}")]
-    PublicPem(String),
+    #[error("not an Ed25519 SPKI public key PEM (-----BEGIN PUBLIC KEY-----)")]
+    PublicPem(#[source] ed25519_dalek::pkcs8::spki::Error),
     /// A PEM document could not be written.
     #[error("could not encode key as PEM: {0}")]
     PemEncode(String),
@@ -168,7 +168,7 @@ pub fn decode_base64_any(text: &str) -> Option<Vec<u8>> {
 /// A fresh key from the operating system's randomness.
 pub fn generate() -> Result<SigningKey, KeyError> {
     let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed).map_err(|e| KeyError::Random(e.to_string()))?;
+    crate::io::random_bytes(&mut seed).map_err(KeyError::Random)?;
     let key = SigningKey::from_bytes(&seed);
     seed.fill(0);
     Ok(key)
@@ -200,7 +200,7 @@ pub fn signing_key_to_pem(key: &SigningKey) -> String {
 
 /// Read a PKCS#8 PEM private key.
 pub fn signing_key_from_pem(pem: &str) -> Result<SigningKey, KeyError> {
-    SigningKey::from_pkcs8_pem(pem.trim()).map_err(|e| KeyError::PrivatePem(e.to_string()))
+    SigningKey::from_pkcs8_pem(pem.trim()).map_err(KeyError::PrivatePem)
 }
 
 /// SPKI PEM (`-----BEGIN PUBLIC KEY-----`), as openssl writes for Ed25519.
@@ -214,8 +214,7 @@ pub fn verifying_key_to_pem(key: &VerifyingKey) -> String {
 pub fn verifying_key_from_text(text: &str) -> Result<VerifyingKey, KeyError> {
     let text = text.trim();
     if text.starts_with("-----BEGIN") {
-        let key = VerifyingKey::from_public_key_pem(text)
-            .map_err(|e| KeyError::PublicPem(e.to_string()))?;
+        let key = VerifyingKey::from_public_key_pem(text).map_err(KeyError::PublicPem)?;
         return verifying_key_from_bytes(key.as_bytes());
     }
     let bytes = decode_base64_any(text).ok_or(KeyError::Base64)?;

@@ -533,10 +533,10 @@ pub fn remove_tree_at(path: &Path) -> Result<bool, DirError> {
 /// refuses one that exists, so a collision costs one more attempt).
 fn random_hex() -> Result<String, DirError> {
     let mut raw = [0u8; 8];
-    getrandom::fill(&mut raw).map_err(|e| DirError::Io {
+    super::random_bytes(&mut raw).map_err(|source| DirError::Io {
         step: "draw a random name for",
         path: PathBuf::from("a new directory"),
-        source: io::Error::other(e.to_string()),
+        source,
     })?;
     Ok(crate::digest::to_hex(&raw))
 }

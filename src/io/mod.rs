@@ -107,3 +107,15 @@ impl From<OsString> for Target {
         }
     }
 }
+
+/// Fill `buf` from the operating system's randomness; its failure as an
+/// [`std::io::Error`] (the OS error where there is one), so a cause is kept
+/// as a typed source (getrandom's own type is no std error here).
+pub fn random_bytes(buf: &mut [u8]) -> std::io::Result<()> {
+    getrandom::fill(buf).map_err(|e| {
+        e.raw_os_error().map_or_else(
+            || std::io::Error::other(e.to_string()),
+            std::io::Error::from_raw_os_error,
+        )
+    })
+}

@@ -406,9 +406,9 @@ impl Ledger {
         mkdirs(store, "mcp/pending")?;
         mkdirs(store, "mcp/sessions")?;
         let mut raw = [0u8; 8];
-        getrandom::fill(&mut raw).map_err(|e| LedgerError::Io {
+        crate::io::random_bytes(&mut raw).map_err(|source| LedgerError::Io {
             path: sessions.clone(),
-            source: std::io::Error::other(e.to_string()),
+            source,
         })?;
         let session = crate::digest::to_hex(&raw);
         let path = sessions.join(format!("{session}.lock"));

@@ -50,14 +50,7 @@ impl Recording {
             return Err(ContractError::MaxAge(max_age));
         }
         let mut raw = [0u8; 16];
-        getrandom::fill(&mut raw).map_err(|e| {
-            // The OS's error where there is one (getrandom's type is no
-            // std error here).
-            ContractError::Randomness(e.raw_os_error().map_or_else(
-                || std::io::Error::other(e.to_string()),
-                std::io::Error::from_raw_os_error,
-            ))
-        })?;
+        crate::io::random_bytes(&mut raw).map_err(ContractError::Randomness)?;
         let token = crate::digest::to_hex(&raw);
         contracts.start_recording(name, &token)?;
         Ok(Recording {

@@ -8,7 +8,7 @@
 //! Nothing is guessed from a file name. A log key needs its name (the
 //! log's origin); an issuer key without one binds no issuer name.
 
-use super::{UsageError, read_input};
+use super::{UsageError, read_input, usage};
 use rcpt::io::Source;
 use rcpt::keys::{self, NoteVerifier, PublicKeyText};
 use rcpt::limits::MAX_KEY_FILE_BYTES;
@@ -26,7 +26,13 @@ pub fn from_text(flag: &str, text: &str) -> anyhow::Result<PublicKeyText> {
         } else {
             String::new()
         };
-        UsageError(format!("{flag} \"{}\": {e}{hint}", shorten(text))).into()
+        let what = format!("{flag} \"{}\"", shorten(text));
+        if hint.is_empty() {
+            usage(what, e)
+        } else {
+            // The hint goes last, after the whole cause.
+            UsageError(format!("{what}: {}{hint}", rcpt::io::error_chain(&e))).into()
+        }
     })
 }
 
@@ -39,7 +45,7 @@ pub fn from_file(flag: &str, source: &Source) -> anyhow::Result<PublicKeyText> {
             "{flag} {source}: not text (give a .vkey or .pub file)"
         ))
     })?;
-    keys::parse_key_arg(&text).map_err(|e| UsageError(format!("{flag} {source}: {e}")).into())
+    keys::parse_key_arg(&text).map_err(|e| usage(format!("{flag} {source}"), e))
 }
 
 /// A log key from `--log-key TEXT` or `--log-key-file FILE` (one of them;
@@ -68,9 +74,7 @@ pub fn log_key(
 
 /// The verifier key of a log key already read; `what` names it in errors.
 pub fn named_log_key(what: &str, parsed: &PublicKeyText) -> anyhow::Result<NoteVerifier> {
-    parsed
-        .note_verifier()
-        .map_err(|e| UsageError(format!("{what}: {e}")).into())
+    parsed.note_verifier().map_err(|e| usage(what, e))
 }
 
 /// Key text for a message: a PEM's first line, a long text cut.

@@ -53,6 +53,13 @@ pub enum LineFormat {
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// A bad invocation (exit 2) with a cause of its own: `what` is said first
+/// and the cause kept beneath it as a typed source, never flattened into
+/// the text (the error's chain prints both).
+pub fn usage(what: impl std::fmt::Display, cause: impl Into<anyhow::Error>) -> anyhow::Error {
+    cause.into().context(UsageError(what.to_string()))
+}
+
 /// A command of the `net` feature, called in a build without it: hidden,
 /// it takes any arguments (`--help` too) and says what this build lacks,
 /// rather than clap's "did you mean" another command.
@@ -222,18 +229,20 @@ pub fn render_error(e: &anyhow::Error) -> String {
 /// an input named on the command line that does not exist or is not a
 /// regular file), else 1.
 fn exit_status_of(e: &anyhow::Error) -> u8 {
-    let bad_invocation = e.chain().any(|c| {
-        c.is::<UsageError>()
-            || c.is::<StdinTwice>()
-            || c.downcast_ref::<InputError>()
-                .is_some_and(InputError::is_bad_path)
-            || c.downcast_ref::<rcpt::log::LogError>()
-                .is_some_and(rcpt::log::LogError::is_bad_path)
-            || c.downcast_ref::<rcpt::mcp::contract::ContractError>()
-                .is_some_and(rcpt::mcp::contract::ContractError::is_usage)
-            || c.downcast_ref::<rcpt::mcp::learn::LearnError>()
-                .is_some_and(rcpt::mcp::learn::LearnError::is_usage)
-    });
+    // A context of `usage` is found by downcasting the error itself.
+    let bad_invocation = e.downcast_ref::<UsageError>().is_some()
+        || e.chain().any(|c| {
+            c.is::<UsageError>()
+                || c.is::<StdinTwice>()
+                || c.downcast_ref::<InputError>()
+                    .is_some_and(InputError::is_bad_path)
+                || c.downcast_ref::<rcpt::log::LogError>()
+                    .is_some_and(rcpt::log::LogError::is_bad_path)
+                || c.downcast_ref::<rcpt::mcp::contract::ContractError>()
+                    .is_some_and(rcpt::mcp::contract::ContractError::is_usage)
+                || c.downcast_ref::<rcpt::mcp::learn::LearnError>()
+                    .is_some_and(rcpt::mcp::learn::LearnError::is_usage)
+        });
     if bad_invocation {
         EXIT_USAGE
     } else {

@@ -66,7 +66,7 @@ fn new(issuers: &[Source], logs: &[Source], out: &Target) -> anyhow::Result<u8> 
     }
     let text = trust
         .to_json()
-        .map_err(|e| UsageError(format!("writing the trust file: {e}")))?;
+        .map_err(|e| super::usage("writing the trust file", e))?;
     write_target(out, text.as_bytes())?;
     Ok(EXIT_OK)
 }

@@ -27,9 +27,8 @@ fn gate_key(args: &ApproveArgs) -> anyhow::Result<NoteVerifier> {
             return Err(UsageError("give --gate-key VKEY or --gate-key-file FILE".into()).into());
         }
     };
-    NoteVerifier::parse(text.trim()).map_err(|e| {
-        UsageError(format!("--gate-key: {e} (the gate's .vkey: NAME+HASH+KEY)")).into()
-    })
+    NoteVerifier::parse(text.trim())
+        .map_err(|e| crate::cli::usage("--gate-key (the gate's .vkey: NAME+HASH+KEY)", e))
 }
 
 /// The store to keep the approval in: `--store`, else the repository's

@@ -34,7 +34,7 @@ pub(super) fn key_and_issuer(
         .with_context(|| format!("reading the {what} {}", path.display()))
         .map_err(|e| UsageError(format!("{e:#}")))?;
     let key = rcpt::keys::signing_key_from_pem(&pem)
-        .map_err(|e| UsageError(format!("the {what} {}: {e}", path.display())))?;
+        .map_err(|e| crate::cli::usage(format!("the {what} {}", path.display()), e))?;
     let issuer = gate::issuer_name(path, &key, given)
         .map_err(|e| UsageError(format!("{:#}", anyhow::Error::new(e))))?;
     Ok((key, issuer))

@@ -174,7 +174,7 @@ fn key_of(k: &KeyArgs) -> anyhow::Result<(rcpt::keys::SigningKey, String)> {
         .with_context(|| format!("reading the gate key {}", path.display()))
         .map_err(|e| UsageError(format!("{e:#}")))?;
     let key = rcpt::keys::signing_key_from_pem(&pem)
-        .map_err(|e| UsageError(format!("the gate key {}: {e}", path.display())))?;
+        .map_err(|e| crate::cli::usage(format!("the gate key {}", path.display()), e))?;
     let issuer = gate::issuer_name(&path, &key, k.issuer.as_deref())
         .map_err(|e| UsageError(format!("{:#}", anyhow::Error::new(e))))?;
     Ok((key, issuer))
@@ -373,7 +373,7 @@ fn serve_http(relay: Relay, listen: std::net::SocketAddr, args: &RunArgs) -> any
     let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
-            .map_err(|e| UsageError(format!("cannot listen on {listen}: {e}")))?;
+            .map_err(|e| crate::cli::usage(format!("cannot listen on {listen}"), e))?;
         println!("listening on {}", listener.local_addr()?);
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let serving = tokio::spawn(std::sync::Arc::clone(&proxy).serve(listener, stopped));

@@ -29,7 +29,7 @@ pub(super) fn run(args: &RulesArgs) -> anyhow::Result<u8> {
     let rules = Rules::load(module, evaluator()?).map_err(usage_if_refused)?;
     let bytes = read_input(input, rules::MAX_RULES_REQUEST_BYTES, "input")?;
     let input = rcpt::receipt::canonical::json::from_json(&bytes)
-        .map_err(|e| UsageError(format!("the input {}: {e}", display(&args.input))))?;
+        .map_err(|e| crate::cli::usage(format!("the input {}", display(&args.input)), e))?;
     let outcome = rules.evaluate(&input).map_err(usage_if_refused)?;
     let doc = serde_json::json!({"deny": outcome.deny, "escalate": outcome.escalate});
     writeln!(std::io::stdout().lock(), "{doc}")?;
