@@ -35,6 +35,28 @@ pub const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(300);
 /// JSON-RPC code of a header that disagrees with the body (MCP 2026-07-28).
 pub const HEADER_MISMATCH: i64 = -32020;
 
+/// The headers of the proxy's own `tools/list`, sent before a call it
+/// holds: the client's (its session, protocol version, authorization),
+/// with `Mcp-Method` (where the client sends it) naming what this body is,
+/// and no call's `Mcp-Name` or `Mcp-Param-*`: a server of the 2026-07-28
+/// era refuses a body its headers do not describe, as this proxy does.
+fn own_list_headers(headers: &HeaderMap) -> HeaderMap {
+    let mut own = headers.clone();
+    own.remove("mcp-name");
+    let params: Vec<HeaderName> = own
+        .keys()
+        .filter(|n| n.as_str().starts_with("mcp-param-"))
+        .cloned()
+        .collect();
+    for name in params {
+        own.remove(name);
+    }
+    if own.contains_key("mcp-method") {
+        own.insert("mcp-method", HeaderValue::from_static("tools/list"));
+    }
+    own
+}
+
 /// Request headers passed to the upstream (the rest are the proxy's).
 const FORWARDED: &[&str] = &[
     "accept",
@@ -201,7 +223,7 @@ impl HttpProxy {
         if let Some(why) = header_mismatch(&headers, &text) {
             return refuse(StatusCode::BAD_REQUEST, HEADER_MISMATCH, &why);
         }
-        if is_call(&text) && self.list_first(&headers).await.is_err() {
+        if is_call(&text) && self.list_first(&headers, &text).await.is_err() {
             return refuse(
                 StatusCode::BAD_GATEWAY,
                 code::INTERNAL_ERROR,
@@ -217,11 +239,12 @@ impl HttpProxy {
     }
 
     /// List the server's tools first when the proxy has no view of them.
-    async fn list_first(&self, headers: &HeaderMap) -> Result<(), String> {
-        let mut next = self.relay.list_first();
+    async fn list_first(&self, headers: &HeaderMap, message: &str) -> Result<(), String> {
+        let mut next = self.relay.list_first(message);
+        let headers = own_list_headers(headers);
         while let Some(Out::Server(req)) = next.take() {
             let (_, _, body) = self
-                .upstream(Method::POST, headers, Bytes::from(req))
+                .upstream(Method::POST, &headers, Bytes::from(req))
                 .await?;
             for event in events_of(&body) {
                 let relay = Arc::clone(&self.relay);
@@ -450,6 +473,27 @@ mod tests {
         clippy::indexing_slicing
     )]
     use super::*;
+
+    #[test]
+    fn the_proxys_own_list_carries_no_calls_headers() {
+        let mut h = HeaderMap::new();
+        h.insert("mcp-method", HeaderValue::from_static("tools/call"));
+        h.insert("mcp-name", HeaderValue::from_static("write_file"));
+        h.insert("mcp-param-path", HeaderValue::from_static("/x"));
+        h.insert(
+            "mcp-protocol-version",
+            HeaderValue::from_static("2026-07-28"),
+        );
+        h.insert("authorization", HeaderValue::from_static("Bearer t"));
+        let own = own_list_headers(&h);
+        assert_eq!(own.get("mcp-method").unwrap(), "tools/list");
+        assert!(own.get("mcp-name").is_none() && own.get("mcp-param-path").is_none());
+        assert_eq!(own.get("mcp-protocol-version").unwrap(), "2026-07-28");
+        assert_eq!(own.get("authorization").unwrap(), "Bearer t");
+        // A legacy client sends no Mcp-Method: none is made up.
+        let legacy = own_list_headers(&HeaderMap::new());
+        assert!(legacy.get("mcp-method").is_none());
+    }
 
     #[test]
     fn origins_sse_and_header_checks() {

@@ -94,7 +94,11 @@ pub fn refusal(id: &IdKey, r: &Refused, modern: bool, store: &std::path::Path) -
     frame::result_response(id, &result.to_string())
 }
 
-/// `sha256:` over the RFC 8785 form of an answer's `result` or `error`.
+/// `sha256:` over the RFC 8785 form of an answer's `result` or `error`,
+/// the protocol's members left out: `_meta` (a 2026-07-28 server puts its
+/// `serverInfo` there, a 2025-11-25 one nothing) and a `resultType` of
+/// `"complete"` (the 2026-07-28 era says it, a 2025-11-25 result is
+/// complete without it). The same answer has one digest in either era.
 pub fn answer_digest(f: &frame::Frame<'_>) -> Option<Digest> {
     #[derive(serde::Deserialize)]
     struct Answer {
@@ -102,7 +106,13 @@ pub fn answer_digest(f: &frame::Frame<'_>) -> Option<Digest> {
         error: Option<serde_json::Value>,
     }
     let a: Answer = serde_json::from_str(f.text).ok()?;
-    let v = a.result.or(a.error)?;
+    let mut v = a.result.or(a.error)?;
+    if let Some(m) = v.as_object_mut() {
+        m.remove("_meta");
+        if m.get("resultType").and_then(serde_json::Value::as_str) == Some("complete") {
+            m.remove("resultType");
+        }
+    }
     table::jcs_sha256(&v).ok()
 }
 
@@ -118,4 +128,29 @@ pub fn succeeded(result: &RawValue) -> bool {
     serde_json::from_str::<R>(result.get()).is_ok_and(|r| {
         r.is_error != Some(true) && r.result_type.as_deref().is_none_or(|t| t == "complete")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn digest_of(text: &str) -> Option<Digest> {
+        answer_digest(&frame::parse(text).unwrap())
+    }
+
+    #[test]
+    fn an_answers_digest_leaves_out_its_meta_and_nothing_else() {
+        let legacy =
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x"}]}}"#;
+        let modern = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"files"}}}}"#;
+        let incomplete = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x"}],"resultType":"incomplete"}}"#;
+        let other = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"y"}]}}"#;
+        let error = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"x"}}"#;
+        assert_eq!(digest_of(legacy), digest_of(modern));
+        assert!(digest_of(legacy).is_some());
+        assert_ne!(digest_of(legacy), digest_of(other));
+        assert_ne!(digest_of(legacy), digest_of(incomplete));
+        assert!(digest_of(error).is_some() && digest_of(error) != digest_of(legacy));
+    }
 }
