@@ -266,13 +266,8 @@ fn judge(
     now: i64,
 ) -> Judged {
     let name = format!("contract {} v{}", c.name, c.version);
-    if let Some(u) = &c.unproven {
-        let why = format!(
-            "{name} is unproven: the read {} (arguments {}) answered {} where {} was demonstrated; \
-             its steps are refused until `rcpt gate contract rebind {}` and a new demonstration",
-            u.tool, u.arguments, u.now, u.demonstrated, c.name
-        );
-        return Judged::Refuse(vec![(CONTRACT_UNPROVEN.into(), why)], None);
+    if let Some(refused) = unproven_refusal(c, &name) {
+        return refused;
     }
     let candidates: Vec<(usize, &DemoCall)> = c
         .calls
@@ -295,13 +290,7 @@ fn judge(
                 r.tool, r.arguments
             );
             match check_read(c, r, seen, since, now) {
-                Ok(answer) => consumed.push(Value::Map(BTreeMap::from([
-                    (
-                        "read".to_string(),
-                        t(format!("mcp:{}/{}", r.tool, r.arguments)),
-                    ),
-                    ("answer".to_string(), t(answer.to_string())),
-                ]))),
+                Ok(answer) => consumed.push(consumed_read(r, answer)),
                 Err((reason, why, contradiction)) => {
                     refusals.push((reason.to_string(), format!("{what} {why}")));
                     if let Some(answer) = contradiction {
@@ -318,22 +307,100 @@ fn judge(
             }
         }
         if refusals.is_empty() {
-            return Judged::Admit(Value::Map(BTreeMap::from([
-                ("contract".to_string(), t(c.name.clone())),
-                (
-                    "version".to_string(),
-                    Value::Integer(i64::try_from(c.version).unwrap_or(i64::MAX)),
-                ),
-                (
-                    "call".to_string(),
-                    Value::Integer(i64::try_from(i).unwrap_or(i64::MAX)),
-                ),
-                ("reads".to_string(), Value::Array(consumed)),
-            ])));
+            return Judged::Admit(admit_record(c, i, consumed));
         }
         first.get_or_insert(refusals);
     }
     Judged::Refuse(first.unwrap_or_default(), unproven)
+}
+
+/// The refusal of every step of an unproven contract (`None`: it is not).
+fn unproven_refusal(c: &Contract, name: &str) -> Option<Judged> {
+    let u = c.unproven.as_ref()?;
+    let why = format!(
+        "{name} is unproven: the read {} (arguments {}) answered {} where {} was demonstrated; \
+         its steps are refused until `rcpt gate contract rebind {}` and a new demonstration",
+        u.tool, u.arguments, u.now, u.demonstrated, c.name
+    );
+    Some(Judged::Refuse(vec![(CONTRACT_UNPROVEN.into(), why)], None))
+}
+
+/// A read an admitted step consumed, as its contract record holds it.
+fn consumed_read(r: &DemoRead, answer: Digest) -> Value {
+    Value::Map(BTreeMap::from([
+        (
+            "read".to_string(),
+            t(format!("mcp:{}/{}", r.tool, r.arguments)),
+        ),
+        ("answer".to_string(), t(answer.to_string())),
+    ]))
+}
+
+/// The contract record of an admitted step: the contract, its version,
+/// the demonstrated call matched and the reads consumed.
+fn admit_record(c: &Contract, i: usize, consumed: Vec<Value>) -> Value {
+    Value::Map(BTreeMap::from([
+        ("contract".to_string(), t(c.name.clone())),
+        (
+            "version".to_string(),
+            Value::Integer(i64::try_from(c.version).unwrap_or(i64::MAX)),
+        ),
+        (
+            "call".to_string(),
+            Value::Integer(i64::try_from(i).unwrap_or(i64::MAX)),
+        ),
+        ("reads".to_string(), Value::Array(consumed)),
+    ]))
+}
+
+/// The tool, the time and the arguments of a step's decision input.
+fn call_of<'a>(facts: &Facts<'a>) -> (&'a str, i64, &'a serde_json::Value) {
+    let tool = facts
+        .input
+        .pointer("/tool/name")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default();
+    let now = facts
+        .input
+        .pointer("/now")
+        .and_then(serde_json::Value::as_i64)
+        .unwrap_or(0);
+    let arguments = facts
+        .input
+        .get("arguments")
+        .unwrap_or(&serde_json::Value::Null);
+    (tool, now, arguments)
+}
+
+/// The policy identity of a contracted decision: the policy's and the
+/// covering contracts'.
+fn contracted_policy_id(policy_id: &Digest, covering: &[Contract]) -> Digest {
+    let ids = covering
+        .iter()
+        .map(|c| t(c.identity().to_string()))
+        .collect();
+    identity(&dagcbor::encode(&Value::Map(BTreeMap::from([
+        ("policy".to_string(), t(policy_id.to_string())),
+        ("contracts".to_string(), Value::Array(ids)),
+    ]))))
+}
+
+/// The decider's ruling with the contracts': an admit carries the
+/// contract's record; an admit with no contract matched is a denial.
+fn with_contract(ruling: Ruling, admitted: Option<Value>, reasons: &[String]) -> Ruling {
+    match (ruling, admitted) {
+        (Ruling::Admit { evidence }, Some(record)) => Ruling::Admit {
+            evidence: Value::Map(BTreeMap::from([
+                ("contract".to_string(), record),
+                ("decider".to_string(), evidence),
+            ])),
+        },
+        (Ruling::Admit { .. }, None) => {
+            // A decider that admits over refusals: a contract's refusal still denies.
+            Ruling::Deny(sorted(reasons))
+        }
+        (other, _) => other,
+    }
 }
 
 /// The policy's decider with contracts in front.
@@ -384,29 +451,9 @@ impl Contracted {
         seen: &[Seen],
         since: u64,
     ) -> Result<Decision, DecideError> {
-        let tool = facts
-            .input
-            .pointer("/tool/name")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default();
-        let now = facts
-            .input
-            .pointer("/now")
-            .and_then(serde_json::Value::as_i64)
-            .unwrap_or(0);
-        let arguments = facts
-            .input
-            .get("arguments")
-            .unwrap_or(&serde_json::Value::Null);
+        let (tool, now, arguments) = call_of(facts);
         let digest = jcs_sha256(arguments).map_err(|e| DecideError(e.to_string()))?;
-        let ids = covering
-            .iter()
-            .map(|c| t(c.identity().to_string()))
-            .collect();
-        let policy_id = identity(&dagcbor::encode(&Value::Map(BTreeMap::from([
-            ("policy".to_string(), t(facts.policy_id.to_string())),
-            ("contracts".to_string(), Value::Array(ids)),
-        ]))));
+        let policy_id = contracted_policy_id(&facts.policy_id, covering);
         let mut admitted = None;
         let mut failures = Vec::new();
         for c in covering {
@@ -441,19 +488,7 @@ impl Contracted {
         };
         let inner = self.inner.decide_call(&sub)?;
         let matched = admitted.is_some();
-        let ruling = match (inner.ruling, admitted) {
-            (Ruling::Admit { evidence }, Some(record)) => Ruling::Admit {
-                evidence: Value::Map(BTreeMap::from([
-                    ("contract".to_string(), record),
-                    ("decider".to_string(), evidence),
-                ])),
-            },
-            (Ruling::Admit { .. }, None) => {
-                // A decider that admits over refusals: a contract's refusal still denies.
-                Ruling::Deny(sorted(&reasons))
-            }
-            (other, _) => other,
-        };
+        let ruling = with_contract(inner.ruling, admitted, &reasons);
         // The contracts' details only when no contract matched (a matched
         // step refused by the rules says why through their reasons).
         let mut details = if matched { Vec::new() } else { failures };

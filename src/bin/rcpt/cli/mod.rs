@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 mod corpus;
 mod gate;
+mod inputs;
 mod key;
 mod keyarg;
 mod log;
