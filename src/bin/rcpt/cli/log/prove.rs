@@ -1,6 +1,7 @@
 //! `rcpt log prove`: one bundle (or tlog-proof), or every bundle of a range
 //! into a directory.
 
+use super::progress::Progress;
 use crate::cli::{EXIT_OK, UsageError};
 use anyhow::Context;
 use rcpt::io::Target;
@@ -9,8 +10,6 @@ use rcpt::log::Log;
 use rcpt::receipt::dsse::Envelope;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-
-use super::*;
 
 /// The log index of the envelope in `path`, found by its entry's leaf hash.
 pub(super) fn index_of_receipt(log: &Log, path: &Path) -> anyhow::Result<u64> {

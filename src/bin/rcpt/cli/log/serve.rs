@@ -90,7 +90,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::cli::units::serve_wait)]
     witness_grace: Duration,
     #[command(flatten)]
-    at: super::EndpointArg,
+    at: super::args::EndpointArg,
 }
 
 /// The witnesses of `--policy FILE` (old spelling `--witness-policy`).
