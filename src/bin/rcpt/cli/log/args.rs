@@ -3,7 +3,9 @@
 
 use super::prove::{ProveFormat, parse_range};
 use super::store::{s3_hint, store_at};
-use super::{mirror, monitor, serve, submit};
+use super::monitor;
+#[cfg(feature = "net")]
+use super::{mirror, serve, submit};
 use clap::Subcommand;
 use rcpt::io::Target;
 use rcpt::limits::MAX_APPEND_BATCH_ENTRIES;
