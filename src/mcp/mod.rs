@@ -18,7 +18,8 @@
 //! tool-proxy policy and its pinned table), [`table`] (definitions, their
 //! digest, filtering a list), [`files`] (pointers to paths under roots),
 //! [`decide`] (the seam of the decision), [`ruled`] (the policy's rules
-//! and approvals), [`step`] (decide, keep,
+//! and approvals), [`contracted`] (steps gated by contracts; `judge`, one
+//! contract judged), [`step`] (decide, keep,
 //! sign), `finish` (a forwarded step's receipt, recovery), [`issue`] (evidence and receipt), [`ledger`] (durability and recovery), [`commit`] (the group commit), [`sink`] (store and log
 //! in batches), [`session`] (the reads seen), [`relay`] (the message
 //! router both transports share), [`stdio`] (the threads of the stdio
@@ -36,6 +37,7 @@ pub mod frame;
 #[cfg(feature = "net")]
 pub mod http;
 pub mod issue;
+mod judge;
 pub mod learn;
 pub mod ledger;
 pub mod pin;

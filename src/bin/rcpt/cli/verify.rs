@@ -318,6 +318,36 @@ fn exit_status(outcome: Outcome) -> u8 {
     }
 }
 
+/// The verifier the arguments ask for: trust, gate, policy, mirror,
+/// `--since`.
+fn verifier_of(args: &VerifyArgs) -> anyhow::Result<Verifier> {
+    let gate = gate_of(args)?;
+    let policy = load_policy(args)?;
+    let mut trust = load_trust(args)?;
+    for log in policy.iter().flat_map(|p| &p.logs) {
+        trust.add_log(log.verifier.clone());
+    }
+    let mirror = match &args.mirror {
+        Some(dir) => Some(
+            rcpt::verify::mirror::Mirror::open(dir, &trust)
+                .map_err(|e| UsageError(super::render_error(&anyhow::Error::new(e))))?,
+        ),
+        None => None,
+    };
+    let verifier = Verifier::new(trust, load_since(args)?)
+        .map_err(|e| UsageError(e.to_string()))?
+        .with_gate(gate);
+    let verifier = match policy {
+        Some(policy) => verifier.with_policy(policy),
+        None => verifier,
+    };
+    let verifier = match mirror {
+        Some(mirror) => verifier.with_mirror(mirror),
+        None => verifier,
+    };
+    Ok(verifier)
+}
+
 pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
     if let Some(dir) = &args.corpus {
         return super::corpus::run(dir, args.errata.as_deref());
@@ -332,30 +362,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<u8> {
     super::stdin_at_most_once(sources.chain(&args.consistency))?;
     let bundles = expand_dirs(&args.bundles)?;
     let paths = check_bundle_paths(&bundles)?;
-    let gate = gate_of(&args)?;
-    let policy = load_policy(&args)?;
-    let mut trust = load_trust(&args)?;
-    for log in policy.iter().flat_map(|p| &p.logs) {
-        trust.add_log(log.verifier.clone());
-    }
-    let mirror = match &args.mirror {
-        Some(dir) => Some(
-            rcpt::verify::mirror::Mirror::open(dir, &trust)
-                .map_err(|e| UsageError(super::render_error(&anyhow::Error::new(e))))?,
-        ),
-        None => None,
-    };
-    let verifier = Verifier::new(trust, load_since(&args)?)
-        .map_err(|e| UsageError(e.to_string()))?
-        .with_gate(gate);
-    let verifier = match policy {
-        Some(policy) => verifier.with_policy(policy),
-        None => verifier,
-    };
-    let verifier = match mirror {
-        Some(mirror) => verifier.with_mirror(mirror),
-        None => verifier,
-    };
+    let verifier = verifier_of(&args)?;
     let format = match args.format {
         FormatArg::Human => Format::Human,
         FormatArg::Json => Format::Json,

@@ -1,13 +1,12 @@
 //! The arguments of `rcpt log`: its subcommands, and the log key and
 //! object-store endpoint they share.
 
-use super::prove::{ProveFormat, parse_range};
-use super::store::{s3_hint, store_at};
 use super::monitor;
+use super::prove;
+use super::store::{s3_hint, store_at};
 #[cfg(feature = "net")]
 use super::{mirror, serve, submit};
 use clap::Subcommand;
-use rcpt::io::Target;
 use rcpt::limits::MAX_APPEND_BATCH_ENTRIES;
 use rcpt::log::Log;
 use rcpt::storage::Store;
@@ -83,46 +82,7 @@ pub enum LogCommand {
         key: LogKeyArg,
     },
     /// Write the proof bundle of one receipt.
-    #[command(group(clap::ArgGroup::new("which").required(true)
-        .args(["index", "receipt", "all", "range"])))]
-    #[command(after_help = "Examples:
-  rcpt log prove log/ --receipt envelope.json -o bundle.json
-  rcpt log prove log/ --index 3 --size 10 | rcpt verify --trust trust.json -
-  rcpt log prove log/ --all --out-dir bundles/
-  rcpt log prove log/ --all -o - | rcpt verify --trust trust.json -")]
-    Prove {
-        /// The log directory.
-        dir: PathBuf,
-        /// Leaf index of the entry to prove.
-        #[arg(long)]
-        index: Option<u64>,
-        /// An envelope file whose entry is looked up in the log.
-        #[arg(long)]
-        receipt: Option<PathBuf>,
-        /// Every entry of the tree: one bundle each, into --out-dir, or
-        /// with `-o -` as JSON Lines (one bundle a line) on standard output.
-        #[arg(long, requires = "dest")]
-        all: bool,
-        /// Entries A to B-1 (`A..B`): one bundle each, as --all.
-        #[arg(long, value_name = "A..B", value_parser = parse_range, requires = "dest")]
-        range: Option<std::ops::Range<u64>>,
-        /// Tree size of the proof (default: the latest checkpoint).
-        #[arg(long)]
-        size: Option<u64>,
-        /// Output file, written atomically; '-' or nothing for standard
-        /// output (with --all or --range: '-' only, JSON Lines).
-        #[arg(short = 'o', long = "out", value_name = "FILE", group = "dest")]
-        out: Option<Target>,
-        /// With --all or --range: an empty or new directory that receives
-        /// one file per entry, `<index>.bundle.json` (or `<index>.tlog-proof`).
-        #[arg(long = "out-dir", value_name = "DIR", group = "dest")]
-        out_dir: Option<PathBuf>,
-        /// `bundle` (rcpt JSON) or `tlog-proof` (C2SP tlog-proof@v1, the entry in `extra`).
-        #[arg(long, value_enum, default_value = "bundle")]
-        format: ProveFormat,
-        #[command(flatten)]
-        key: LogKeyArg,
-    },
+    Prove(prove::ProveArgs),
     /// Print a consistency proof between two tree sizes.
     #[command(after_help = "Example:
   rcpt log consistency log/ --from 3 --to 10 --format json >> proofs.jsonl")]

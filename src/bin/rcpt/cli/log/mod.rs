@@ -72,26 +72,7 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             append(&dir, &at.store(&dir)?, &opts, &files)
         }
         LogCommand::Checkpoint { dir, key } => print_checkpoint(&key.open(&dir)?),
-        LogCommand::Prove {
-            dir,
-            index,
-            receipt,
-            all,
-            range,
-            size,
-            out,
-            out_dir,
-            format,
-            key,
-        } => {
-            let which = ProveWhich {
-                index,
-                receipt,
-                all,
-                range,
-            };
-            prove_which(&key.open(&dir)?, which, size, out, out_dir, format)
-        }
+        LogCommand::Prove(args) => prove::run_prove(args),
         LogCommand::Consistency {
             dir,
             from,
