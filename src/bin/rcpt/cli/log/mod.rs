@@ -1,9 +1,11 @@
 //! `rcpt log`: write and read a transparency log.
 //!
-//! The library (`rcpt::log`) owns the files and their durability; this file
-//! reads inputs, admits envelopes through `rcpt::log::admit` (in
-//! parallel), feeds the library batches of entry bytes, and prints what
-//! happened.
+//! The library (`rcpt::log`) owns the files and their durability; the
+//! subcommands read inputs, call it and print what happened. This file
+//! dispatches: the command line is `args` (and each command's own
+//! arguments in its file), the store a command names is `store`, and one
+//! file per subcommand does the rest (`append`, `init`, `inspect`,
+//! `prove`, `serve`, `submit`, `mirror`, `monitor`, `ack`).
 
 mod ack;
 // append.rs is being rebuilt with the log's intake (not changed here): its
