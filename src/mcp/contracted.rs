@@ -21,6 +21,7 @@
 
 use super::contract::{Contract, Contracts, DemoCall, DemoRead, MAX_CALL_READS, Status, Unproven};
 use super::decide::{DecideError, Decider, Decision, Facts, Ruling, sorted};
+use super::judge::{Judged, Seen, judge};
 use super::table::jcs_sha256;
 use crate::digest::Digest;
 use crate::receipt::canonical::{Value, dagcbor, identity};
@@ -39,27 +40,12 @@ pub const CONTRACT_READ_STALE: &str = "contract.read_stale";
 pub const CONTRACT_READ_SPENT: &str = "contract.read_spent";
 /// Reason: a replayed read answered otherwise.
 pub const CONTRACT_UNPROVEN: &str = "contract.unproven";
-/// Longest value shown in a refusal's detail (characters).
-const MAX_SHOWN_CHARS: usize = 120;
-/// Deepest a field is looked for when arguments differ.
-const MAX_DIFF_DEPTH: usize = 32;
-
-fn t(s: impl Into<String>) -> Value {
+pub(super) fn t(s: impl Into<String>) -> Value {
     Value::Text(s.into())
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// A read of the session, as the rules' `input.reads` hold it.
-#[derive(Clone, Debug)]
-struct Seen {
-    tool: String,
-    arguments: Digest,
-    answer: Digest,
-    at: i64,
-    call: u64,
 }
 
 fn seen_reads(input: &serde_json::Value) -> Vec<Seen> {
@@ -124,216 +110,54 @@ pub fn reads_value(reads: &[DemoRead]) -> Value {
     )
 }
 
-/// A value shown in a detail, cut short.
-fn shown(v: Option<&serde_json::Value>) -> String {
-    let Some(v) = v else {
-        return "absent".into();
-    };
-    let s = v.to_string();
-    if s.chars().count() <= MAX_SHOWN_CHARS {
-        s
-    } else {
-        let cut: String = s.chars().take(MAX_SHOWN_CHARS).collect();
-        format!("{cut}…")
-    }
+/// The tool, the time and the arguments of a step's decision input.
+fn call_of<'a>(facts: &Facts<'a>) -> (&'a str, i64, &'a serde_json::Value) {
+    let tool = facts
+        .input
+        .pointer("/tool/name")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default();
+    let now = facts
+        .input
+        .pointer("/now")
+        .and_then(serde_json::Value::as_i64)
+        .unwrap_or(0);
+    let arguments = facts
+        .input
+        .get("arguments")
+        .unwrap_or(&serde_json::Value::Null);
+    (tool, now, arguments)
 }
 
-fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
-    match (jcs_sha256(a), jcs_sha256(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
-    }
-}
-
-/// The first field (a JSON Pointer) where `now` differs from `demo`, with
-/// both values (`None`: absent).
-fn first_difference<'a>(
-    demo: &'a serde_json::Value,
-    now: &'a serde_json::Value,
-    at: String,
-    depth: usize,
-) -> Option<(
-    String,
-    Option<&'a serde_json::Value>,
-    Option<&'a serde_json::Value>,
-)> {
-    if same(demo, now) {
-        return None;
-    }
-    if let (Some(a), Some(b)) = (demo.as_object(), now.as_object())
-        && depth < MAX_DIFF_DEPTH
-    {
-        let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
-        keys.sort();
-        keys.dedup();
-        for k in keys {
-            let here = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
-            match (a.get(k), b.get(k)) {
-                (Some(x), Some(y)) => {
-                    if let Some(d) = first_difference(x, y, here, depth + 1) {
-                        return Some(d);
-                    }
-                }
-                (x, y) => return Some((here, x, y)),
-            }
-        }
-    }
-    Some((at, Some(demo), Some(now)))
-}
-
-/// What judging one contract gave.
-enum Judged {
-    /// The contract record of the matched call.
-    Admit(Value),
-    /// Its refusals, and the contradiction found (the contract to be marked).
-    Refuse(Vec<(String, String)>, Option<Unproven>),
-}
-
-/// The detail of arguments no demonstrated call has: the first field
-/// that differs from the first demonstrated call of the tool.
-fn arguments_detail(c: &Contract, name: &str, tool: &str, arguments: &serde_json::Value) -> String {
-    c.calls
+/// The policy identity of a contracted decision: the policy's and the
+/// covering contracts'.
+fn contracted_policy_id(policy_id: &Digest, covering: &[Contract]) -> Digest {
+    let ids = covering
         .iter()
-        .enumerate()
-        .filter(|(_, d)| d.tool == tool)
-        .filter_map(|(i, d)| {
-            first_difference(&d.arguments, arguments, String::new(), 0).map(|x| (i, x))
-        })
-        .next()
-        .map_or_else(
-            || format!("{name}: no demonstrated call of {tool} has these arguments"),
-            |(i, (field, was, is))| {
-                format!(
-                    "{name}, call {i} ({tool}): the arguments' field {} was {} when \
-                     demonstrated, is {} now (arguments must equal a demonstrated call's, \
-                     JSON types included)",
-                    if field.is_empty() { "/" } else { &field },
-                    shown(was),
-                    shown(is)
-                )
-            },
-        )
-}
-
-/// A read a demonstrated call depended on, against the session's: the
-/// answer consumed, or the reason, why, and the answer that contradicts
-/// the demonstration.
-fn check_read(
-    c: &Contract,
-    r: &DemoRead,
-    seen: &[Seen],
-    since: u64,
-    now: i64,
-) -> Result<Digest, (&'static str, String, Option<Digest>)> {
-    let latest = seen
-        .iter()
-        .rev()
-        .find(|s| s.tool == r.tool && s.arguments == r.arguments);
-    let Some(s) = latest else {
-        let why = "was demonstrated before it; none was made in this session".to_string();
-        return Err((CONTRACT_READ_MISSING, why, None));
-    };
-    let age = now.saturating_sub(s.at);
-    if s.call < since {
-        let why = "was made before the previous step, which spent it (two steps cannot share \
-                   one read); read again";
-        Err((CONTRACT_READ_SPENT, why.to_string(), None))
-    } else if u64::try_from(age).map_or(true, |a| a > c.max_age) {
-        let why = format!(
-            "was made {age} s ago, over max_age {} s; read again",
-            c.max_age
-        );
-        Err((CONTRACT_READ_STALE, why, None))
-    } else if c.check_evidence && s.answer != r.answer {
-        let why = format!(
-            "answered {} when demonstrated, {} now: the contract is unproven until a rebind",
-            r.answer, s.answer
-        );
-        Err((CONTRACT_UNPROVEN, why, Some(s.answer)))
-    } else {
-        Ok(s.answer)
-    }
-}
-
-/// One contract judged for a step.
-fn judge(
-    c: &Contract,
-    tool: &str,
-    arguments: &serde_json::Value,
-    digest: &Digest,
-    seen: &[Seen],
-    since: u64,
-    now: i64,
-) -> Judged {
-    let name = format!("contract {} v{}", c.name, c.version);
-    if let Some(u) = &c.unproven {
-        let why = format!(
-            "{name} is unproven: the read {} (arguments {}) answered {} where {} was demonstrated; \
-             its steps are refused until `rcpt gate contract rebind {}` and a new demonstration",
-            u.tool, u.arguments, u.now, u.demonstrated, c.name
-        );
-        return Judged::Refuse(vec![(CONTRACT_UNPROVEN.into(), why)], None);
-    }
-    let candidates: Vec<(usize, &DemoCall)> = c
-        .calls
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| d.tool == tool && d.arguments_digest == *digest)
+        .map(|c| t(c.identity().to_string()))
         .collect();
-    if candidates.is_empty() {
-        let detail = arguments_detail(c, &name, tool, arguments);
-        return Judged::Refuse(vec![(CONTRACT_ARGUMENTS.into(), detail)], None);
-    }
-    let mut first: Option<Vec<(String, String)>> = None;
-    let mut unproven = None;
-    for (i, call) in candidates {
-        let mut refusals = Vec::new();
-        let mut consumed = Vec::new();
-        for r in &call.reads {
-            let what = format!(
-                "{name}, call {i} ({tool}): the read {} with arguments {}",
-                r.tool, r.arguments
-            );
-            match check_read(c, r, seen, since, now) {
-                Ok(answer) => consumed.push(Value::Map(BTreeMap::from([
-                    (
-                        "read".to_string(),
-                        t(format!("mcp:{}/{}", r.tool, r.arguments)),
-                    ),
-                    ("answer".to_string(), t(answer.to_string())),
-                ]))),
-                Err((reason, why, contradiction)) => {
-                    refusals.push((reason.to_string(), format!("{what} {why}")));
-                    if let Some(answer) = contradiction {
-                        unproven.get_or_insert(Unproven {
-                            at: now,
-                            call: i,
-                            tool: r.tool.clone(),
-                            arguments: r.arguments,
-                            demonstrated: r.answer,
-                            now: answer,
-                        });
-                    }
-                }
-            }
+    identity(&dagcbor::encode(&Value::Map(BTreeMap::from([
+        ("policy".to_string(), t(policy_id.to_string())),
+        ("contracts".to_string(), Value::Array(ids)),
+    ]))))
+}
+
+/// The decider's ruling with the contracts': an admit carries the
+/// contract's record; an admit with no contract matched is a denial.
+fn with_contract(ruling: Ruling, admitted: Option<Value>, reasons: &[String]) -> Ruling {
+    match (ruling, admitted) {
+        (Ruling::Admit { evidence }, Some(record)) => Ruling::Admit {
+            evidence: Value::Map(BTreeMap::from([
+                ("contract".to_string(), record),
+                ("decider".to_string(), evidence),
+            ])),
+        },
+        (Ruling::Admit { .. }, None) => {
+            // A decider that admits over refusals: a contract's refusal still denies.
+            Ruling::Deny(sorted(reasons))
         }
-        if refusals.is_empty() {
-            return Judged::Admit(Value::Map(BTreeMap::from([
-                ("contract".to_string(), t(c.name.clone())),
-                (
-                    "version".to_string(),
-                    Value::Integer(i64::try_from(c.version).unwrap_or(i64::MAX)),
-                ),
-                (
-                    "call".to_string(),
-                    Value::Integer(i64::try_from(i).unwrap_or(i64::MAX)),
-                ),
-                ("reads".to_string(), Value::Array(consumed)),
-            ])));
-        }
-        first.get_or_insert(refusals);
+        (other, _) => other,
     }
-    Judged::Refuse(first.unwrap_or_default(), unproven)
 }
 
 /// The policy's decider with contracts in front.
@@ -384,29 +208,9 @@ impl Contracted {
         seen: &[Seen],
         since: u64,
     ) -> Result<Decision, DecideError> {
-        let tool = facts
-            .input
-            .pointer("/tool/name")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default();
-        let now = facts
-            .input
-            .pointer("/now")
-            .and_then(serde_json::Value::as_i64)
-            .unwrap_or(0);
-        let arguments = facts
-            .input
-            .get("arguments")
-            .unwrap_or(&serde_json::Value::Null);
+        let (tool, now, arguments) = call_of(facts);
         let digest = jcs_sha256(arguments).map_err(|e| DecideError(e.to_string()))?;
-        let ids = covering
-            .iter()
-            .map(|c| t(c.identity().to_string()))
-            .collect();
-        let policy_id = identity(&dagcbor::encode(&Value::Map(BTreeMap::from([
-            ("policy".to_string(), t(facts.policy_id.to_string())),
-            ("contracts".to_string(), Value::Array(ids)),
-        ]))));
+        let policy_id = contracted_policy_id(&facts.policy_id, covering);
         let mut admitted = None;
         let mut failures = Vec::new();
         for c in covering {
@@ -441,19 +245,7 @@ impl Contracted {
         };
         let inner = self.inner.decide_call(&sub)?;
         let matched = admitted.is_some();
-        let ruling = match (inner.ruling, admitted) {
-            (Ruling::Admit { evidence }, Some(record)) => Ruling::Admit {
-                evidence: Value::Map(BTreeMap::from([
-                    ("contract".to_string(), record),
-                    ("decider".to_string(), evidence),
-                ])),
-            },
-            (Ruling::Admit { .. }, None) => {
-                // A decider that admits over refusals: a contract's refusal still denies.
-                Ruling::Deny(sorted(&reasons))
-            }
-            (other, _) => other,
-        };
+        let ruling = with_contract(inner.ruling, admitted, &reasons);
         // The contracts' details only when no contract matched (a matched
         // step refused by the rules says why through their reasons).
         let mut details = if matched { Vec::new() } else { failures };

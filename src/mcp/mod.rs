@@ -18,8 +18,9 @@
 //! tool-proxy policy and its pinned table), [`table`] (definitions, their
 //! digest, filtering a list), [`files`] (pointers to paths under roots),
 //! [`decide`] (the seam of the decision), [`ruled`] (the policy's rules
-//! and approvals), [`step`] (decide, keep,
-//! sign), [`issue`] (evidence and receipt), [`ledger`] (durability and recovery), [`commit`] (the group commit), [`sink`] (store and log
+//! and approvals), [`contracted`] (steps gated by contracts; `judge`, one
+//! contract judged), [`step`] (decide, keep,
+//! sign), `finish` (a forwarded step's receipt, recovery), [`issue`] (evidence and receipt), [`ledger`] (durability and recovery), [`commit`] (the group commit), [`sink`] (store and log
 //! in batches), [`session`] (the reads seen), [`relay`] (the message
 //! router both transports share), [`stdio`] (the threads of the stdio
 //! proxy), `http` (Streamable HTTP, feature `net`), [`pin`] (the table from a server's list), [`undo`] (a step's
@@ -31,10 +32,12 @@ pub mod contract;
 pub mod contracted;
 pub mod decide;
 pub mod files;
+mod finish;
 pub mod frame;
 #[cfg(feature = "net")]
 pub mod http;
 pub mod issue;
+mod judge;
 pub mod learn;
 pub mod ledger;
 pub mod pin;

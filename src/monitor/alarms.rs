@@ -250,6 +250,12 @@ pub fn acknowledge(
         note: note.to_string(),
         ids,
     };
+    write_ack(&root, &ack)?;
+    Ok(Some(ack))
+}
+
+/// Write `ack` as a new file of `acks/` under the state directory `root`.
+fn write_ack(root: &Dir, ack: &Ack) -> Result<(), AckError> {
     let acks_dir = root
         .child_or_create("acks", STATE_DIR_MODE)
         .map_err(dir_err)?;
@@ -263,12 +269,12 @@ pub fn acknowledge(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let name = format!("{nanos:020}-{}.json", crate::digest::to_hex(&rand));
-    let mut json = serde_json::to_vec_pretty(&ack)
-        .map_err(|e| corrupt(acks_dir.join(&name), e.to_string()))?;
+    let mut json =
+        serde_json::to_vec_pretty(ack).map_err(|e| corrupt(acks_dir.join(&name), e.to_string()))?;
     json.push(b'\n');
     crate::io::write_atomic(&acks_dir.join(&name), &json, OUTPUT_FILE_MODE)
         .map_err(StateError::Write)?;
-    Ok(Some(ack))
+    Ok(())
 }
 
 impl StateDir {

@@ -3,7 +3,7 @@
 //! writing the model back as a value. The invariants are checked by
 //! [`super::Receipt`].
 
-use super::*;
+use super::model::{ReadItem, Replay, SchemaError, Stage, Substrate, Verdict, combine};
 use crate::digest::Digest;
 use crate::limits::{MAX_DENY_REASONS, MAX_READ_SET_ITEMS, MAX_TEXT_BYTES};
 use crate::receipt::canonical::{MAX_SAFE_INTEGER, Value, ValueRef};

@@ -2,10 +2,8 @@
 //! failures wherever its inputs allow.
 
 use super::consistency::ConsistencyInput;
-use super::log_checks::{
-    checkpoint_match, extends, inclusion, note_check, since_body, witnesses_check,
-};
-use super::payload_checks::{payload_chain, payload_checks, receipt_id_check};
+use super::log_checks::{checkpoint_match, inclusion, since_body};
+use super::payload_checks::payload_chain;
 use super::{
     Check, CheckResult, CheckVerdict, Failure, NotEvaluated, PayloadSummary, Reason, Report,
 };
@@ -15,10 +13,9 @@ use crate::fresh::{self, ItemState};
 use crate::io::{self, InputError};
 use crate::limits::MAX_BUNDLE_BYTES;
 use crate::receipt::Receipt;
-use crate::receipt::canonical::{self};
-use crate::receipt::dsse::{self, Envelope, SignatureCheck};
+use crate::receipt::dsse::{self, Envelope};
 use crate::receipt::require::{self, Met, Requirements};
-use crate::tlog::note::{self, Checkpoint, Note};
+use crate::tlog::note::Checkpoint;
 use crate::tlog::policy::TlogPolicy;
 use crate::trust::Trust;
 use crate::witness::error_chain;

@@ -24,31 +24,15 @@ pub(super) fn payload_chain() -> Vec<&'static str> {
 /// Canonical decode, schema, and each invariant, each its own check.
 pub(super) fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) -> PayloadState {
     if payload.len() > MAX_PAYLOAD_BYTES {
-        checks.push(Check {
-            name: name::PAYLOAD_CANONICAL,
-            result: fail(
-                Reason::PayloadTooLarge,
-                format!(
-                    "payload is {} bytes, over the limit of {MAX_PAYLOAD_BYTES}",
-                    payload.len()
-                ),
-            ),
-        });
-        skip(checks, name::PAYLOAD_SCHEMA, name::PAYLOAD_CANONICAL);
-        skip_invariants(checks, name::PAYLOAD_CANONICAL);
-        return PayloadState::Unread(name::PAYLOAD_CANONICAL);
+        let detail = format!(
+            "payload is {} bytes, over the limit of {MAX_PAYLOAD_BYTES}",
+            payload.len()
+        );
+        return not_canonical(checks, Reason::PayloadTooLarge, detail);
     }
     let value = match dagcbor::decode_ref(payload) {
         Ok(v) => v,
-        Err(e) => {
-            checks.push(Check {
-                name: name::PAYLOAD_CANONICAL,
-                result: fail(e.reason_code(), format!("payload: {e}")),
-            });
-            skip(checks, name::PAYLOAD_SCHEMA, name::PAYLOAD_CANONICAL);
-            skip_invariants(checks, name::PAYLOAD_CANONICAL);
-            return PayloadState::Unread(name::PAYLOAD_CANONICAL);
-        }
+        Err(e) => return not_canonical(checks, e.reason_code(), format!("payload: {e}")),
     };
     checks.push(pass(name::PAYLOAD_CANONICAL));
     let receipt = match Receipt::from_ref(&value) {
@@ -87,6 +71,19 @@ pub(super) fn payload_checks(payload: &[u8], checks: &mut Vec<Check>) -> Payload
         });
     }
     PayloadState::Decoded(Box::new(receipt))
+}
+
+/// The payload is not canonical DAG-CBOR (or too large to read): that
+/// check fails with `reason` and `detail`; the schema and invariants are
+/// not run.
+fn not_canonical(checks: &mut Vec<Check>, reason: Reason, detail: String) -> PayloadState {
+    checks.push(Check {
+        name: name::PAYLOAD_CANONICAL,
+        result: fail(reason, detail),
+    });
+    skip(checks, name::PAYLOAD_SCHEMA, name::PAYLOAD_CANONICAL);
+    skip_invariants(checks, name::PAYLOAD_CANONICAL);
+    PayloadState::Unread(name::PAYLOAD_CANONICAL)
 }
 
 /// Mark every invariant check as not run because `cause` did not pass.

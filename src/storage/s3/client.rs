@@ -401,6 +401,43 @@ impl Client {
         payload_sha256: &str,
         max: usize,
     ) -> Result<Answer, Failure> {
+        let request = self.signed_request(method, key, query, body, extra, payload_sha256)?;
+        let head_only = method == Method::HEAD;
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        let exchange = async {
+            let http = if method == Method::GET {
+                &self.http_fresh
+            } else {
+                &self.http
+            };
+            let response = http
+                .request(request)
+                .await
+                .map_err(|e| Failure::Transport(error_chain(&e)))?;
+            let (parts, body) = response.into_parts();
+            let body = read_body(&parts, body, head_only, max).await?;
+            Ok(Answer {
+                status: parts.status,
+                headers: parts.headers,
+                body,
+            })
+        };
+        match tokio::time::timeout(REQUEST_TIMEOUT, exchange).await {
+            Ok(r) => r,
+            Err(_) => Err(Failure::Timeout),
+        }
+    }
+
+    /// The request of one attempt, signed with SigV4.
+    fn signed_request(
+        &self,
+        method: &Method,
+        key: &str,
+        query: &[(String, String)],
+        body: Bytes,
+        extra: &[(String, String)],
+        payload_sha256: &str,
+    ) -> Result<Request<Full<Bytes>>, Failure> {
         let path = if key.is_empty() {
             format!("/{}", self.bucket)
         } else {
@@ -436,33 +473,9 @@ impl Client {
             builder = builder.header(name, value);
         }
         builder = builder.header(header::AUTHORIZATION, &signed.authorization);
-        let request = builder
+        builder
             .body(Full::new(body))
-            .map_err(|e| Failure::Transport(e.to_string()))?;
-        let head_only = method == Method::HEAD;
-        self.sent.fetch_add(1, Ordering::Relaxed);
-        let exchange = async {
-            let http = if method == Method::GET {
-                &self.http_fresh
-            } else {
-                &self.http
-            };
-            let response = http
-                .request(request)
-                .await
-                .map_err(|e| Failure::Transport(error_chain(&e)))?;
-            let (parts, body) = response.into_parts();
-            let body = read_body(&parts, body, head_only, max).await?;
-            Ok(Answer {
-                status: parts.status,
-                headers: parts.headers,
-                body,
-            })
-        };
-        match tokio::time::timeout(REQUEST_TIMEOUT, exchange).await {
-            Ok(r) => r,
-            Err(_) => Err(Failure::Timeout),
-        }
+            .map_err(|e| Failure::Transport(e.to_string()))
     }
 
     /// The request URI of `path` with `query`, each part percent-encoded

@@ -1,8 +1,21 @@
 //! The frontier a writer extends (the right edge of the tree) and an
 //! in-memory tree for tests and tools.
 
-use super::*;
+use super::prove::{check_size, fold_right};
+use super::{Hash, HashReader, NodeId, ProveError, empty_root, node_hash, range_nodes};
 use crate::limits::MAX_TREE_SIZE;
+
+/// Why a leaf could not be appended to a [`Frontier`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrontierError {
+    /// The tree already holds `limits::MAX_TREE_SIZE` leaves.
+    #[error("tree is full at {size} leaves; start a new log")]
+    Full {
+        /// The current size.
+        size: u64,
+    },
+}
 
 /// The right edge of a tree: the roots of its maximal complete subtrees, left
 /// to right. Appending a leaf completes subtrees, which are reported so a

@@ -1,9 +1,90 @@
 //! Checking RFC 9162 inclusion and consistency proofs (sections 2.1.3.2
 //! and 2.1.4.2), with the edge cases of transparency-dev/merkle.
 
-use super::*;
+use super::prove::{consistency_plan, inclusion_plan};
+use super::{Hash, empty_root, node_hash};
 use crate::limits::MAX_PROOF_HASHES;
 use subtle::ConstantTimeEq;
+
+/// Why a proof was refused (RFC 9162 sections 2.1.3.2 and 2.1.4.2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProofError {
+    /// A hash is not 32 bytes long.
+    #[error("hash is {got} bytes long, SHA-256 hashes are 32")]
+    HashLength {
+        /// Its length in bytes.
+        got: usize,
+    },
+    /// The proof has more hashes than any tree this crate accepts needs.
+    #[error("proof has {len} hashes, more than the limit {max}")]
+    TooLong {
+        /// Hashes in the proof.
+        len: usize,
+        /// `limits::MAX_PROOF_HASHES`.
+        max: usize,
+    },
+    /// The leaf index is not below the tree size.
+    #[error("leaf index {index} is not in a tree of {size} leaves")]
+    IndexOutOfRange {
+        /// The claimed leaf index.
+        index: u64,
+        /// The claimed tree size.
+        size: u64,
+    },
+    /// The older size is larger than the newer one.
+    #[error("consistency from size {from} to smaller size {to}")]
+    SizeOrder {
+        /// The older size.
+        from: u64,
+        /// The newer size.
+        to: u64,
+    },
+    /// The proof's length is not the one the sizes imply.
+    #[error("proof has {got} hashes, the sizes imply exactly {expected}")]
+    WrongLength {
+        /// Hashes the sizes imply.
+        expected: usize,
+        /// Hashes in the proof.
+        got: usize,
+    },
+    /// Equal sizes or an empty older tree need an empty proof.
+    #[error("consistency from size {from} to {to} needs an empty proof, got {got} hashes")]
+    EmptyProofRequired {
+        /// The older size.
+        from: u64,
+        /// The newer size.
+        to: u64,
+        /// Hashes in the proof.
+        got: usize,
+    },
+    /// Two trees of one size have different roots.
+    #[error("two roots claimed for tree size {size} differ")]
+    RootsDiffer {
+        /// The common size.
+        size: u64,
+    },
+    /// The inclusion proof leads to another root.
+    #[error("inclusion proof of leaf {index} does not reach the root of size {size}")]
+    RootMismatch {
+        /// The leaf index.
+        index: u64,
+        /// The tree size.
+        size: u64,
+    },
+    /// The consistency proof does not reach the older root.
+    #[error("consistency proof does not reach the root of the older size {size}")]
+    OldRootMismatch {
+        /// The older size.
+        size: u64,
+    },
+    /// The consistency proof does not reach the newer root.
+    #[error("consistency proof does not reach the root of the newer size {size}")]
+    NewRootMismatch {
+        /// The newer size.
+        size: u64,
+    },
+}
 
 /// Constant-time equality of two tree hashes.
 pub(super) fn hashes_equal(a: &Hash, b: &Hash) -> bool {

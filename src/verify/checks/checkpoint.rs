@@ -2,7 +2,13 @@
 //! under the log keys named for the origin (cached), and `--since`
 //! consistency.
 
-use super::*;
+use super::{
+    CHECKPOINT_CACHE_ENTRIES, VerifiedCheckpoint, Verifier, fail, name, not_passing, skipped,
+};
+use crate::tlog::note::{self, Checkpoint, Note};
+use crate::verify::log_checks::{extends, note_check, witnesses_check};
+use crate::verify::{CheckResult, CheckVerdict, ConsistencyInput, Failure, NotEvaluated, Reason};
+use std::sync::Arc;
 
 impl Verifier {
     /// Verify a checkpoint note for `origin`, once per distinct

@@ -2,7 +2,13 @@
 //! trusted issuer keys and the issuer binding, the payload, its
 //! invariants and its id.
 
-use super::*;
+use super::{PayloadState, Verifier, fail, keyid_list, name, not_evaluated, pass, skip_all};
+use crate::constants;
+use crate::receipt::Receipt;
+use crate::receipt::canonical;
+use crate::receipt::dsse::{Envelope, SignatureCheck};
+use crate::verify::payload_checks::{payload_chain, payload_checks, receipt_id_check};
+use crate::verify::{Check, CheckResult, CheckVerdict, NotEvaluated, Reason};
 
 impl Verifier {
     /// Payload type, signature, payload, invariants, id. Returns the

@@ -210,21 +210,8 @@ fn proxy(args: &RunArgs) -> anyhow::Result<u8> {
     let store_dir = args.store.clone().context("--store is required")?;
     let (roots, store) = roots_and_store(&args.root, &store_dir)?;
     let log = receipt_log(&args.key)?;
-    let report: rcpt::mcp::sink::Report = Box::new(|r: Result<usize, &SinkError>| {
-        if let Err(e) = r {
-            eprintln!(
-                "rcpt gate mcp: receipts not yet stored or logged ({}); they stay pending and \
-                 the next start finishes them",
-                rcpt::io::error_chain(e)
-            );
-        }
-    });
-    let decider: Box<dyn rcpt::mcp::Decider> =
-        match RulesDecider::new(&policy, super::rules::evaluator()?, store.clone()) {
-            Some(d) => Box::new(d),
-            None => Box::new(TableDecider),
-        };
-    let (decider, recording) = contracted(args, &policy, decider)?;
+    let report = pending_report();
+    let (decider, recording) = contracted(args, &policy, decider_of(&policy, &store)?)?;
     let server = policy.server.clone();
     let finisher = Finisher::start(store.clone(), log, report);
     let gate = Gate::new(GateParts {
@@ -275,6 +262,29 @@ fn proxy(args: &RunArgs) -> anyhow::Result<u8> {
     } else {
         EXIT_FAILED
     })
+}
+
+/// What the finisher says of a batch it could not store or log.
+fn pending_report() -> rcpt::mcp::sink::Report {
+    Box::new(|r: Result<usize, &SinkError>| {
+        if let Err(e) = r {
+            eprintln!(
+                "rcpt gate mcp: receipts not yet stored or logged ({}); they stay pending and \
+                 the next start finishes them",
+                rcpt::io::error_chain(e)
+            );
+        }
+    })
+}
+
+/// The policy's decider: its rules when it has any, else its table.
+fn decider_of(policy: &ToolPolicy, store: &GateStore) -> anyhow::Result<BoxedDecider> {
+    Ok(
+        match RulesDecider::new(policy, super::rules::evaluator()?, store.clone()) {
+            Some(d) => Box::new(d),
+            None => Box::new(TableDecider),
+        },
+    )
 }
 
 type BoxedDecider = Box<dyn rcpt::mcp::Decider>;

@@ -64,24 +64,7 @@ pub(super) fn show(source: &Source, store: Option<&Path>) -> anyhow::Result<u8> 
         evidence.policy_id
     )?;
     super::check::print_rules(&mut out, evidence.rules.as_ref())?;
-    for (c, (stdout, stderr)) in evidence.checks.iter().zip(&shown.outputs) {
-        writeln!(
-            out,
-            "check {}: {:?} exit {} in {} ms",
-            Escaped(&c.name),
-            c.run,
-            c.exit,
-            c.duration_ms
-        )?;
-        for (label, digest, bytes) in [("stdout", &c.stdout, stdout), ("stderr", &c.stderr, stderr)]
-        {
-            writeln!(out, "--- {label} ({} bytes, {digest})", bytes.len())?;
-            out.write_all(bytes)?;
-            if !bytes.is_empty() && !bytes.ends_with(b"\n") {
-                writeln!(out)?;
-            }
-        }
-    }
+    print_checks(&mut out, &shown)?;
     for a in &evidence.approvals {
         let word = if a.refused {
             "refused by"
@@ -106,4 +89,27 @@ pub(super) fn show(source: &Source, store: Option<&Path>) -> anyhow::Result<u8> 
     }
     writeln!(out, "ok: every object re-hashed")?;
     Ok(EXIT_OK)
+}
+
+/// Each check of `shown`: how it ran, and its outputs as stored.
+fn print_checks(out: &mut impl std::io::Write, shown: &gate::Shown) -> std::io::Result<()> {
+    for (c, (stdout, stderr)) in shown.evidence.checks.iter().zip(&shown.outputs) {
+        writeln!(
+            out,
+            "check {}: {:?} exit {} in {} ms",
+            Escaped(&c.name),
+            c.run,
+            c.exit,
+            c.duration_ms
+        )?;
+        for (label, digest, bytes) in [("stdout", &c.stdout, stdout), ("stderr", &c.stderr, stderr)]
+        {
+            writeln!(out, "--- {label} ({} bytes, {digest})", bytes.len())?;
+            out.write_all(bytes)?;
+            if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+                writeln!(out)?;
+            }
+        }
+    }
+    Ok(())
 }

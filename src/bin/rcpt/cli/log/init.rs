@@ -1,5 +1,6 @@
 //! `rcpt log init`: create a log (directory or s3://) with its key and accepted issuers.
 
+use super::args::EndpointArg;
 use crate::cli::EXIT_OK;
 use anyhow::Context;
 use rcpt::keys::SigningKey;
@@ -8,8 +9,6 @@ use rcpt::log::admit::AcceptedIssuers;
 use rcpt::log::{InitOptions, Log};
 use std::io::Write;
 use std::path::Path;
-
-use super::*;
 
 /// Read a PKCS#8 PEM signing key.
 pub(super) fn read_key(path: &Path) -> anyhow::Result<SigningKey> {

@@ -1,12 +1,11 @@
 //! `rcpt log consistency` and `rcpt log check`: read-only questions to a log.
 
+use super::progress::Progress;
 use crate::cli::{EXIT_OK, UsageError};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use rcpt::log::Log;
 use std::io::Write;
-
-use super::*;
 
 pub(super) fn consistency(log: &Log, from: u64, to: Option<u64>, json: bool) -> anyhow::Result<u8> {
     let to = to.unwrap_or(log.size());

@@ -42,7 +42,11 @@ pub fn mirror(args: MirrorArgs) -> anyhow::Result<u8> {
     let report = if args.dir.to_str().is_some_and(|d| d.starts_with("s3://")) {
         // Object storage: fetched files are staged in a local temporary
         // directory (spec/storage.md "Mirroring into object storage").
-        let store = super::store_at(&args.dir, args.endpoint.as_deref(), super::READ_LEASE_TTL)?;
+        let store = super::store::store_at(
+            &args.dir,
+            args.endpoint.as_deref(),
+            super::args::READ_LEASE_TTL,
+        )?;
         // Never resumed: a new private directory each run (removed below).
         let stage =
             rcpt::io::create_temp_dir(&std::env::temp_dir(), "rcpt-mirror").map_err(|e| {

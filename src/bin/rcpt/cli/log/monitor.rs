@@ -316,7 +316,8 @@ fn open_source(source: &str, endpoint: Option<&str>) -> anyhow::Result<Arc<dyn P
         .into());
     }
     if source.starts_with("s3://") {
-        let store = super::store_at(Path::new(source), endpoint, super::READ_LEASE_TTL)?;
+        let store =
+            super::store::store_at(Path::new(source), endpoint, super::args::READ_LEASE_TTL)?;
         return Ok(store);
     }
     let dir = Path::new(source);

@@ -1,6 +1,8 @@
 //! `rcpt log prove`: one bundle (or tlog-proof), or every bundle of a range
 //! into a directory.
 
+use super::args::LogKeyArg;
+use super::progress::Progress;
 use crate::cli::{EXIT_OK, UsageError};
 use anyhow::Context;
 use rcpt::io::Target;
@@ -10,7 +12,70 @@ use rcpt::receipt::dsse::Envelope;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::*;
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("which").required(true)
+    .args(["index", "receipt", "all", "range"])))]
+#[command(after_help = "Examples:
+  rcpt log prove log/ --receipt envelope.json -o bundle.json
+  rcpt log prove log/ --index 3 --size 10 | rcpt verify --trust trust.json -
+  rcpt log prove log/ --all --out-dir bundles/
+  rcpt log prove log/ --all -o - | rcpt verify --trust trust.json -")]
+pub struct ProveArgs {
+    /// The log directory.
+    dir: PathBuf,
+    /// Leaf index of the entry to prove.
+    #[arg(long)]
+    index: Option<u64>,
+    /// An envelope file whose entry is looked up in the log.
+    #[arg(long)]
+    receipt: Option<PathBuf>,
+    /// Every entry of the tree: one bundle each, into --out-dir, or
+    /// with `-o -` as JSON Lines (one bundle a line) on standard output.
+    #[arg(long, requires = "dest")]
+    all: bool,
+    /// Entries A to B-1 (`A..B`): one bundle each, as --all.
+    #[arg(long, value_name = "A..B", value_parser = parse_range, requires = "dest")]
+    range: Option<std::ops::Range<u64>>,
+    /// Tree size of the proof (default: the latest checkpoint).
+    #[arg(long)]
+    size: Option<u64>,
+    /// Output file, written atomically; '-' or nothing for standard
+    /// output (with --all or --range: '-' only, JSON Lines).
+    #[arg(short = 'o', long = "out", value_name = "FILE", group = "dest")]
+    out: Option<Target>,
+    /// With --all or --range: an empty or new directory that receives
+    /// one file per entry, `<index>.bundle.json` (or `<index>.tlog-proof`).
+    #[arg(long = "out-dir", value_name = "DIR", group = "dest")]
+    out_dir: Option<PathBuf>,
+    /// `bundle` (rcpt JSON) or `tlog-proof` (C2SP tlog-proof@v1, the entry in `extra`).
+    #[arg(long, value_enum, default_value = "bundle")]
+    format: ProveFormat,
+    #[command(flatten)]
+    key: LogKeyArg,
+}
+
+/// `rcpt log prove`.
+pub(super) fn run_prove(args: ProveArgs) -> anyhow::Result<u8> {
+    let ProveArgs {
+        dir,
+        index,
+        receipt,
+        all,
+        range,
+        size,
+        out,
+        out_dir,
+        format,
+        key,
+    } = args;
+    let which = ProveWhich {
+        index,
+        receipt,
+        all,
+        range,
+    };
+    prove_which(&key.open(&dir)?, which, size, out, out_dir, format)
+}
 
 /// The log index of the envelope in `path`, found by its entry's leaf hash.
 pub(super) fn index_of_receipt(log: &Log, path: &Path) -> anyhow::Result<u64> {
@@ -114,6 +179,22 @@ pub(super) fn parse_range(text: &str) -> Result<std::ops::Range<u64>, String> {
     Ok(a..b)
 }
 
+/// `--out-dir`: a new or empty directory, never one reached through a
+/// link at its name; the bundles are written into it as one batch
+/// (NewFiles).
+fn empty_out_dir(out_dir: &Path) -> anyhow::Result<rcpt::io::Dir> {
+    let dir = rcpt::io::Dir::create(out_dir, 0o755)
+        .with_context(|| format!("creating {}", out_dir.display()))?;
+    if !dir.names()?.is_empty() {
+        let msg = format!(
+            "{} is not empty; --out-dir needs an empty or new directory",
+            out_dir.display()
+        );
+        return Err(UsageError(msg).into());
+    }
+    Ok(dir)
+}
+
 /// One bundle (or tlog-proof) per entry of `range` (all: every entry) at
 /// `size`, written to `out_dir` as `<index>.bundle.json` (`.tlog-proof`),
 /// in parallel, as one batch: the files are synced together once, at the
@@ -136,17 +217,7 @@ pub(super) fn prove_many(
         );
         return Err(UsageError(msg).into());
     }
-    // A new or empty directory, never one reached through a link at its
-    // name; the bundles are written into it as one batch (NewFiles).
-    let dir = rcpt::io::Dir::create(out_dir, 0o755)
-        .with_context(|| format!("creating {}", out_dir.display()))?;
-    if !dir.names()?.is_empty() {
-        let msg = format!(
-            "{} is not empty; --out-dir needs an empty or new directory",
-            out_dir.display()
-        );
-        return Err(UsageError(msg).into());
-    }
+    let dir = empty_out_dir(out_dir)?;
     let outputs = rcpt::io::NewFiles::new(dir, rcpt::io::OUTPUT_FILE_MODE);
     let progress = std::sync::Mutex::new(Progress::new(Some(range.end - range.start), "proving"));
     let done = std::sync::atomic::AtomicU64::new(0);

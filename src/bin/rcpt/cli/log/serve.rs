@@ -90,7 +90,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::cli::units::serve_wait)]
     witness_grace: Duration,
     #[command(flatten)]
-    at: super::EndpointArg,
+    at: super::args::EndpointArg,
 }
 
 /// The witnesses of `--policy FILE` (old spelling `--witness-policy`).
@@ -164,10 +164,12 @@ pub(super) fn signing_key(
         .with_context(|| format!("reading the private key {}", path.display()))
 }
 
-pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
-    let store = args.at.store(&args.dir)?;
-    // Accepted issuers: --trust, else those the log was initialised with.
-    let accepted = match &args.trust {
+/// Accepted issuers: --trust, else those the log was initialised with.
+fn accepted_of(
+    args: &ServeArgs,
+    store: &Arc<dyn rcpt::storage::Store>,
+) -> anyhow::Result<AcceptedIssuers> {
+    Ok(match &args.trust {
         Some(path) => {
             AcceptedIssuers::from_json(&read_small(path, "trust file")?).map_err(|e| {
                 let e = anyhow::Error::new(e);
@@ -178,7 +180,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
                 ))
             })?
         }
-        None => Log::open_store(Arc::clone(&store), None)?
+        None => Log::open_store(Arc::clone(store), None)?
             .accepted_issuers()?
             .ok_or_else(|| {
                 UsageError(format!(
@@ -188,7 +190,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
                     args.dir.display()
                 ))
             })?,
-    };
+    })
+}
+
+pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
+    let store = args.at.store(&args.dir)?;
+    let accepted = accepted_of(&args, &store)?;
     let config = ServeConfig {
         key: signing_key(&args.dir, &store, args.key.as_deref())?,
         dir: args.dir,

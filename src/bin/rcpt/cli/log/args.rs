@@ -1,0 +1,225 @@
+//! The arguments of `rcpt log`: its subcommands, and the log key and
+//! object-store endpoint they share.
+
+use super::monitor;
+use super::prove;
+use super::store::{s3_hint, store_at};
+#[cfg(feature = "net")]
+use super::{mirror, serve, submit};
+use clap::Subcommand;
+use rcpt::limits::MAX_APPEND_BATCH_ENTRIES;
+use rcpt::log::Log;
+use rcpt::storage::Store;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+#[derive(Subcommand)]
+pub enum LogCommand {
+    /// Create an empty log.
+    #[command(after_help = "Example:
+  rcpt log init log/ --origin log.example/receipts --key logkey.key")]
+    Init {
+        /// The log directory to create (C2SP tlog-tiles layout).
+        dir: PathBuf,
+        /// Checkpoint origin line, also the log key's name.
+        #[arg(long)]
+        origin: String,
+        /// The log's private key (PKCS#8 PEM), kept outside DIR.
+        #[arg(long)]
+        key: PathBuf,
+        /// Trust file whose issuers the log accepts (kept in DIR/.rcpt/):
+        /// append then refuses an envelope without a valid signature by
+        /// the accepted issuer its receipt names.
+        /// The format `rcpt trust new` writes: {"issuers": [{"verifier_key":
+        /// "NAME+HASH+KEY"}], "logs": [{"verifier_key": "ORIGIN+HASH+KEY"}]}.
+        #[arg(long)]
+        trust: Option<PathBuf>,
+        #[command(flatten)]
+        at: EndpointArg,
+    },
+    /// Append envelopes (.json files, or '-' for JSON Lines on stdin).
+    #[command(after_help = "Example:
+  rcpt log append log/ envelope.json")]
+    Append {
+        /// The log directory.
+        dir: PathBuf,
+        /// The log's private key (default: the key file given at init).
+        #[arg(long)]
+        key: Option<PathBuf>,
+        /// Trust file whose issuers this append accepts (default: the one
+        /// given at init; with neither, signatures are not checked).
+        /// The format `rcpt trust new` writes: {"issuers": [{"verifier_key":
+        /// "NAME+HASH+KEY"}], "logs": [{"verifier_key": "ORIGIN+HASH+KEY"}]}.
+        #[arg(long)]
+        trust: Option<PathBuf>,
+        /// Output: `human` lines, or `json`: one JSON object a line.
+        #[arg(long, value_enum, default_value = "human")]
+        format: crate::cli::LineFormat,
+        /// Old spelling of `--format json`.
+        #[arg(long, hide = true)]
+        json: bool,
+        /// Wait for another writer to finish instead of failing at once.
+        #[arg(long)]
+        wait: bool,
+        /// Most envelopes per durable batch (each batch is published before
+        /// its lines are printed).
+        #[arg(long, default_value_t = MAX_APPEND_BATCH_ENTRIES as u64,
+              value_parser = clap::value_parser!(u64).range(1..=MAX_APPEND_BATCH_ENTRIES as u64))]
+        batch: u64,
+        /// Envelope files (.json), or '-' for JSON Lines of envelopes on standard input.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<String>,
+        #[command(flatten)]
+        at: EndpointArg,
+    },
+    /// Print the latest checkpoint.
+    #[command(after_help = "Example:
+  rcpt log checkpoint log/ > checkpoint.txt")]
+    Checkpoint {
+        /// The log directory.
+        dir: PathBuf,
+        #[command(flatten)]
+        key: LogKeyArg,
+    },
+    /// Write the proof bundle of one receipt.
+    Prove(prove::ProveArgs),
+    /// Print a consistency proof between two tree sizes.
+    #[command(after_help = "Example:
+  rcpt log consistency log/ --from 3 --to 10 --format json >> proofs.jsonl")]
+    Consistency {
+        /// The log directory.
+        dir: PathBuf,
+        /// The older tree size (a published checkpoint's size).
+        #[arg(long)]
+        from: u64,
+        /// The newer tree size (default: the latest checkpoint's).
+        #[arg(long)]
+        to: Option<u64>,
+        /// Output: `human` (also `text`): one base64 hash a line; `json`:
+        /// {"from", "to", "proof"}. `rcpt verify --consistency` reads both.
+        #[arg(long, value_enum, default_value = "human")]
+        format: crate::cli::LineFormat,
+        /// Old spelling of `--format json`.
+        #[arg(long, hide = true)]
+        json: bool,
+        #[command(flatten)]
+        key: LogKeyArg,
+    },
+    /// Recompute every tile and the root; verify the checkpoint.
+    #[command(after_help = "Example:
+  rcpt log check log/")]
+    Check {
+        /// The log directory.
+        dir: PathBuf,
+        #[command(flatten)]
+        key: LogKeyArg,
+    },
+    /// Serve the log over HTTP: tlog-tiles read API and POST /add.
+    #[cfg(feature = "net")]
+    Serve(serve::ServeArgs),
+    /// Submit envelopes to a log service; verify and print each bundle's index.
+    #[cfg(feature = "net")]
+    Submit(submit::SubmitArgs),
+    /// Copy a served log's public files, checked, into a local directory.
+    #[cfg(feature = "net")]
+    Mirror(mirror::MirrorArgs),
+    #[cfg(not(feature = "net"))]
+    #[command(hide = true)]
+    Serve(crate::cli::WithoutNet),
+    #[cfg(not(feature = "net"))]
+    #[command(hide = true)]
+    Submit(crate::cli::WithoutNet),
+    #[cfg(not(feature = "net"))]
+    #[command(hide = true)]
+    Mirror(crate::cli::WithoutNet),
+    /// Watch a log: check that it only grows, check every entry, report what concerns you.
+    Monitor(Box<monitor::MonitorArgs>),
+}
+
+/// How a reader finds the log key: the log's settings, or `--log-key`
+/// for a copy of its public files.
+#[derive(clap::Args)]
+pub struct LogKeyArg {
+    /// The log's key (NAME+HASH+KEY, or ORIGIN=KEY), to read a copy of a
+    /// log's public files that has no .rcpt/settings.json; checked against
+    /// the settings when they exist. Always key text, never a file name.
+    #[arg(long = "log-key", value_name = "VKEY", conflicts_with = "log_key_file")]
+    pub(super) log_key: Option<String>,
+    /// A file holding the log's key (its .vkey), instead of --log-key.
+    #[arg(long = "log-key-file", value_name = "FILE")]
+    pub(super) log_key_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub(super) at: ReadEndpointArg,
+}
+
+/// Where an `s3://BUCKET/PREFIX` log's object store answers, for a command
+/// that only reads (no writer lease).
+#[derive(clap::Args)]
+#[command(next_help_heading = "Object storage (logs at s3://BUCKET/PREFIX)")]
+pub struct ReadEndpointArg {
+    /// The S3 endpoint, http://HOST:PORT (default: $AWS_ENDPOINT_URL_S3,
+    /// then $AWS_ENDPOINT_URL). Credentials and region come from
+    /// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and
+    /// AWS_REGION.
+    #[arg(long, value_name = "URL")]
+    pub(super) endpoint: Option<String>,
+    /// Accepted and ignored (a reader takes no lease): scripts written when
+    /// every log command listed it keep working. Hidden.
+    #[arg(long, value_name = "DURATION", hide = true,
+          value_parser = crate::cli::units::lease_ttl)]
+    pub(super) lease_ttl: Option<std::time::Duration>,
+}
+
+/// Where an `s3://BUCKET/PREFIX` log's object store answers, and the
+/// writer's lease.
+#[derive(clap::Args)]
+#[command(next_help_heading = "Object storage (logs at s3://BUCKET/PREFIX)")]
+pub struct EndpointArg {
+    /// The S3 endpoint, http://HOST:PORT (default: $AWS_ENDPOINT_URL_S3,
+    /// then $AWS_ENDPOINT_URL). Credentials and region come from
+    /// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and
+    /// AWS_REGION.
+    #[arg(long, value_name = "URL")]
+    pub(super) endpoint: Option<String>,
+    /// How long a writer's lease lives without renewal, 1s to 600s (a
+    /// standby takes over about this long after a writer dies).
+    #[arg(long, value_name = "DURATION", default_value = "10s",
+          value_parser = crate::cli::units::lease_ttl)]
+    pub(super) lease_ttl: std::time::Duration,
+}
+
+/// The lease of a command that writes nothing (never taken).
+pub(super) const READ_LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl EndpointArg {
+    /// The store of the log at `dir`: an `s3://` location's bucket, else the directory.
+    pub(crate) fn store(&self, dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
+        store_at(dir, self.endpoint.as_deref(), self.lease_ttl)
+    }
+}
+
+impl ReadEndpointArg {
+    /// The store of the log at `dir`, to read.
+    pub(crate) fn store(&self, dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
+        // A given --lease-ttl is parsed (a bad value is still refused) and
+        // has nothing to govern here.
+        let _ignored = self.lease_ttl;
+        store_at(dir, self.endpoint.as_deref(), READ_LEASE_TTL)
+    }
+}
+
+impl LogKeyArg {
+    /// Open the log at `dir` with this key, if any.
+    pub(super) fn open(&self, dir: &Path) -> anyhow::Result<Log> {
+        let file = self.log_key_file.clone().map(rcpt::io::Source::Path);
+        let key = match (&self.log_key, &file) {
+            (None, None) => None,
+            (text, file) => Some(crate::cli::keyarg::log_key(
+                "--log-key",
+                text.as_deref(),
+                file.as_ref(),
+            )?),
+        };
+        Log::open_store(self.at.store(dir)?, key.as_ref()).map_err(|e| s3_hint(dir, e))
+    }
+}
