@@ -323,11 +323,7 @@ impl Decider for Contracted {
         let mut spent_below = lock(&self.spent_below);
         let since = *spent_below;
         let seen = seen_reads(facts.input);
-        let tool = facts
-            .input
-            .pointer("/tool/name")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default();
+        let (tool, _, _) = call_of(facts);
         let all = self
             .contracts
             .all()
