@@ -213,7 +213,7 @@ pub(super) async fn add(req: Request<Incoming>, ctx: &LogService) -> Reply {
     let receipt_id = admitted.receipt_id;
     let (reply, answer) = oneshot::channel();
     let job = Job {
-        entry: admitted.entry,
+        entry: Some(crate::log::HashedEntry::new(admitted.entry)),
         arrived: Instant::now(),
         want_bundle,
         reply,
