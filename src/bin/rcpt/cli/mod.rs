@@ -229,6 +229,8 @@ fn exit_status_of(e: &anyhow::Error) -> u8 {
                 .is_some_and(InputError::is_bad_path)
             || c.downcast_ref::<rcpt::log::LogError>()
                 .is_some_and(rcpt::log::LogError::is_bad_path)
+            || c.downcast_ref::<rcpt::log::intake::IntakeError>()
+                .is_some_and(rcpt::log::intake::IntakeError::is_bad_invocation)
     });
     if bad_invocation {
         EXIT_USAGE
