@@ -55,7 +55,7 @@ pub enum IntakeError {
         url: String,
     },
     /// The log records no key file, and none was given.
-    #[error("{location} records no key file to append with")]
+    #[error("the log {location} records no key file to append with")]
     NoKeyFile {
         /// Where the log is.
         location: String,

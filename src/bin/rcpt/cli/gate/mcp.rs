@@ -106,7 +106,7 @@ struct KeyArgs {
     #[arg(long, value_name = "NAME")]
     issuer: Option<String>,
     /// Log every receipt: a log directory, s3://BUCKET/PREFIX, or a log service URL.
-    #[arg(long, value_name = "DIR|URL")]
+    #[arg(long, value_name = "DIR|S3|URL")]
     log: Option<String>,
     /// The log service's verifier key (with --log URL).
     #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]

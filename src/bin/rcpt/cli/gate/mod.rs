@@ -113,8 +113,9 @@ pub struct CheckArgs {
     /// The base revision.
     #[arg(long, default_value = "HEAD", value_name = "REV")]
     base: String,
-    /// Append the receipt to a log directory, or submit it to a log service URL.
-    #[arg(long, value_name = "DIR|URL")]
+    /// The log the receipt goes to: a directory or s3://BUCKET/PREFIX (appended
+    /// to with the key the log records), or a log service's URL (submitted to).
+    #[arg(long, value_name = "DIR|S3|URL")]
     log: Option<String>,
     /// The log service's verifier key (with --log URL).
     #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]
@@ -162,8 +163,9 @@ pub struct ApproveArgs {
     /// The approver's name, when no .vkey is beside the key (must match it when one is).
     #[arg(long, value_name = "NAME")]
     issuer: Option<String>,
-    /// Append the approval to a log directory, or submit it to a log service URL.
-    #[arg(long, value_name = "DIR|URL")]
+    /// The log the approval goes to: a directory or s3://BUCKET/PREFIX (appended
+    /// to with the key the log records), or a log service's URL (submitted to).
+    #[arg(long, value_name = "DIR|S3|URL")]
     log: Option<String>,
     /// The log service's verifier key (with --log URL).
     #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]
@@ -232,8 +234,9 @@ pub struct IssueArgs {
     /// The issuer name, when no .vkey is beside the key (must match it when one is).
     #[arg(long, value_name = "NAME")]
     issuer: Option<String>,
-    /// Append the receipt to a log directory, or submit it to a log service URL.
-    #[arg(long, value_name = "DIR|URL")]
+    /// The log the receipt goes to: a directory or s3://BUCKET/PREFIX (appended
+    /// to with the key the log records), or a log service's URL (submitted to).
+    #[arg(long, value_name = "DIR|S3|URL")]
     log: Option<String>,
     /// The log service's verifier key (with --log URL).
     #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]

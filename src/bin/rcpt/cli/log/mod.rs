@@ -19,7 +19,7 @@ mod serve;
 #[cfg(feature = "net")]
 mod submit;
 
-use crate::cli::EXIT_OK;
+use crate::cli::{EXIT_OK, UsageError};
 use clap::Subcommand;
 use rcpt::io::Target;
 use rcpt::limits::MAX_APPEND_BATCH_ENTRIES;
@@ -61,11 +61,21 @@ pub enum LogCommand {
         at: EndpointArg,
     },
     /// Append envelopes (.json files, or '-' for JSON Lines on stdin).
-    #[command(after_help = "Example:
-  rcpt log append log/ envelope.json")]
+    #[command(after_help = "Examples:
+  rcpt log append log/ envelope.json
+  rcpt log append s3://bucket/log envelope.json --endpoint http://127.0.0.1:7480
+  rcpt log append http://127.0.0.1:8080 envelope.json --log-key-file logkey.vkey")]
     Append {
-        /// The log directory.
+        /// The log: a directory, s3://BUCKET/PREFIX, or a log service's
+        /// http(s):// URL (submitted to, as `rcpt log submit` does).
         dir: PathBuf,
+        /// With a log service's URL: its key as text (NAME+HASH+KEY):
+        /// every answer must verify under it.
+        #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]
+        log_key: Option<String>,
+        /// With a log service's URL: a file holding its key (its .vkey).
+        #[arg(long, value_name = "FILE")]
+        log_key_file: Option<PathBuf>,
         /// The log's private key (default: the key file given at init).
         #[arg(long)]
         key: Option<PathBuf>,
@@ -314,6 +324,49 @@ pub(crate) fn s3_hint(dir: &Path, e: rcpt::log::LogError) -> anyhow::Error {
     e.into()
 }
 
+/// `rcpt log append URL`: submitted to the service, as `rcpt log submit` does.
+#[cfg(feature = "net")]
+fn append_to_service(
+    url: String,
+    files: Vec<String>,
+    log_key: Option<String>,
+    log_key_file: Option<PathBuf>,
+    json: bool,
+) -> anyhow::Result<u8> {
+    if log_key.is_none() && log_key_file.is_none() {
+        let msg = format!(
+            "{}: a log service's answers are checked under its key: pass --log-key VKEY or \
+             --log-key-file FILE",
+            rcpt::text::Escaped(&url)
+        );
+        return Err(UsageError(msg).into());
+    }
+    submit::submit(submit::SubmitArgs::for_append(
+        url,
+        files,
+        log_key,
+        log_key_file,
+        json,
+    ))
+}
+
+/// Without `net` there is no HTTP client: a service's URL is refused.
+#[cfg(not(feature = "net"))]
+fn append_to_service(
+    url: String,
+    _: Vec<String>,
+    _: Option<String>,
+    _: Option<PathBuf>,
+    _: bool,
+) -> anyhow::Result<u8> {
+    Err(UsageError(format!(
+        "{}: a log service is reached over HTTP, and this rcpt is built without feature \
+         `net`; give a log directory or s3://BUCKET/PREFIX",
+        rcpt::text::Escaped(&url)
+    ))
+    .into())
+}
+
 /// `rcpt log checkpoint`: the latest signed checkpoint, as stored.
 fn print_checkpoint(log: &Log) -> anyhow::Result<u8> {
     write!(std::io::stdout().lock(), "{}", log.checkpoint())?;
@@ -339,8 +392,13 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             batch,
             files,
             at,
+            log_key,
+            log_key_file,
         } => {
             let json = json || format == crate::cli::LineFormat::Json;
+            if let Location::Service(url) = Location::of_path(&dir) {
+                return append_to_service(url, files, log_key, log_key_file, json);
+            }
             let max_batch = batch as usize;
             let opts = AppendOptions {
                 key,
