@@ -142,30 +142,27 @@ pub(super) fn parse_log_key(
     crate::cli::keyarg::log_key("--log-key", text, file.as_ref())
 }
 
-pub(super) fn signing_key(
-    dir: &Path,
-    store: &Arc<dyn rcpt::storage::Store>,
-    key: Option<&Path>,
-) -> anyhow::Result<SigningKey> {
+/// The service's key: `--key`, else the key file the log records.
+pub(super) fn signing_key(dir: &Path, log: &Log, key: Option<&Path>) -> anyhow::Result<SigningKey> {
     let path = match key {
-        Some(k) => k.to_path_buf(),
-        None => Log::open_store(Arc::clone(store), None)?
-            .key_file()
-            .map(Path::to_path_buf)
-            .ok_or_else(|| {
-                UsageError(format!(
-                    "{} records no key file; pass --key LOG.key",
-                    dir.display()
-                ))
-            })?,
+        Some(k) => k,
+        None => log.key_file().ok_or_else(|| {
+            UsageError(format!(
+                "{} records no key file; pass --key LOG.key",
+                dir.display()
+            ))
+        })?,
     };
-    let pem = rcpt::keys::read_key_file(&path)?;
+    let pem = rcpt::keys::read_key_file(path)?;
     rcpt::keys::signing_key_from_pem(&pem)
         .with_context(|| format!("reading the private key {}", path.display()))
 }
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
     let store = args.at.store(&args.dir)?;
+    // Read once, for the key file and the issuers it records; the
+    // service's writer is the intake's (`Server::bind`).
+    let log = rcpt::log::intake::open_log(Arc::clone(&store))?;
     // Accepted issuers: --trust, else those the log was initialised with.
     let accepted = match &args.trust {
         Some(path) => {
@@ -178,7 +175,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
                 ))
             })?
         }
-        None => Log::open_store(Arc::clone(&store), None)?
+        None => log
             .accepted_issuers()?
             .ok_or_else(|| {
                 UsageError(format!(
@@ -190,7 +187,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
             })?,
     };
     let config = ServeConfig {
-        key: signing_key(&args.dir, &store, args.key.as_deref())?,
+        key: signing_key(&args.dir, &log, args.key.as_deref())?,
         dir: args.dir,
         store: Some(store),
         wait: args.wait,
