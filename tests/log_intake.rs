@@ -60,7 +60,11 @@ fn ok(out: Output, what: &str) -> Output {
 /// `rcpt log checkpoint DIR`.
 fn checkpoint(dir: &Path) -> String {
     let out = ok(
-        rcpt().args(["log", "checkpoint"]).arg(dir).output().unwrap(),
+        rcpt()
+            .args(["log", "checkpoint"])
+            .arg(dir)
+            .output()
+            .unwrap(),
         "log checkpoint",
     );
     String::from_utf8(out.stdout).unwrap()
@@ -142,7 +146,10 @@ fn the_same_envelopes_through_every_way_in_give_logs_that_check_and_bundles_that
         "log append",
     );
     let lines = String::from_utf8(out.stdout).unwrap();
-    let indexes: Vec<&str> = lines.lines().map(|l| l.split(' ').next().unwrap()).collect();
+    let indexes: Vec<&str> = lines
+        .lines()
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
     assert_eq!(indexes, ["0", "1", "2", "3", "4", "2"], "{lines}");
 
     // The gate's hand-off, one envelope at a time.
@@ -294,8 +301,7 @@ fn bad_locations_are_usage_errors_that_say_their_cause_once() {
     refused_once(&run, "no such directory");
     // Object storage without an endpoint.
     let run = gate_check(&g, "s3://rcpt-test/intake", &out);
-    refused_once(&run, "s3://rcpt-test/intake");
-    assert!(String::from_utf8_lossy(&run.stderr).contains("no object-storage endpoint"));
+    refused_once(&run, "no object-storage endpoint");
     // A malformed bucket.
     let run = gate_check(&g, "s3://b/p", &out);
     refused_once(&run, "s3://b");

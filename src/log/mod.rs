@@ -15,6 +15,8 @@
 //! this reader, `index` (the dedup runs) and `tilebuild` (subtrees into
 //! tiles); `step` names the append's steps; `error` and `settings` are
 //! leaves. The reader uses `index` (for `find`), never `writer` or `check`.
+//! `intake` sits above them all: it uses `admit`, `writer` and `bundle`,
+//! and nothing here uses it.
 
 pub mod admit;
 mod bundle;

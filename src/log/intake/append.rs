@@ -58,13 +58,11 @@ impl Intake {
         let mut entries = Vec::with_capacity(envelopes.len());
         let mut ids = Vec::with_capacity(envelopes.len());
         for (position, e) in envelopes.iter().enumerate() {
-            let admitted = self
-                .admit(e)
-                .map_err(|source| IntakeError::Refused {
-                    position,
-                    of: envelopes.len(),
-                    source,
-                })?;
+            let admitted = self.admit(e).map_err(|source| IntakeError::Refused {
+                position,
+                of: envelopes.len(),
+                source,
+            })?;
             ids.push(admitted.receipt_id);
             entries.push(HashedEntry::new(admitted.entry));
         }

@@ -98,15 +98,15 @@ fn admit_chunk<T: Send, U: Send>(
         .map(|input| match input.envelope {
             Err(u) => (input.tag, Checked::Unread(u), None),
             Ok(bytes) => match admit::admit(&bytes, accepted) {
-                    Ok(a) => {
-                        let signatures = Signatures::as_str(&a.signatures);
-                        let checked = Checked::Admitted(a.receipt_id, signatures);
-                        (input.tag, checked, Some(HashedEntry::new(a.entry)))
-                    }
-                    Err(r) => (input.tag, Checked::Refused(r), None),
-                },
-            })
-            .collect()
+                Ok(a) => {
+                    let signatures = Signatures::as_str(&a.signatures);
+                    let checked = Checked::Admitted(a.receipt_id, signatures);
+                    (input.tag, checked, Some(HashedEntry::new(a.entry)))
+                }
+                Err(r) => (input.tag, Checked::Refused(r), None),
+            },
+        })
+        .collect()
 }
 
 impl Intake {
@@ -126,9 +126,7 @@ impl Intake {
             loop {
                 let chunk = next_chunk(inputs, &mut gathered, max);
                 if let Some(admitting) = pending.take() {
-                    let admitted = admitting
-                        .join()
-                        .map_err(|_| IntakeError::AdmissionThread)?;
+                    let admitted = admitting.join().map_err(|_| IntakeError::AdmissionThread)?;
                     for (tag, c, entry) in admitted {
                         checked.push((tag, c));
                         entries.extend(entry);
@@ -169,7 +167,9 @@ impl Intake {
             for (tag, c) in checked {
                 let outcome = match c {
                     Checked::Admitted(receipt_id, signatures) => Outcome::Logged {
-                        appended: appended.next().ok_or(IntakeError::Short { got: 0, want: 1 })?,
+                        appended: appended
+                            .next()
+                            .ok_or(IntakeError::Short { got: 0, want: 1 })?,
                         receipt_id,
                         signatures,
                     },

@@ -12,22 +12,12 @@ pub enum IntakeError {
     /// The log could not be opened, read, written or proved from.
     #[error(transparent)]
     Log(#[from] LogError),
-    /// An `s3://` location that is not `s3://BUCKET/PREFIX` (its message
-    /// names the text given).
+    /// An `s3://` location or its settings were refused (the location,
+    /// the endpoint, the credentials, the lease; each message says which).
     #[error(transparent)]
-    BadLocation(Box<dyn std::error::Error + Send + Sync>),
-    /// An object-storage location's settings were refused (the endpoint,
-    /// the credentials, the lease).
-    #[error("{location}")]
-    ObjectStorage {
-        /// The `s3://` location given.
-        location: String,
-        /// What is wrong.
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
+    ObjectStorage(Box<dyn std::error::Error + Send + Sync>),
     /// The S3 client could not start.
-    #[error("{location}: starting the S3 client")]
+    #[error("starting the S3 client for {location}")]
     S3Client {
         /// The `s3://` location given.
         location: String,
@@ -122,8 +112,7 @@ impl IntakeError {
     pub fn is_bad_invocation(&self) -> bool {
         match self {
             IntakeError::Log(e) => e.is_bad_path(),
-            IntakeError::ObjectStorage { .. }
-            | IntakeError::BadLocation(_)
+            IntakeError::ObjectStorage(_)
             | IntakeError::NoObjectStorage { .. }
             | IntakeError::EndpointForDirectory { .. }
             | IntakeError::Service { .. }

@@ -103,19 +103,16 @@ fn object_store(
     settings: &StoreSettings<'_>,
 ) -> Result<Arc<dyn Store>, IntakeError> {
     use crate::storage::s3::{self, BlockingClient, LeaseConfig, S3Store};
-    let refused = |source: Box<dyn std::error::Error + Send + Sync>| IntakeError::ObjectStorage {
+    let lease = LeaseConfig::new(settings.lease_ttl)
+        .map_err(|e| IntakeError::ObjectStorage(Box::new(e)))?;
+    let parsed =
+        s3::Location::parse(location).map_err(|e| IntakeError::ObjectStorage(Box::new(e)))?;
+    let config = s3::Settings::from_env(settings.endpoint)
+        .map_err(|e| IntakeError::ObjectStorage(Box::new(e)))?;
+    let client = BlockingClient::new(config, &parsed).map_err(|source| IntakeError::S3Client {
         location: location.to_string(),
         source,
-    };
-    let parsed =
-        s3::Location::parse(location).map_err(|e| IntakeError::BadLocation(Box::new(e)))?;
-    let lease = LeaseConfig::new(settings.lease_ttl).map_err(|e| refused(Box::new(e)))?;
-    let config = s3::Settings::from_env(settings.endpoint).map_err(|e| refused(Box::new(e)))?;
-    let client =
-        BlockingClient::new(config, &parsed).map_err(|source| IntakeError::S3Client {
-            location: location.to_string(),
-            source,
-        })?;
+    })?;
     Ok(Arc::new(S3Store::new(Arc::new(client), parsed, lease)))
 }
 

@@ -86,7 +86,9 @@ impl Intake {
     /// stored checkpoint that already carries a quorum's cosignatures
     /// (after a restart, or a batch of duplicates) is published as it is.
     pub fn publish(&mut self) -> Result<Published, IntakeError> {
-        let Intake { keeper, witness, .. } = self;
+        let Intake {
+            keeper, witness, ..
+        } = self;
         let Some(writer) = keeper.writer() else {
             return Err(IntakeError::WriterAway);
         };
@@ -111,7 +113,10 @@ impl Intake {
         let cosigned = witness.cosign(&unwitnessed, size, Arc::new(log.clone()));
         // Stored before it is published: an answer means the cosigned
         // checkpoint is durable.
-        let stored = cosigned.as_ref().ok().map(|c| writer.add_signatures(&c.note));
+        let stored = cosigned
+            .as_ref()
+            .ok()
+            .map(|c| writer.add_signatures(&c.note));
         witness.witnessed(&Witnessed {
             size,
             published: cosigned.is_ok(),

@@ -12,11 +12,11 @@ use rcpt::gate::{self, GateError};
 use rcpt::io::{Source, Target};
 use rcpt::keys::NoteVerifier;
 use rcpt::limits::MAX_KEY_FILE_BYTES;
+use rcpt::log::intake::{self, Intake, Location, StoreSettings};
 use rcpt::receipt::Verdict;
 use rcpt::receipt::dsse::Envelope;
-use std::io::Write as _;
-use rcpt::log::intake::{self, Intake, Location, StoreSettings};
 use rcpt::storage::Store;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -408,11 +408,7 @@ fn service_target(
 
 /// Without `net` there is no HTTP client: a service's URL is refused.
 #[cfg(not(feature = "net"))]
-fn service_target(
-    url: &str,
-    _: &Option<String>,
-    _: &Option<PathBuf>,
-) -> anyhow::Result<LogTarget> {
+fn service_target(url: &str, _: &Option<String>, _: &Option<PathBuf>) -> anyhow::Result<LogTarget> {
     Err(UsageError(no_net(url)).into())
 }
 

@@ -293,7 +293,14 @@ pub(super) fn append(
                     appended,
                     receipt_id,
                     signatures,
-                } => report_ok(&mut out, opts.json, &name, appended, &receipt_id, signatures)?,
+                } => report_ok(
+                    &mut out,
+                    opts.json,
+                    &name,
+                    appended,
+                    &receipt_id,
+                    signatures,
+                )?,
                 Outcome::Refused(r) => refused.report(&mut out, opts.json, &name, &r.into())?,
                 Outcome::Unread(r) => refused.report(&mut out, opts.json, &name, &r)?,
                 _ => {}

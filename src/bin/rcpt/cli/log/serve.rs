@@ -175,16 +175,14 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
                 ))
             })?
         }
-        None => log
-            .accepted_issuers()?
-            .ok_or_else(|| {
-                UsageError(format!(
-                    "no accepted issuers: {} was initialised without --trust; pass --trust FILE \
+        None => log.accepted_issuers()?.ok_or_else(|| {
+            UsageError(format!(
+                "no accepted issuers: {} was initialised without --trust; pass --trust FILE \
                  with \"issuers\" (the service admits only receipts signed by an accepted \
                  issuer under its own name)",
-                    args.dir.display()
-                ))
-            })?,
+                args.dir.display()
+            ))
+        })?,
     };
     let config = ServeConfig {
         key: signing_key(&args.dir, &log, args.key.as_deref())?,
