@@ -373,15 +373,10 @@ fn print_checkpoint(log: &Log) -> anyhow::Result<u8> {
     Ok(EXIT_OK)
 }
 
-pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
+/// `rcpt log append LOG FILES`: a directory or bucket through its intake,
+/// a service's URL submitted to.
+fn run_append(cmd: LogCommand) -> anyhow::Result<u8> {
     match cmd {
-        LogCommand::Init {
-            dir,
-            origin,
-            key,
-            trust,
-            at,
-        } => init(&dir, &at, &origin, &key, trust.as_deref()),
         LogCommand::Append {
             dir,
             key,
@@ -399,16 +394,29 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
             if let Location::Service(url) = Location::of_path(&dir) {
                 return append_to_service(url, files, log_key, log_key_file, json);
             }
-            let max_batch = batch as usize;
             let opts = AppendOptions {
                 key,
                 trust,
                 json,
                 wait,
-                max_batch,
+                max_batch: batch as usize,
             };
             append(&dir, &at.store(&dir)?, &opts, &files)
         }
+        other => run(other),
+    }
+}
+
+pub fn run(cmd: LogCommand) -> anyhow::Result<u8> {
+    match cmd {
+        LogCommand::Init {
+            dir,
+            origin,
+            key,
+            trust,
+            at,
+        } => init(&dir, &at, &origin, &key, trust.as_deref()),
+        append @ LogCommand::Append { .. } => run_append(append),
         LogCommand::Checkpoint { dir, key } => print_checkpoint(&key.open(&dir)?),
         LogCommand::Prove {
             dir,
