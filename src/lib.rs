@@ -21,7 +21,8 @@
 //! 3. **Where they meet**: [`bundle`], [`trust`], [`fresh`] (a read set
 //!    re-read from a file system or git repository).
 //! 4. **Storage** ([`storage`]: the traits, a directory, S3, the tile reader).
-//! 5. **The log and the witness** ([`log`], [`witness`]), then
+//! 5. **The log and the witness** ([`log`], every way in through
+//!    [`log::intake`]; [`witness`]), then
 //!    [`verify`] and the issuing [`gate`], then the network ([`net`]).
 //!
 //! The `rcpt` binary (`src/bin/rcpt/`) is the only place that prints or

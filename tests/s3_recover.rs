@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rcpt::net::server::log::keeper::REOPEN_MAX_DELAY;
+use rcpt::log::intake::REOPEN_MAX_DELAY;
 use rcpt::storage::s3::client::{MAX_ATTEMPTS, RETRY_BASE_DELAY};
 use rcpt::storage::s3::{BlockingClient, Location};
 use s3_support::{S3Log, Seen};

@@ -1,5 +1,6 @@
 //! bundle: the one place a bundle is assembled from a log entry, for
-//! `rcpt log prove`, the service's `POST /add` answer and every other
+//! `rcpt log prove`, the service's `POST /add` answer, the intake's
+//! [`Published::bundle`](crate::log::intake::Published::bundle) and every other
 //! caller: the envelope decoded from the entry, its receipt checked, the
 //! id computed from the payload, and the proof and checkpoint as given.
 
@@ -14,8 +15,21 @@ impl Log {
     /// the entry and its inclusion proof are read from the tiles.
     pub fn bundle(&self, index: u64, size: u64, checkpoint: &str) -> Result<Bundle, LogError> {
         let entry = self.entry(index)?;
+        self.bundle_of(index, &entry, size, checkpoint)
+    }
+
+    /// The bundle of entry `index` when the caller holds the entry's
+    /// bytes (a service that just appended it): its inclusion proof is
+    /// made here.
+    pub fn bundle_of(
+        &self,
+        index: u64,
+        entry: &[u8],
+        size: u64,
+        checkpoint: &str,
+    ) -> Result<Bundle, LogError> {
         let inclusion = self.inclusion_proof(index, size)?;
-        self.bundle_from(index, &entry, inclusion, size, checkpoint)
+        self.bundle_from(index, entry, inclusion, size, checkpoint)
     }
 
     /// The bundle of entry `index` when the caller already holds the

@@ -1,6 +1,6 @@
 //! log: a tiled transparency log: its reader ([`Log`], here), its one
 //! writer ([`LogWriter`], `writer.rs`), what it admits (`admit.rs`) and its
-//! full check (`check.rs`).
+//! full check (`check.rs`); every way into it is the intake (`intake/`).
 //!
 //! Boundary: this module decides what a log's objects hold and in which
 //! order they become durable (`spec/log.md`); where the bytes live is a
@@ -15,12 +15,15 @@
 //! this reader, `index` (the dedup runs) and `tilebuild` (subtrees into
 //! tiles); `step` names the append's steps; `error` and `settings` are
 //! leaves. The reader uses `index` (for `find`), never `writer` or `check`.
+//! `intake` sits above them all: it uses `admit`, `writer` and `bundle`,
+//! and nothing here uses it.
 
 pub mod admit;
 mod bundle;
 mod check;
 mod error;
 mod index;
+pub mod intake;
 mod settings;
 mod step;
 pub mod tilebuild;
@@ -61,7 +64,7 @@ pub struct Appended {
 /// A log as published: its latest checkpoint, verified, and every proof
 /// and entry the public objects give. Readers take no lock: every object
 /// the checkpoint names is durable and never changes.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Log {
     store: Arc<dyn Store>,
     origin: String,

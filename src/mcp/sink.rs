@@ -10,16 +10,12 @@
 //! in that leaves the pending files, and the next start does it again
 //! (storing is idempotent, the log keeps one index per entry).
 //!
-//! [`ReceiptLog`] is the seam for the log intake: [`WriterLog`] appends
-//! through [`LogWriter`]'s batch append until the intake replaces it.
+//! [`ReceiptLog`] is where the log plugs in: a log's [`Intake`] (a
+//! directory or a bucket), or the binary's submission to a service.
 
 use super::ledger::Pending;
 use crate::gate::store::{GateStore, StoreError};
-use crate::keys::SigningKey;
-use crate::log::admit::{self, AcceptedIssuers};
-use crate::log::{Log, LogError, LogWriter};
-use crate::storage::Store;
-use std::sync::Arc;
+use crate::log::intake::{Intake, IntakeError};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::time::Duration;
 
@@ -37,27 +33,19 @@ pub enum SinkError {
     /// The gate store failed.
     #[error("storing the receipt")]
     Store(#[from] StoreError),
-    /// The log refused or failed.
+    /// The log refused an envelope, or failed.
     #[error("logging the receipts")]
-    Log(#[from] LogError),
-    /// The log refused an envelope.
-    #[error("the log refused receipt {id}: {why}")]
-    Refused {
-        /// The receipt.
-        id: String,
-        /// Why.
-        why: String,
-    },
-    /// Another log (a service) failed.
-    #[error("logging the receipts: {0}")]
-    Remote(String),
+    Log(#[from] IntakeError),
+    /// Another log (a service) refused or failed.
+    #[error("logging the receipts")]
+    Remote(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// A pending file could not be removed.
     #[error(transparent)]
     Ledger(#[from] super::ledger::LedgerError),
 }
 
 /// A log that takes a batch of receipts: the one place receipts leave the
-/// proxy (the log intake replaces [`WriterLog`] here).
+/// proxy.
 pub trait ReceiptLog: Send {
     /// Append `envelopes` (DSSE JSON), durably, in one batch.
     fn append(&mut self, envelopes: &[&str]) -> Result<(), SinkError>;
@@ -65,67 +53,19 @@ pub trait ReceiptLog: Send {
     fn idle(&mut self) {}
 }
 
-/// A log on a [`Store`] (a directory, a bucket), appended to in batches
-/// with its own key, the issuers it accepts checked as `log append` does.
-pub struct WriterLog {
-    store: Arc<dyn Store>,
-    key: SigningKey,
-    accepted: Option<AcceptedIssuers>,
-    writer: Option<LogWriter>,
-}
-
-impl std::fmt::Debug for WriterLog {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WriterLog").finish_non_exhaustive()
-    }
-}
-
-impl WriterLog {
-    /// The log at `store`, appended to with `key` (the log's own key).
-    pub fn open(store: Arc<dyn Store>, key: SigningKey) -> Result<WriterLog, LogError> {
-        let log = Log::open_store(Arc::clone(&store), None)?;
-        let accepted = log.accepted_issuers()?;
-        Ok(WriterLog {
-            store,
-            key,
-            accepted,
-            writer: None,
-        })
-    }
-}
-
-impl ReceiptLog for WriterLog {
+/// A log on a store (a directory, a bucket), through its intake: the
+/// envelopes admitted under the issuers it accepts (as `log append`
+/// admits them), appended in one durable batch, its checkpoint published;
+/// its writer released while the proxy is idle.
+impl ReceiptLog for Intake {
     fn append(&mut self, envelopes: &[&str]) -> Result<(), SinkError> {
-        let mut entries = Vec::with_capacity(envelopes.len());
-        for e in envelopes {
-            let admitted = admit::admit(e.as_bytes(), self.accepted.as_ref()).map_err(|r| {
-                SinkError::Refused {
-                    id: String::new(),
-                    why: r.to_string(),
-                }
-            })?;
-            entries.push(admitted.entry);
-        }
-        let writer = match &mut self.writer {
-            Some(w) => w,
-            None => self.writer.insert(LogWriter::open_store(
-                Arc::clone(&self.store),
-                &self.key,
-                true,
-            )?),
-        };
-        match writer.append(&entries) {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                // The next batch opens (and repairs) afresh.
-                self.writer = None;
-                Err(e.into())
-            }
-        }
+        let bytes: Vec<&[u8]> = envelopes.iter().map(|e| e.as_bytes()).collect();
+        self.append_envelopes(&bytes)?;
+        Ok(())
     }
 
     fn idle(&mut self) {
-        self.writer = None;
+        self.release();
     }
 }
 

@@ -67,6 +67,8 @@ pub(super) fn exit_status_of(e: &anyhow::Error) -> u8 {
                     .is_some_and(rcpt::mcp::contract::ContractError::is_usage)
                 || c.downcast_ref::<rcpt::mcp::learn::LearnError>()
                     .is_some_and(rcpt::mcp::learn::LearnError::is_usage)
+                || c.downcast_ref::<rcpt::log::intake::IntakeError>()
+                    .is_some_and(rcpt::log::intake::IntakeError::is_bad_invocation)
         });
     if bad_invocation {
         EXIT_USAGE

@@ -4,8 +4,9 @@
 //! HTTP/1.1) serve the read API (C2SP tlog-tiles) and admit `POST /add`
 //! submissions; one dedicated writer thread closes batches (at
 //! `batch_max` entries or `batch_wait` after a batch's first entry) and
-//! integrates each with one durable append ([`LogWriter::append`]: every
-//! tile, then the checkpoint, fsynced and renamed). A submitter is answered
+//! integrates each with one durable append through the log's intake
+//! ([`Intake::append_hashed`]: every tile, then the checkpoint, fsynced
+//! and renamed; [`Intake::publish`]: cosigned first when witnessed). A submitter is answered
 //! only after the append that holds its entry has published its checkpoint,
 //! so every 200 survives a crash of the process at any instant.
 //!
@@ -17,7 +18,8 @@
 use crate::keys::SigningKey;
 use crate::limits::{MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BUNDLE_BYTES, MAX_ENVELOPE_BYTES};
 use crate::log::admit::AcceptedIssuers;
-use crate::log::{Log, LogError, LogWriter};
+use crate::log::intake::{Intake, IntakeError};
+use crate::log::{Log, LogError};
 use crate::net::client::witnessing::Witnessing;
 pub use crate::net::server::{CACHE_NONE, MAX_LOGGED_PATH_BYTES, RequestSink};
 use crate::net::server::{Limits, bind, runtime_with_stop, serve};
@@ -99,6 +101,9 @@ pub enum ServeError {
     /// Opening or writing the log failed.
     #[error(transparent)]
     Log(#[from] LogError),
+    /// Opening the log's intake failed.
+    #[error(transparent)]
+    Intake(#[from] IntakeError),
     /// The listening socket could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -129,7 +134,7 @@ pub struct Summary {
 /// A bound, not yet running, service: it holds the writer lock and the socket.
 pub struct Server {
     config: ServeConfig,
-    writer: LogWriter,
+    intake: Intake,
     listener: std::net::TcpListener,
 }
 
@@ -156,14 +161,23 @@ impl Server {
                 "--queue-max must be 1..={MAX_QUEUE}"
             )));
         }
-        let writer = LogWriter::open_store(config.open_store(), &config.key, config.wait)?;
+        let intake = Intake::serve(
+            config.open_store(),
+            config.key.clone(),
+            config.accepted.clone(),
+            config.wait,
+        )
+        .map_err(|e| match e {
+            IntakeError::Log(e) => ServeError::Log(e),
+            e => ServeError::Intake(e),
+        })?;
         let listener = bind(addr).map_err(|source| ServeError::Bind {
             addr: addr.to_string(),
             source,
         })?;
         Ok(Server {
             config,
-            writer,
+            intake,
             listener,
         })
     }
@@ -190,14 +204,13 @@ impl Server {
     ) -> Result<Summary, ServeError> {
         let Server {
             config,
-            writer,
+            mut intake,
             listener,
         } = self;
-        let shared = Arc::new(Shared::new(
-            writer.log(),
-            &config.dir,
-            config.witnessing.clone(),
-        ));
+        let Some(log) = intake.log() else {
+            return Err(IntakeError::WriterAway.into());
+        };
+        let shared = Arc::new(Shared::new(log, &config.dir, config.witnessing.clone()));
         let (tx, rx) = mpsc::channel::<Job>();
         let batcher = Batcher {
             config: config.clone(),
@@ -208,7 +221,7 @@ impl Server {
         };
         let thread = std::thread::Builder::new()
             .name("rcpt-log-writer".to_string())
-            .spawn(move || batcher.run(writer, rx))
+            .spawn(move || batcher.run(intake, rx))
             .map_err(ServeError::Start)?;
         let service = LogService {
             shared: Arc::clone(&shared),
@@ -235,7 +248,6 @@ impl Server {
     }
 }
 
-pub mod keeper;
 mod observe;
 mod reply;
 mod routes;
@@ -254,22 +266,6 @@ use status::*;
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
-
-    #[test]
-    fn witnesses_are_sent_the_note_with_the_log_lines_only() {
-        let key = SigningKey::from_bytes(&[3; 32]);
-        let origin = "example.com/strip";
-        let note = crate::log::sign_checkpoint(origin, 5, [7; 32], &key).unwrap();
-        let verifier = crate::keys::NoteVerifier::new(origin, key.verifying_key()).unwrap();
-        let body = crate::tlog::note::Note::parse(note.as_bytes())
-            .unwrap()
-            .text;
-        let w = SigningKey::from_bytes(&[4; 32]);
-        let line = crate::tlog::cosig::sign(&body, "witness.example/a", &w, 1).unwrap();
-        let cosigned = format!("{note}{line}");
-        assert_eq!(log_signed_only(&cosigned, &verifier), note);
-        assert_eq!(log_signed_only(&note, &verifier), note);
-    }
 
     fn tile(path: &str) -> TileKey {
         match PublicKey::from_path(path) {

@@ -213,7 +213,7 @@ pub(super) async fn add(req: Request<Incoming>, ctx: &LogService) -> Reply {
     let receipt_id = admitted.receipt_id;
     let (reply, answer) = oneshot::channel();
     let job = Job {
-        entry: admitted.entry,
+        entry: Some(crate::log::HashedEntry::new(admitted.entry)),
         arrived: Instant::now(),
         want_bundle,
         reply,
@@ -258,10 +258,8 @@ pub(super) async fn answered(receipt_id: String, entry: Option<Vec<u8>>, a: Answ
         );
     };
     let made = tokio::task::spawn_blocking(move || {
-        let inclusion = log.inclusion_proof(a.index, a.tree_size)?;
         // The published checkpoint, with any witness cosignatures.
-        let checkpoint = a.checkpoint.to_string();
-        let bundle = log.bundle_from(a.index, &entry, inclusion, a.tree_size, &checkpoint)?;
+        let bundle = log.bundle_of(a.index, &entry, a.tree_size, &a.checkpoint)?;
         Ok::<_, LogError>(bundle.to_json())
     })
     .await;

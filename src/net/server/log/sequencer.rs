@@ -2,11 +2,14 @@
 //! `batch_wait` after the first), integrates each with one durable append,
 //! gets the checkpoint witnessed when a policy is set, publishes it, and only
 //! then answers the batch. No HTTP types: a submission is a [`Job`] with an
-//! answer channel (Tessera's queue and Sunlight's sequencer split).
+//! answer channel (Tessera's queue and Sunlight's sequencer split). The
+//! append, the writer's care and the publication are the log's intake
+//! (`log::intake`); witnessing plugs into it as a [`Witness`].
 
-use super::keeper::{Tended, WriterKeeper};
 use super::*;
-use crate::net::client::witnessing::{Prover, Stopped, Witnessing};
+use crate::log::HashedEntry;
+use crate::log::intake::{Cosigned, NotCosigned, Published, Tended, Witness, Witnessed};
+use crate::net::client::witnessing::{Prover, Witnessing};
 use std::sync::mpsc;
 
 /// How long the writer sleeps when an open batch's queue is empty (see
@@ -16,7 +19,9 @@ const BATCH_POLL: Duration = Duration::from_millis(1);
 
 /// One admitted submission waiting for its batch.
 pub(super) struct Job {
-    pub(super) entry: Vec<u8>,
+    /// The admitted entry, hashed on the worker that admitted it (taken
+    /// by the writer).
+    pub(super) entry: Option<HashedEntry>,
     /// When the submission was queued: its batch closes `batch_wait` after
     /// the arrival of its first entry, not after the writer picked it up.
     pub(super) arrived: Instant,
@@ -68,63 +73,84 @@ pub(super) fn millis(d: Duration) -> f64 {
 impl Batcher {
     /// Run until every sender is gone and the queue is empty; returns
     /// (appends made, submissions integrated).
-    pub(super) fn run(self, writer: LogWriter, rx: mpsc::Receiver<Job>) -> (u64, u64) {
+    pub(super) fn run(self, intake: Intake, rx: mpsc::Receiver<Job>) -> (u64, u64) {
+        let mut intake = match &self.config.witnessing {
+            Some(w) => intake.with_witness(Box::new(ServiceWitness {
+                witnessing: Arc::clone(w),
+                runtime: self.runtime.clone(),
+                sink: Arc::clone(&self.sink),
+                stop: self.stop.clone(),
+            })),
+            None => intake,
+        };
         // A witnessed log first gets its current checkpoint cosigned (after
         // a restart, the one it may not have published before stopping).
-        let mut writer = writer;
         if self.config.witnessing.is_some() {
-            let _ = self.publish(&mut writer);
+            let _ = self.publish(&mut intake);
         }
-        let mut keeper = WriterKeeper::new(writer, self.config.key.clone());
         let (mut batches, mut integrated) = (0u64, 0u64);
-        while let Some(mut jobs) = self.next_batch(&rx, &mut keeper) {
-            let Some(w) = keeper.writer() else {
+        while let Some(jobs) = self.next_batch(&rx, &mut intake) {
+            if !intake.writing() {
                 reply_all(jobs, &NotLogged::Unavailable(WRITER_AWAY.into()));
                 continue;
-            };
-            let entries: Vec<Vec<u8>> = jobs
-                .iter_mut()
-                .map(|j| std::mem::take(&mut j.entry))
-                .collect();
-            let closed = Instant::now();
-            let wait = jobs.first().map_or(Duration::ZERO, |j| closed - j.arrived);
-            let appended = w.append(&entries);
-            let line = |new: usize, size: u64, error: Option<String>| BatchLine {
-                event: "batch",
-                entries: entries.len(),
-                new,
-                tree_size: size,
-                wait_ms: millis(wait),
-                append_ms: millis(closed.elapsed()),
-                error,
-            };
-            match appended {
-                Ok(results) => {
-                    self.shared.metrics.batch(entries.len(), closed.elapsed());
-                    let new = results.iter().filter(|a| a.new).count();
-                    self.log_line(&line(new, w.log().size(), None));
-                    batches += 1;
-                    integrated += jobs.len() as u64;
-                    self.answer(w, jobs, &results);
-                }
-                Err(e) => {
-                    self.shared.metrics.append_failed();
-                    let detail = format!("the log append failed: {}", crate::io::error_chain(&e));
-                    self.log_line(&line(0, w.log().size(), Some(detail.clone())));
-                    reply_all(jobs, &NotLogged::Failed(detail));
-                    // The writer keeps its lock and repairs what the failed
-                    // append left past the checkpoint at its next append
-                    // (spec/log.md), however long the store stays down.
-                    // Only a stopped writer (its lease lost, another
-                    // writer's checkpoint found) is dropped, and the keeper
-                    // opens it again.
-                    if let Some(reason) = keeper.failed(&e) {
-                        self.writer_away(reason);
-                    }
-                }
+            }
+            let count = jobs.len() as u64;
+            if self.integrate(&mut intake, jobs) {
+                batches += 1;
+                integrated += count;
             }
         }
         (batches, integrated)
+    }
+
+    /// Append one batch through the intake and answer its jobs; true when
+    /// the append was durable.
+    fn integrate(&self, intake: &mut Intake, mut jobs: Vec<Job>) -> bool {
+        let entries: Vec<HashedEntry> = jobs.iter_mut().filter_map(|j| j.entry.take()).collect();
+        let count = entries.len();
+        let closed = Instant::now();
+        let wait = jobs.first().map_or(Duration::ZERO, |j| closed - j.arrived);
+        let before = intake.log().map_or(0, Log::size);
+        let appended = intake.append_hashed(entries);
+        let size = intake.log().map_or(before, Log::size);
+        let line = |new: usize, error: Option<String>| BatchLine {
+            event: "batch",
+            entries: count,
+            new,
+            tree_size: size,
+            wait_ms: millis(wait),
+            append_ms: millis(closed.elapsed()),
+            error,
+        };
+        match appended {
+            Ok(results) => {
+                self.shared.metrics.batch(count, closed.elapsed());
+                let new = results.iter().filter(|a| a.new).count();
+                self.log_line(&line(new, None));
+                self.answer(intake, jobs, &results);
+                true
+            }
+            Err(e) => {
+                self.shared.metrics.append_failed();
+                let chain = match e.log_error() {
+                    Some(inner) => crate::io::error_chain(inner),
+                    None => crate::io::error_chain(&e),
+                };
+                let detail = format!("the log append failed: {chain}");
+                self.log_line(&line(0, Some(detail.clone())));
+                reply_all(jobs, &NotLogged::Failed(detail));
+                // The writer keeps its lock and repairs what the failed
+                // append left past the checkpoint at its next append
+                // (spec/log.md), however long the store stays down.
+                // Only a stopped writer (its lease lost, another
+                // writer's checkpoint found) is dropped, and the intake
+                // opens it again.
+                if let Some(reason) = intake.take_dropped() {
+                    self.writer_away(reason);
+                }
+                false
+            }
+        }
     }
 
     pub(super) fn log_line(&self, line: &BatchLine) {
@@ -145,9 +171,9 @@ impl Batcher {
     pub(super) fn next_batch(
         &self,
         rx: &mpsc::Receiver<Job>,
-        keeper: &mut WriterKeeper,
+        intake: &mut Intake,
     ) -> Option<Vec<Job>> {
-        let first = self.first_job(rx, keeper)?;
+        let first = self.first_job(rx, intake)?;
         let deadline = first.arrived + self.config.batch_wait;
         let mut jobs = vec![first];
         while jobs.len() < self.config.batch_max {
@@ -166,33 +192,31 @@ impl Batcher {
         Some(jobs)
     }
 
-    /// Wait for a job, tending the writer meanwhile ([`WriterKeeper::tend`]:
+    /// Wait for a job, tending the writer meanwhile ([`Intake::tend`]:
     /// a stopped one is opened again when due, an idle one whose hold was
     /// lost is dropped); `None` once the queue is closed and empty.
-    fn first_job(&self, rx: &mpsc::Receiver<Job>, keeper: &mut WriterKeeper) -> Option<Job> {
+    fn first_job(&self, rx: &mpsc::Receiver<Job>, intake: &mut Intake) -> Option<Job> {
         loop {
-            match keeper.tend(*self.stop.borrow()) {
-                Tended::Nothing => {}
+            match intake.tend(*self.stop.borrow()) {
                 Tended::Lost => self.writer_away("the lock was lost"),
                 Tended::Reopened { attempts, after } => {
-                    if let Some(w) = keeper.writer() {
-                        let line = serde_json::json!({"event": "writer", "state": "reopened",
-                            "tree_size": w.log().size(), "attempts": attempts,
-                            "ms": millis(after)});
-                        (self.sink)(&line.to_string());
-                        // Its truth may be past what was served (a
-                        // checkpoint whose answer was lost did land).
-                        let _ = self.publish(w);
-                    }
+                    let size = intake.log().map_or(0, Log::size);
+                    let line = serde_json::json!({"event": "writer", "state": "reopened",
+                        "tree_size": size, "attempts": attempts, "ms": millis(after)});
+                    (self.sink)(&line.to_string());
+                    // Its truth may be past what was served (a
+                    // checkpoint whose answer was lost did land).
+                    let _ = self.publish(intake);
                     self.shared.writer_alive.store(true, Ordering::Relaxed);
                 }
                 Tended::NotYet { error, retry_in } => {
                     let line = serde_json::json!({"event": "writer", "state": "reopen_failed",
-                        "error": error, "retry_in_ms": millis(retry_in)});
+                        "error": crate::io::error_chain(&error), "retry_in_ms": millis(retry_in)});
                     (self.sink)(&line.to_string());
                 }
+                _ => {}
             }
-            match rx.recv_timeout(keeper.next_tick()) {
+            match rx.recv_timeout(intake.next_tick()) {
                 Ok(job) => return Some(job),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => return None,
@@ -207,102 +231,93 @@ impl Batcher {
         (self.sink)(&line.to_string());
     }
 
-    /// Publish the log's checkpoint: at once, or, for a witnessed log,
-    /// once a quorum of the policy's witnesses cosigned it (waiting as
-    /// long as that takes, unless the service stops). The cosigned note is
-    /// first made the log's stored checkpoint ([`LogWriter::add_signatures`];
-    /// spec/witness.md "Witnessed log"), so the log's files, `log prove`
-    /// and a restarted service give it too. A stored checkpoint that
-    /// already carries a quorum's cosignatures (after a restart, or a batch
-    /// of duplicates) is published as it is.
-    pub(super) fn publish(&self, w: &mut LogWriter) -> Result<Arc<str>, Stopped> {
-        let log = w.log();
-        let Some(witnessing) = &self.config.witnessing else {
-            let note: Arc<str> = Arc::from(log.checkpoint());
-            self.shared.publish(log.size(), note.to_string());
-            return Ok(note);
-        };
-        if let Some(cosigners) = quorum_cosigners(witnessing, log.checkpoint()) {
-            let line = serde_json::json!({"event": "witnessed", "tree_size": log.size(),
-                "published": true, "cosigners": cosigners, "ms": 0.0, "from_store": true});
-            (self.sink)(&line.to_string());
-            let note: Arc<str> = Arc::from(log.checkpoint());
-            self.shared.publish(log.size(), note.to_string());
-            return Ok(note);
-        }
-        let reader = Log::open_store(Arc::clone(log.store()), None).map(Arc::new);
-        let prover: Prover = Arc::new(move |m, n| match &reader {
-            Ok(r) => r.consistency_proof(m, n).map_err(|e| e.to_string()),
-            Err(e) => Err(format!("opening the log for a proof: {e}")),
-        });
-        let started = Instant::now();
-        let size = log.size();
-        let unwitnessed = log_signed_only(log.checkpoint(), log.verifier());
-        let cosigned = self.runtime.block_on(witnessing.witness(
-            &unwitnessed,
-            size,
-            prover,
-            Arc::clone(&self.sink),
-            self.stop.clone(),
-        ));
-        let cosigners = cosigned.as_ref().map(|c| c.cosigners.clone()).ok();
-        // Stored before it is published: a submitter's answer means the
-        // cosigned checkpoint is durable.
-        let stored = cosigned.as_ref().ok().map(|c| w.add_signatures(&c.note));
-        let error = match &stored {
-            Some(Err(e)) => Some(format!("storing the cosigned checkpoint: {e}")),
-            _ => None,
-        };
-        let line = serde_json::json!({"event": "witnessed", "tree_size": size,
-            "published": cosigned.is_ok(), "cosigners": cosigners,
-            "ms": millis(started.elapsed()), "stored": matches!(stored, Some(Ok(()))),
-            "error": error});
-        (self.sink)(&line.to_string());
-        let note: Arc<str> = Arc::from(cosigned?.note);
-        self.shared.publish(size, note.to_string());
-        Ok(note)
+    /// Publish the log's checkpoint through the intake (for a witnessed
+    /// log, once a quorum of the policy's witnesses cosigned it, waiting
+    /// as long as that takes unless the service stops), then serve it.
+    pub(super) fn publish(&self, intake: &mut Intake) -> Option<Published> {
+        let published = intake.publish().ok()?;
+        self.shared
+            .publish(published.size, published.checkpoint.to_string());
+        Some(published)
     }
 
     /// The append is durable: publish its checkpoint, then answer each job
     /// (not before: a submitter's answer means its entry is published).
     pub(super) fn answer(
         &self,
-        w: &mut LogWriter,
+        intake: &mut Intake,
         jobs: Vec<Job>,
         results: &[crate::log::Appended],
     ) {
         let appended = Instant::now();
-        let published = self.publish(w);
-        if published.is_ok() {
-            self.shared.metrics.published(appended.elapsed());
-        }
-        let Ok(checkpoint) = published else {
+        let Some(published) = self.publish(intake) else {
             let detail = "the entry is durably logged, but the service stopped before a quorum \
                           of witnesses cosigned its checkpoint; it is published after a restart";
             reply_all(jobs, &NotLogged::NotWitnessed(detail.into()));
             return;
         };
-        let log = w.log();
-        let snapshot = if jobs.iter().any(|j| j.want_bundle) {
-            Log::open_store(Arc::clone(log.store()), None)
-                .ok()
-                .map(Arc::new)
-        } else {
-            None
-        };
+        self.shared.metrics.published(appended.elapsed());
         for (job, a) in jobs.into_iter().zip(results) {
             let _ = job.reply.send(Ok(Answer {
                 index: a.index,
                 new: a.new,
-                tree_size: log.size(),
-                checkpoint: Arc::clone(&checkpoint),
-                snapshot: if job.want_bundle {
-                    snapshot.clone()
-                } else {
-                    None
-                },
+                tree_size: published.size,
+                checkpoint: Arc::clone(&published.checkpoint),
+                snapshot: job.want_bundle.then(|| Arc::clone(&published.log)),
             }));
         }
+    }
+}
+
+/// The service's witnesses, as the intake asks for them
+/// ([`crate::log::intake::Witness`]): the writer thread waits on the
+/// witnessing requests, and each publication is one line of the service log.
+struct ServiceWitness {
+    witnessing: Arc<Witnessing>,
+    runtime: tokio::runtime::Handle,
+    sink: RequestSink,
+    stop: watch::Receiver<bool>,
+}
+
+impl Witness for ServiceWitness {
+    fn quorum_in(&self, note: &str) -> Option<Vec<String>> {
+        quorum_cosigners(&self.witnessing, note)
+    }
+
+    fn cosign(&self, checkpoint: &str, size: u64, log: Arc<Log>) -> Result<Cosigned, NotCosigned> {
+        let prover: Prover =
+            Arc::new(move |m, n| log.consistency_proof(m, n).map_err(|e| e.to_string()));
+        let witnessed = self.runtime.block_on(self.witnessing.witness(
+            checkpoint,
+            size,
+            prover,
+            Arc::clone(&self.sink),
+            self.stop.clone(),
+        ));
+        match witnessed {
+            Ok(w) => Ok(Cosigned {
+                note: w.note,
+                cosigners: w.cosigners,
+            }),
+            Err(stopped) => Err(NotCosigned(Box::new(stopped))),
+        }
+    }
+
+    fn witnessed(&self, r: &Witnessed<'_>) {
+        let line = if r.from_store {
+            serde_json::json!({"event": "witnessed", "tree_size": r.size,
+                "published": true, "cosigners": r.cosigners, "ms": 0.0, "from_store": true})
+        } else {
+            let error = match r.stored {
+                Some(Err(e)) => Some(format!("storing the cosigned checkpoint: {e}")),
+                _ => None,
+            };
+            serde_json::json!({"event": "witnessed", "tree_size": r.size,
+                "published": r.published, "cosigners": r.cosigners,
+                "ms": millis(r.elapsed), "stored": matches!(r.stored, Some(Ok(()))),
+                "error": error})
+        };
+        (self.sink)(&line.to_string());
     }
 }
 
@@ -320,31 +335,6 @@ pub(super) fn quorum_cosigners(witnessing: &Witnessing, note: &str) -> Option<Ve
     let names =
         names.filter(|(_, s)| matches!(s, crate::tlog::cosig::CosigStatus::Verified { .. }));
     Some(names.map(|(w, _)| w.name.to_string()).collect())
-}
-
-/// `note` with only the signature lines of the log key `verifier`: what
-/// the witnesses are sent (a stored note may carry older cosignatures).
-pub(super) fn log_signed_only(note: &str, verifier: &crate::keys::NoteVerifier) -> String {
-    use base64::Engine;
-    let Ok(parsed) = crate::tlog::note::Note::parse(note.as_bytes()) else {
-        return note.to_string();
-    };
-    let mut out = format!("{}\n", parsed.text);
-    for sig in parsed
-        .signatures
-        .iter()
-        .filter(|s| s.name == verifier.name && s.key_hash == verifier.key_hash)
-    {
-        let mut raw = sig.key_hash.to_vec();
-        raw.extend_from_slice(&sig.sig);
-        let b64 = base64::engine::general_purpose::STANDARD.encode(raw);
-        out.push_str(&format!(
-            "{}{} {b64}\n",
-            crate::tlog::note::SIGNATURE_LINE_PREFIX,
-            sig.name
-        ));
-    }
-    out
 }
 
 /// The answer to a submission queued while the writer is away.

@@ -5,19 +5,18 @@
 //! writes the tool table from the server's list; `rcpt gate undo RECEIPT
 //! --store DIR --root DIR` puts a step's files back.
 
-#[cfg(feature = "net")]
-use super::LogTarget;
-use super::{IssueArgs, UndoArgs, log_target_of, publish, verdict_line};
+use super::{IssueArgs, LogTarget, UndoArgs, log_target_of, publish, verdict_line};
 use crate::cli::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError, read_input, write_target};
 use anyhow::Context as _;
 use rcpt::gate::store::GateStore;
 use rcpt::gate::{self, GateError, Signer};
 use rcpt::io::Target;
 use rcpt::limits::MAX_BUNDLE_BYTES;
+use rcpt::log::intake::Intake;
 use rcpt::mcp::contract::{Contracts, DEFAULT_MAX_AGE};
 use rcpt::mcp::contracted::{Contracted, Recorded, Recording};
 use rcpt::mcp::files::Root;
-use rcpt::mcp::sink::{Finisher, ReceiptLog, SinkError, WriterLog};
+use rcpt::mcp::sink::{Finisher, ReceiptLog, SinkError};
 use rcpt::mcp::{Gate, GateParts, Relay, RulesDecider, TableDecider, ToolPolicy};
 use rcpt::receipt::dsse::Envelope;
 use rcpt::text::Escaped;
@@ -107,7 +106,7 @@ struct KeyArgs {
     #[arg(long, value_name = "NAME")]
     issuer: Option<String>,
     /// Log every receipt: a log directory, s3://BUCKET/PREFIX, or a log service URL.
-    #[arg(long, value_name = "DIR|URL")]
+    #[arg(long, value_name = "DIR|S3|URL")]
     log: Option<String>,
     /// The log service's verifier key (with --log URL).
     #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]
@@ -406,38 +405,20 @@ fn serve_http(relay: Relay, _: std::net::SocketAddr, _: &RunArgs) -> anyhow::Res
     Err(UsageError("this rcpt is built without feature `net`: no Streamable HTTP".into()).into())
 }
 
-/// The log receipts go to: a directory or bucket (appended to with the
-/// log's own key, in batches), or a service (submitted).
+/// The log receipts go to: a directory or bucket (through its intake,
+/// with the log's own key, in batches), or a service (submitted).
 fn receipt_log(k: &KeyArgs) -> anyhow::Result<Option<Box<dyn ReceiptLog>>> {
-    let Some(location) = &k.log else {
+    let Some(target) = log_target_of(&k.log, &k.log_key, &k.log_key_file)? else {
         return Ok(None);
     };
-    if location.starts_with("http://") || location.starts_with("https://") {
-        #[cfg(feature = "net")]
-        {
-            let target = log_target_of(&k.log, &k.log_key, &k.log_key_file)?;
-            return Ok(target.map(|t| Box::new(ServiceLog(t)) as Box<dyn ReceiptLog>));
+    match target {
+        LogTarget::Store(store) => {
+            let intake = Intake::open(store, rcpt::log::intake::Options::recorded(true))?;
+            Ok(Some(Box::new(intake)))
         }
-        #[cfg(not(feature = "net"))]
-        return Err(UsageError("this rcpt is built without feature `net`".into()).into());
+        #[cfg(feature = "net")]
+        service @ LogTarget::Url(..) => Ok(Some(Box::new(ServiceLog(service)))),
     }
-    let store = crate::cli::log::store_at(
-        Path::new(location),
-        None,
-        std::time::Duration::from_secs(10),
-    )?;
-    let log = rcpt::log::Log::open_store(std::sync::Arc::clone(&store), None)
-        .with_context(|| format!("opening the log {location}"))
-        .map_err(|e| UsageError(format!("{e:#}")))?;
-    let key_file = log.key_file().map(Path::to_path_buf).ok_or_else(|| {
-        UsageError(format!(
-            "the log {location} records no key file to append with"
-        ))
-    })?;
-    let pem = rcpt::keys::read_key_file(&key_file)?;
-    let log_key = rcpt::keys::signing_key_from_pem(&pem)
-        .with_context(|| format!("reading the log key {}", key_file.display()))?;
-    Ok(Some(Box::new(WriterLog::open(store, log_key)?)))
 }
 
 /// A log service: each receipt submitted, its bundle checked against the log key.
@@ -448,9 +429,8 @@ struct ServiceLog(LogTarget);
 impl ReceiptLog for ServiceLog {
     fn append(&mut self, envelopes: &[&str]) -> Result<(), SinkError> {
         for e in envelopes {
-            let env =
-                Envelope::from_json(e.as_bytes()).map_err(|e| SinkError::Remote(e.to_string()))?;
-            publish(&self.0, &env).map_err(|e| SinkError::Remote(format!("{e:#}")))?;
+            let env = Envelope::from_json(e.as_bytes()).map_err(|e| SinkError::Remote(e.into()))?;
+            publish(&self.0, &env).map_err(|e| SinkError::Remote(e.into()))?;
         }
         Ok(())
     }

@@ -12,10 +12,13 @@ use rcpt::gate::{self, GateError};
 use rcpt::io::{Source, Target};
 use rcpt::keys::NoteVerifier;
 use rcpt::limits::MAX_KEY_FILE_BYTES;
+use rcpt::log::intake::{self, Intake, Location, StoreSettings};
 use rcpt::receipt::Verdict;
 use rcpt::receipt::dsse::Envelope;
+use rcpt::storage::Store;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 mod apply;
 mod approve;
@@ -110,8 +113,9 @@ pub struct CheckArgs {
     /// The base revision.
     #[arg(long, default_value = "HEAD", value_name = "REV")]
     base: String,
-    /// Append the receipt to a log directory, or submit it to a log service URL.
-    #[arg(long, value_name = "DIR|URL")]
+    /// The log the receipt goes to: a directory or s3://BUCKET/PREFIX (appended
+    /// to with the key the log records), or a log service's URL (submitted to).
+    #[arg(long, value_name = "DIR|S3|URL")]
     log: Option<String>,
     /// The log service's verifier key (with --log URL).
     #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]
@@ -159,8 +163,9 @@ pub struct ApproveArgs {
     /// The approver's name, when no .vkey is beside the key (must match it when one is).
     #[arg(long, value_name = "NAME")]
     issuer: Option<String>,
-    /// Append the approval to a log directory, or submit it to a log service URL.
-    #[arg(long, value_name = "DIR|URL")]
+    /// The log the approval goes to: a directory or s3://BUCKET/PREFIX (appended
+    /// to with the key the log records), or a log service's URL (submitted to).
+    #[arg(long, value_name = "DIR|S3|URL")]
     log: Option<String>,
     /// The log service's verifier key (with --log URL).
     #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]
@@ -229,8 +234,9 @@ pub struct IssueArgs {
     /// The issuer name, when no .vkey is beside the key (must match it when one is).
     #[arg(long, value_name = "NAME")]
     issuer: Option<String>,
-    /// Append the receipt to a log directory, or submit it to a log service URL.
-    #[arg(long, value_name = "DIR|URL")]
+    /// The log the receipt goes to: a directory or s3://BUCKET/PREFIX (appended
+    /// to with the key the log records), or a log service's URL (submitted to).
+    #[arg(long, value_name = "DIR|S3|URL")]
     log: Option<String>,
     /// The log service's verifier key (with --log URL).
     #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]
@@ -346,7 +352,10 @@ fn id(base: &str, json: bool) -> anyhow::Result<u8> {
 
 /// Where `--log` sends the receipt.
 pub(super) enum LogTarget {
-    Dir(PathBuf),
+    /// A log's store (a directory or `s3://BUCKET/PREFIX`): appended to
+    /// through its intake, with the key the log records.
+    Store(Arc<dyn Store>),
+    /// A log service: submitted to, the answer checked under its key.
     #[cfg(feature = "net")]
     Url(String, Box<NoteVerifier>),
 }
@@ -363,37 +372,54 @@ pub(super) fn log_target_of(
     let Some(log) = log else {
         return Ok(None);
     };
-    if log.starts_with("http://") || log.starts_with("https://") {
-        let text = match (log_key, log_key_file) {
-            (Some(t), None) => t.clone(),
-            (None, Some(f)) => String::from_utf8_lossy(&read_input(
-                &Source::Path(f.clone()),
-                MAX_KEY_FILE_BYTES,
-                "log key file",
-            )?)
-            .into_owned(),
-            _ => {
-                let msg = "--log URL needs the log's key: --log-key VKEY or --log-key-file FILE";
-                return Err(UsageError(msg.into()).into());
-            }
-        };
-        let key = NoteVerifier::parse(&text).map_err(|e| UsageError(format!("--log-key: {e}")))?;
-        #[cfg(feature = "net")]
-        return Ok(Some(LogTarget::Url(log.clone(), Box::new(key))));
-        #[cfg(not(feature = "net"))]
-        {
-            let _ = key;
-            return Err(UsageError("this rcpt is built without feature `net`".into()).into());
-        }
+    let location = Location::parse(log);
+    if location.is_service() {
+        return service_target(log, log_key, log_key_file).map(Some);
     }
-    let dir = PathBuf::from(log);
+    let store = location.store(&StoreSettings::default())?;
     // Refuse a log that cannot take the receipt before any check runs.
-    let opened = rcpt::log::Log::open(&dir).with_context(|| format!("opening the log {log}"))?;
-    if opened.key_file().is_none() {
-        let msg = format!("the log {log} records no key file to append with");
-        return Err(UsageError(msg).into());
-    }
-    Ok(Some(LogTarget::Dir(dir)))
+    intake::probe(Arc::clone(&store))?;
+    Ok(Some(LogTarget::Store(store)))
+}
+
+/// A log service's URL and its key (`--log-key`, `--log-key-file`).
+#[cfg(feature = "net")]
+fn service_target(
+    url: &str,
+    log_key: &Option<String>,
+    log_key_file: &Option<PathBuf>,
+) -> anyhow::Result<LogTarget> {
+    let text = match (log_key, log_key_file) {
+        (Some(t), None) => t.clone(),
+        (None, Some(f)) => String::from_utf8_lossy(&read_input(
+            &Source::Path(f.clone()),
+            MAX_KEY_FILE_BYTES,
+            "log key file",
+        )?)
+        .into_owned(),
+        _ => {
+            let msg = "--log URL needs the log's key: --log-key VKEY or --log-key-file FILE";
+            return Err(UsageError(msg.into()).into());
+        }
+    };
+    let key = NoteVerifier::parse(&text).map_err(|e| UsageError(format!("--log-key: {e}")))?;
+    Ok(LogTarget::Url(url.to_string(), Box::new(key)))
+}
+
+/// Without `net` there is no HTTP client: a service's URL is refused.
+#[cfg(not(feature = "net"))]
+fn service_target(url: &str, _: &Option<String>, _: &Option<PathBuf>) -> anyhow::Result<LogTarget> {
+    Err(UsageError(no_net(url)).into())
+}
+
+/// The refusal of a log service's URL by a build without `net`.
+#[cfg(not(feature = "net"))]
+pub(super) fn no_net(url: &str) -> String {
+    format!(
+        "--log {}: a log service is reached over HTTP, and this rcpt is built without \
+         feature `net`; give a log directory or s3://BUCKET/PREFIX",
+        rcpt::text::Escaped(url)
+    )
 }
 
 /// A verdict for a person: its reasons, ticket or proof are the
@@ -407,11 +433,22 @@ pub(super) fn verdict_line(v: &Verdict) -> String {
     }
 }
 
-/// Append to a log directory or submit to a service; the bundle JSON.
+/// Hand the envelope to the log: through its intake (a directory or a
+/// bucket), or submitted to a service; the bundle JSON.
 pub(super) fn publish(target: &LogTarget, envelope: &Envelope) -> anyhow::Result<String> {
     let json = envelope.to_json();
     match target {
-        LogTarget::Dir(dir) => append(dir, json.as_bytes()),
+        LogTarget::Store(store) => {
+            let mut intake = Intake::open(Arc::clone(store), intake::Options::recorded(true))?;
+            let bundle = intake.append_for_bundle(json.as_bytes())?;
+            let origin = rcpt::text::Escaped(&bundle.log.origin);
+            eprintln!("log: {origin} index {}", bundle.log.index);
+            let mut text = bundle.to_json();
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            Ok(text)
+        }
         #[cfg(feature = "net")]
         LogTarget::Url(url, key) => {
             let client =
@@ -432,45 +469,4 @@ pub(super) fn publish(target: &LogTarget, envelope: &Envelope) -> anyhow::Result
             Ok(String::from_utf8_lossy(&logged.json).into_owned())
         }
     }
-}
-
-/// Append one envelope to the log at `dir` (checked as `log append` checks
-/// it) and build its bundle at the new size.
-fn append(dir: &Path, json: &[u8]) -> anyhow::Result<String> {
-    let log = rcpt::log::Log::open(dir)?;
-    let key_file = log
-        .key_file()
-        .map(Path::to_path_buf)
-        .context("the log records no key file")?;
-    let admitted = rcpt::log::admit::admit(json, log.accepted_issuers()?.as_ref())?;
-    drop(log);
-    let pem = rcpt::keys::read_key_file(&key_file)?;
-    let log_key = rcpt::keys::signing_key_from_pem(&pem)
-        .with_context(|| format!("reading the log key {}", key_file.display()))?;
-    let mut writer = rcpt::log::LogWriter::open(dir, &log_key, true)?;
-    let index = writer
-        .append(std::slice::from_ref(&admitted.entry))?
-        .first()
-        .map(|a| a.index)
-        .context("append returned nothing")?;
-    drop(writer);
-    let log = rcpt::log::Log::open(dir)?;
-    let size = log.size();
-    let bundle = rcpt::bundle::Bundle {
-        receipt_id: admitted.receipt_id.clone(),
-        envelope: Envelope::from_entry(&admitted.entry)?,
-        log: rcpt::bundle::LogProof {
-            origin: log.origin().to_string(),
-            index,
-            tree_size: size,
-            inclusion: log.inclusion_proof(index, size)?,
-            checkpoint: log.checkpoint_at(size)?,
-        },
-    };
-    eprintln!("log: {} index {index}", log.origin());
-    let mut text = bundle.to_json();
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
-    Ok(text)
 }

@@ -1,17 +1,14 @@
 //! `rcpt log append`: read envelopes (files or JSON Lines on standard input),
-//! admit them in parallel through `rcpt::log::admit`, append them in durable
-//! batches, and report each in input order.
+//! hand them to the log's intake (`rcpt::log::intake`: admitted in
+//! parallel, appended in durable batches, published), and report each in
+//! input order.
 
 use crate::cli::{EXIT_FAILED, EXIT_OK, UsageError};
-use anyhow::Context;
-use rayon::prelude::*;
 use rcpt::io::{InputError, Source};
 use rcpt::limits::MAX_REFUSAL_LINES;
-use rcpt::limits::{
-    MAX_APPEND_BATCH_BYTES, MAX_APPEND_BATCH_ENTRIES, MAX_ENVELOPE_BYTES, MAX_STDIN_LINE_BYTES,
-};
-use rcpt::log::admit::{self, AcceptedIssuers, Admitted};
-use rcpt::log::{HashedEntry, Log, LogError, LogWriter};
+use rcpt::limits::{MAX_ENVELOPE_BYTES, MAX_STDIN_LINE_BYTES};
+use rcpt::log::admit;
+use rcpt::log::intake::{Intake, IntakeError, KeyChoice, Offered, Options, Outcome, Reopen};
 use rcpt::reason::Reason;
 use rcpt::storage::Store;
 use rcpt::text::Escaped;
@@ -221,122 +218,6 @@ pub(super) fn inputs(
     inputs.map(|i| (i.name, i.bytes.map_err(|r| (r.reason.as_str(), r.detail))))
 }
 
-/// Inputs read and admitted at a time while a batch is gathered: the
-/// envelope bytes of one chunk are all that is held besides the entries.
-pub(super) const ADMIT_CHUNK: usize = 4096;
-
-/// How much of a durable batch has been gathered.
-#[derive(Default)]
-pub(super) struct Gathered {
-    inputs: usize,
-    bytes: usize,
-}
-
-impl Gathered {
-    /// Room for another input: at most `max` (and
-    /// `MAX_APPEND_BATCH_ENTRIES`) inputs, and about
-    /// `MAX_APPEND_BATCH_BYTES` of input.
-    fn room(&self, max: usize) -> bool {
-        self.inputs < max.min(MAX_APPEND_BATCH_ENTRIES) && self.bytes < MAX_APPEND_BATCH_BYTES / 2
-    }
-}
-
-/// Take the next chunk of inputs of the batch being `gathered`: at most
-/// [`ADMIT_CHUNK`], within the batch limits of [`Gathered::room`].
-pub(super) fn next_chunk(
-    inputs: &mut Inputs<'_>,
-    gathered: &mut Gathered,
-    max: usize,
-) -> Vec<Input> {
-    let mut chunk = Vec::new();
-    while chunk.len() < ADMIT_CHUNK && gathered.room(max) {
-        let Some(input) = inputs.next() else { break };
-        gathered.inputs += 1;
-        gathered.bytes += input.bytes.as_ref().map_or(0, Vec::len);
-        chunk.push(input);
-    }
-    chunk
-}
-
-/// What is kept of one input of a batch until the batch is durable: its
-/// name and what admission said (the entry itself goes to the writer).
-pub(super) struct Checked {
-    name: String,
-    result: Result<Kept, Refusal>,
-}
-
-/// What the report of an admitted envelope needs.
-pub(super) struct Kept {
-    receipt_id: String,
-    signatures: &'static str,
-}
-
-/// One admitted chunk: each input's result, and the entry of each one admitted.
-type AdmittedChunk = Vec<(Checked, Option<HashedEntry>)>;
-
-/// Admit the inputs of one chunk on every core.
-pub(super) fn admit_chunk(chunk: Vec<Input>, accepted: Option<&AcceptedIssuers>) -> AdmittedChunk {
-    chunk
-        .into_par_iter()
-        .map(|input| {
-            let result = input
-                .bytes
-                .and_then(|b| admit::admit(&b, accepted).map_err(Refusal::from));
-            let (result, entry) = match result {
-                Ok(Admitted {
-                    entry,
-                    receipt_id,
-                    signatures,
-                    ..
-                }) => (
-                    Ok(Kept {
-                        receipt_id,
-                        signatures: signatures.as_str(),
-                    }),
-                    Some(HashedEntry::new(entry)),
-                ),
-                Err(r) => (Err(r), None),
-            };
-            let name = input.name;
-            (Checked { name, result }, entry)
-        })
-        .collect()
-}
-
-/// Read and admit (in parallel, a chunk at a time) the inputs of the next
-/// durable batch: the entries to append and every input's result, in
-/// input order. The next chunk is read while the last one is admitted on
-/// another thread; the envelope bytes are dropped as soon as their chunk
-/// is admitted, so memory holds the entries of one batch, not its input.
-pub(super) fn gather_batch(
-    inputs: &mut Inputs<'_>,
-    max: usize,
-    accepted: Option<&AcceptedIssuers>,
-) -> anyhow::Result<(Vec<HashedEntry>, Vec<Checked>)> {
-    let mut gathered = Gathered::default();
-    let (mut entries, mut checked) = (Vec::new(), Vec::new());
-    std::thread::scope(|scope| -> anyhow::Result<()> {
-        let mut pending: Option<std::thread::ScopedJoinHandle<'_, AdmittedChunk>> = None;
-        loop {
-            let chunk = next_chunk(inputs, &mut gathered, max);
-            if let Some(admitting) = pending.take() {
-                let admitted = admitting
-                    .join()
-                    .map_err(|_| anyhow::anyhow!("the admission thread failed"))?;
-                for (c, entry) in admitted {
-                    checked.push(c);
-                    entries.extend(entry);
-                }
-            }
-            if chunk.is_empty() {
-                return Ok(());
-            }
-            pending = Some(scope.spawn(move || admit_chunk(chunk, accepted)));
-        }
-    })?;
-    Ok((entries, checked))
-}
-
 /// How `append` runs.
 pub(super) struct AppendOptions {
     pub(super) key: Option<PathBuf>,
@@ -346,72 +227,90 @@ pub(super) struct AppendOptions {
     pub(super) max_batch: usize,
 }
 
+/// Open the intake of the log at `dir` for `append`: the key given or
+/// recorded, the issuers of `--trust` or those recorded.
+fn open_intake(dir: &Path, store: &Arc<dyn Store>, opts: &AppendOptions) -> anyhow::Result<Intake> {
+    let accepted = match &opts.trust {
+        Some(path) => Some(read_accepted(path)?),
+        None => None,
+    };
+    let options = Options {
+        key: match &opts.key {
+            Some(k) => KeyChoice::File(k.clone()),
+            None => KeyChoice::Recorded,
+        },
+        accepted,
+        reopen: Reopen::OnDemand { wait: opts.wait },
+    };
+    Intake::open(Arc::clone(store), options).map_err(|e| match e {
+        IntakeError::Log(e) => super::s3_hint(dir, e),
+        IntakeError::NoKeyFile { .. } => UsageError(format!(
+            "{} records no key file; pass --key LOG.key",
+            dir.display()
+        ))
+        .into(),
+        e => e.into(),
+    })
+}
+
 pub(super) fn append(
     dir: &Path,
     store: &Arc<dyn Store>,
     opts: &AppendOptions,
     files: &[String],
 ) -> anyhow::Result<u8> {
-    let log = Log::open_store(store.clone(), None)
-        .map_err(|e| match e {
-            LogError::NoLogKey { location } => LogError::NotWritable { location },
-            e => e,
-        })
-        .map_err(|e| super::s3_hint(dir, e))?;
-    let key_path = match &opts.key {
-        Some(k) => k.clone(),
-        None => log.key_file().map(Path::to_path_buf).ok_or_else(|| {
-            UsageError(format!(
-                "{} records no key file; pass --key LOG.key",
-                dir.display()
-            ))
-        })?,
-    };
     check_append_files(files)?;
-    let accepted = match &opts.trust {
-        Some(path) => Some(read_accepted(path)?),
-        None => log.accepted_issuers()?,
-    };
-    drop(log);
-    if accepted.is_none() {
+    let mut intake = open_intake(dir, store, opts)?;
+    if intake.accepted().is_none() {
         eprintln!(
             "rcpt: note: {} has no accepted issuers (no --trust here or at init): \
              envelope signatures are not checked",
             dir.display()
         );
     }
-    let mut writer = LogWriter::open_store(store.clone(), &read_key(&key_path)?, opts.wait)?;
+    intake.ready()?;
     let has_stdin = files.iter().any(|f| f == "-");
-    let mut inputs = Inputs {
+    let inputs = Inputs {
         files: files.iter(),
         stdin: None,
     };
+    let offered = inputs.map(|i| Offered {
+        tag: i.name,
+        envelope: i.bytes,
+    });
     let mut progress = Progress::new((!has_stdin).then_some(files.len() as u64), "appending");
     let mut done = 0u64;
     let mut refused = RefusalLines::default();
     // Buffered: one write per batch, not one per line (the batch is
     // flushed once it is durable and reported).
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    loop {
-        let (entries, checked) = gather_batch(&mut inputs, opts.max_batch, accepted.as_ref())?;
-        if checked.is_empty() {
-            break;
-        }
-        let mut appended = writer.append_hashed(entries)?.into_iter();
+    intake.append_stream(offered, opts.max_batch, |batch| -> anyhow::Result<()> {
         // The batch is durable and published: now report it, in input order.
-        for c in &checked {
-            match &c.result {
-                Ok(kept) => {
-                    let a = appended.next().context("append returned too few results")?;
-                    report_ok(&mut out, opts.json, &c.name, a, kept)?;
-                }
-                Err(r) => refused.report(&mut out, opts.json, &c.name, r)?,
+        let count = batch.len() as u64;
+        for (name, outcome) in batch {
+            match outcome {
+                Outcome::Logged {
+                    appended,
+                    receipt_id,
+                    signatures,
+                } => report_ok(
+                    &mut out,
+                    opts.json,
+                    &name,
+                    appended,
+                    &receipt_id,
+                    signatures,
+                )?,
+                Outcome::Refused(r) => refused.report(&mut out, opts.json, &name, &r.into())?,
+                Outcome::Unread(r) => refused.report(&mut out, opts.json, &name, &r)?,
+                _ => {}
             }
         }
         out.flush()?;
-        done += checked.len() as u64;
+        done += count;
         progress.set(done);
-    }
+        Ok(())
+    })?;
     progress.finish();
     refused.summarise();
     Ok(if refused.count > 0 {
@@ -485,12 +384,13 @@ pub(super) fn report_ok(
     json: bool,
     name: &str,
     appended: rcpt::log::Appended,
-    valid: &Kept,
+    id: &str,
+    signatures: &str,
 ) -> anyhow::Result<()> {
-    let (index, id) = (appended.index, &valid.receipt_id);
+    let index = appended.index;
     if json {
         let v = serde_json::json!({"file": name, "index": index, "receipt_id": id,
-            "new": appended.new, "signature": valid.signatures});
+            "new": appended.new, "signature": signatures});
         writeln!(out, "{v}")?;
     } else {
         writeln!(out, "{index} {id}")?;

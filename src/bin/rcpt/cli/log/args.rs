@@ -38,11 +38,21 @@ pub enum LogCommand {
         at: EndpointArg,
     },
     /// Append envelopes (.json files, or '-' for JSON Lines on stdin).
-    #[command(after_help = "Example:
-  rcpt log append log/ envelope.json")]
+    #[command(after_help = "Examples:
+  rcpt log append log/ envelope.json
+  rcpt log append s3://bucket/log envelope.json --endpoint http://127.0.0.1:7480
+  rcpt log append http://127.0.0.1:8080 envelope.json --log-key-file logkey.vkey")]
     Append {
-        /// The log directory.
+        /// The log: a directory, s3://BUCKET/PREFIX, or a log service's
+        /// http(s):// URL (submitted to, as `rcpt log submit` does).
         dir: PathBuf,
+        /// With a log service's URL: its key as text (NAME+HASH+KEY):
+        /// every answer must verify under it.
+        #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]
+        log_key: Option<String>,
+        /// With a log service's URL: a file holding its key (its .vkey).
+        #[arg(long, value_name = "FILE")]
+        log_key_file: Option<PathBuf>,
         /// The log's private key (default: the key file given at init).
         #[arg(long)]
         key: Option<PathBuf>,

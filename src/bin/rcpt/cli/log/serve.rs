@@ -142,33 +142,24 @@ pub(super) fn parse_log_key(
     crate::cli::keyarg::log_key("--log-key", text, file.as_ref())
 }
 
-pub(super) fn signing_key(
-    dir: &Path,
-    store: &Arc<dyn rcpt::storage::Store>,
-    key: Option<&Path>,
-) -> anyhow::Result<SigningKey> {
+/// The service's key: `--key`, else the key file the log records.
+pub(super) fn signing_key(dir: &Path, log: &Log, key: Option<&Path>) -> anyhow::Result<SigningKey> {
     let path = match key {
-        Some(k) => k.to_path_buf(),
-        None => Log::open_store(Arc::clone(store), None)?
-            .key_file()
-            .map(Path::to_path_buf)
-            .ok_or_else(|| {
-                UsageError(format!(
-                    "{} records no key file; pass --key LOG.key",
-                    dir.display()
-                ))
-            })?,
+        Some(k) => k,
+        None => log.key_file().ok_or_else(|| {
+            UsageError(format!(
+                "{} records no key file; pass --key LOG.key",
+                dir.display()
+            ))
+        })?,
     };
-    let pem = rcpt::keys::read_key_file(&path)?;
+    let pem = rcpt::keys::read_key_file(path)?;
     rcpt::keys::signing_key_from_pem(&pem)
         .with_context(|| format!("reading the private key {}", path.display()))
 }
 
 /// Accepted issuers: --trust, else those the log was initialised with.
-fn accepted_of(
-    args: &ServeArgs,
-    store: &Arc<dyn rcpt::storage::Store>,
-) -> anyhow::Result<AcceptedIssuers> {
+fn accepted_of(args: &ServeArgs, log: &Log) -> anyhow::Result<AcceptedIssuers> {
     Ok(match &args.trust {
         Some(path) => {
             AcceptedIssuers::from_json(&read_small(path, "trust file")?).map_err(|e| {
@@ -180,24 +171,25 @@ fn accepted_of(
                 ))
             })?
         }
-        None => Log::open_store(Arc::clone(store), None)?
-            .accepted_issuers()?
-            .ok_or_else(|| {
-                UsageError(format!(
-                    "no accepted issuers: {} was initialised without --trust; pass --trust FILE \
+        None => log.accepted_issuers()?.ok_or_else(|| {
+            UsageError(format!(
+                "no accepted issuers: {} was initialised without --trust; pass --trust FILE \
                  with \"issuers\" (the service admits only receipts signed by an accepted \
                  issuer under its own name)",
-                    args.dir.display()
-                ))
-            })?,
+                args.dir.display()
+            ))
+        })?,
     })
 }
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<u8> {
     let store = args.at.store(&args.dir)?;
-    let accepted = accepted_of(&args, &store)?;
+    // Read once, for the key file and the issuers it records; the
+    // service's writer is the intake's (`Server::bind`).
+    let log = rcpt::log::intake::open_log(Arc::clone(&store))?;
+    let accepted = accepted_of(&args, &log)?;
     let config = ServeConfig {
-        key: signing_key(&args.dir, &store, args.key.as_deref())?,
+        key: signing_key(&args.dir, &log, args.key.as_deref())?,
         dir: args.dir,
         store: Some(store),
         wait: args.wait,

@@ -67,6 +67,32 @@ pub struct SubmitArgs {
     retry_budget: u32,
 }
 
+impl SubmitArgs {
+    /// `rcpt log append URL FILES`: the submission `rcpt log submit`
+    /// makes, with its defaults and the output `append` asked for.
+    pub(super) fn for_append(
+        url: String,
+        files: Vec<String>,
+        log_key: Option<String>,
+        log_key_file: Option<PathBuf>,
+        json: bool,
+    ) -> SubmitArgs {
+        SubmitArgs {
+            url,
+            files,
+            log_key,
+            log_key_file,
+            bundle_dir: None,
+            concurrency: 16,
+            format: crate::cli::LineFormat::Human,
+            json,
+            timeout: None,
+            retries: 3,
+            retry_budget: 64,
+        }
+    }
+}
+
 type Submitted = Result<rcpt::net::client::submit::Logged, SubmitError>;
 
 /// How a run ended, counted.
