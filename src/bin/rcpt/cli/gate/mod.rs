@@ -5,13 +5,11 @@
 //! verdict, 2 bad invocation); `show` prints a receipt's evidence from the
 //! store, re-hashing every object.
 
-use crate::cli::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError, read_input};
+use crate::cli::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError};
 use anyhow::Context as _;
 use clap::Subcommand;
 use rcpt::gate::{self, GateError};
 use rcpt::io::{Source, Target};
-use rcpt::keys::NoteVerifier;
-use rcpt::limits::MAX_KEY_FILE_BYTES;
 use rcpt::log::intake::{self, Intake, Location, StoreSettings};
 use rcpt::receipt::Verdict;
 use rcpt::receipt::dsse::Envelope;
@@ -357,7 +355,7 @@ pub(super) enum LogTarget {
     Store(Arc<dyn Store>),
     /// A log service: submitted to, the answer checked under its key.
     #[cfg(feature = "net")]
-    Url(String, Box<NoteVerifier>),
+    Url(String, Box<rcpt::keys::NoteVerifier>),
 }
 
 pub(super) fn log_target(args: &CheckArgs) -> anyhow::Result<Option<LogTarget>> {
@@ -391,9 +389,9 @@ fn service_target(
 ) -> anyhow::Result<LogTarget> {
     let text = match (log_key, log_key_file) {
         (Some(t), None) => t.clone(),
-        (None, Some(f)) => String::from_utf8_lossy(&read_input(
+        (None, Some(f)) => String::from_utf8_lossy(&crate::cli::read_input(
             &Source::Path(f.clone()),
-            MAX_KEY_FILE_BYTES,
+            rcpt::limits::MAX_KEY_FILE_BYTES,
             "log key file",
         )?)
         .into_owned(),
@@ -402,7 +400,8 @@ fn service_target(
             return Err(UsageError(msg.into()).into());
         }
     };
-    let key = NoteVerifier::parse(&text).map_err(|e| UsageError(format!("--log-key: {e}")))?;
+    let key = rcpt::keys::NoteVerifier::parse(&text)
+        .map_err(|e| UsageError(format!("--log-key: {e}")))?;
     Ok(LogTarget::Url(url.to_string(), Box::new(key)))
 }
 
@@ -417,7 +416,7 @@ fn service_target(url: &str, _: &Option<String>, _: &Option<PathBuf>) -> anyhow:
 pub(super) fn no_net(url: &str) -> String {
     format!(
         "--log {}: a log service is reached over HTTP, and this rcpt is built without \
-         feature `net`; give a log directory or s3://BUCKET/PREFIX",
+         feature `net`; give a log directory (object storage needs `net` too)",
         rcpt::text::Escaped(url)
     )
 }

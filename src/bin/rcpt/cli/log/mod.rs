@@ -116,7 +116,7 @@ fn append_to_service(
 ) -> anyhow::Result<u8> {
     Err(UsageError(format!(
         "{}: a log service is reached over HTTP, and this rcpt is built without feature \
-         `net`; give a log directory or s3://BUCKET/PREFIX",
+         `net`; give a log directory (object storage needs `net` too)",
         rcpt::text::Escaped(&url)
     ))
     .into())
