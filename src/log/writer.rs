@@ -9,6 +9,7 @@
 //! leaves the store in a state the next repair undoes or completes, and the
 //! checkpoint names only durable objects.
 
+use super::entry::HashedEntry;
 use super::index::{Index, Prepared};
 use super::tilebuild::TileBuilder;
 use super::{
@@ -36,43 +37,6 @@ enum State {
     NeedsRepair,
     /// Another writer published, or the lock was lost: never write again.
     Stopped(&'static str),
-}
-
-/// A log entry with its RFC 6962 leaf hash, computed here and only here
-/// from the entry bytes: a caller that already walks each entry (in
-/// parallel, while its bytes are in cache) hashes it there, and
-/// [`LogWriter::append_hashed`] cannot be handed a hash of other bytes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HashedEntry {
-    entry: Box<[u8]>,
-    leaf: Hash,
-}
-
-impl HashedEntry {
-    /// The entry and its leaf hash. The bytes are kept in an allocation of
-    /// their exact length (an encoder's buffer may hold more; shrunk in
-    /// place, not copied), since a batch holds 100,000 of them.
-    pub fn new(entry: Vec<u8>) -> HashedEntry {
-        let leaf = merkle::leaf_hash(&entry);
-        let entry = entry.into_boxed_slice();
-        HashedEntry { entry, leaf }
-    }
-
-    /// The entry bytes.
-    pub fn entry(&self) -> &[u8] {
-        &self.entry
-    }
-
-    /// Its leaf hash.
-    pub fn leaf(&self) -> &Hash {
-        &self.leaf
-    }
-}
-
-impl AsRef<[u8]> for HashedEntry {
-    fn as_ref(&self) -> &[u8] {
-        &self.entry
-    }
 }
 
 /// The new leaves of a batch after dedup (step 2).
@@ -256,7 +220,7 @@ impl LogWriter {
     /// already done. The entries are dropped as soon as the tiles holding
     /// them are built, before the tiles are written.
     pub fn append_hashed(&mut self, entries: Vec<HashedEntry>) -> Result<Vec<Appended>, LogError> {
-        let leaves = entries.iter().map(|e| e.leaf).collect();
+        let leaves = entries.iter().map(|e| *e.leaf()).collect();
         self.append_leaves(entries, Some(leaves))
     }
 
