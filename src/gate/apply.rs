@@ -422,16 +422,24 @@ pub fn put_side_in(
     side: Side,
     limit: usize,
 ) -> Result<(), GateError> {
+    let bytes = read_side(top, path, side, limit)?;
+    store.put_in(batch, &bytes)?;
+    Ok(())
+}
+
+/// The bytes of `path` under `top` (at most `limit`), when they are still
+/// `side` (else [`GateError::Moved`]).
+pub fn read_side(top: &Path, path: &str, side: Side, limit: usize) -> Result<Vec<u8>, GateError> {
     let bytes = crate::io::read_path(&top.join(path), limit).map_err(|source| {
         journal::JournalError::Read {
             path: path.to_string(),
             source,
         }
     })?;
-    if store.put_in(batch, &bytes)? != side.digest {
+    if crate::digest::Digest::blake3(&bytes) != side.digest {
         return Err(GateError::Moved(path.to_string()));
     }
-    Ok(())
+    Ok(bytes)
 }
 
 /// The read set once the change is written: every file it leaves (its new

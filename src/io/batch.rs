@@ -16,6 +16,12 @@
 //! 2. phase by phase ([`Batch::barrier`]), the files are renamed over their
 //!    paths and each directory that gained a name is synced once.
 //!
+//! A file staged by [`Batch::append`] is not replaced but grown: its
+//! bytes go after what the file holds, its data is synced with the rest
+//! (`fdatasync`: its name is already durable, so no rename and no
+//! directory sync), and a crash before the commit returns may leave any
+//! prefix of them, which the file's reader must tell from a whole record.
+//!
 //! A file of a later phase becomes visible only after every file of the
 //! earlier phases is durable under its name: a record that names an object
 //! is never durable before the object. Until `commit` returns, a staged
@@ -25,7 +31,7 @@
 //! a commit (or a commit that failed) removes the temporary files it still
 //! holds.
 
-use super::write::{OutputError, io_error, parent_dir, sync_dir, temp_file};
+use super::write::{OutputError, io_error, open_append, parent_dir, sync_dir, temp_file};
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::Write;
@@ -46,6 +52,8 @@ struct Staged {
     path: PathBuf,
     file: Option<File>,
     phase: usize,
+    /// Appended to `path` ([`Batch::append`]): synced, never renamed.
+    append: bool,
 }
 
 /// Atomic writes made durable together; see the module documentation.
@@ -91,12 +99,35 @@ impl Batch {
             let _ = std::fs::remove_file(&tmp);
             return Err(io_error("write", &tmp)(e));
         }
-        self.staged.push(Staged {
+        self.push(Staged {
             tmp,
             path: path.to_path_buf(),
             file: Some(file),
             phase: self.phase,
-        });
+            append: false,
+        })
+    }
+
+    /// Stage `bytes` appended to the existing regular file `path` (opened
+    /// without following a link, never created or truncated): written now,
+    /// its data synced by [`Batch::commit`] with the phase it is staged in.
+    /// One data sync, where a rewrite pays a data sync, a rename and a
+    /// directory sync; a crash before the commit returns may leave any
+    /// prefix of `bytes` (see the module documentation).
+    pub fn append(&mut self, path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+        let mut file = open_append(path).map_err(io_error("open to append to", path))?;
+        file.write_all(bytes).map_err(io_error("append to", path))?;
+        self.push(Staged {
+            tmp: PathBuf::new(),
+            path: path.to_path_buf(),
+            file: Some(file),
+            phase: self.phase,
+            append: true,
+        })
+    }
+
+    fn push(&mut self, staged: Staged) -> Result<(), OutputError> {
+        self.staged.push(staged);
         self.open += 1;
         if self.open >= MAX_BATCH_OPEN_FILES {
             self.sync_data()?;
@@ -137,7 +168,7 @@ impl Batch {
         self.staged.sort_by_key(|s| s.phase);
         for phase in self.staged.chunk_by_mut(|a, b| a.phase == b.phase) {
             let mut dirs = BTreeSet::new();
-            for s in phase {
+            for s in phase.iter_mut().filter(|s| !s.append) {
                 std::fs::rename(&s.tmp, &s.path).map_err(io_error("rename over", &s.path))?;
                 s.tmp = PathBuf::new();
                 dirs.insert(parent_dir(&s.path).to_path_buf());
@@ -158,8 +189,10 @@ impl Batch {
             }
         }
         for s in &mut self.staged {
-            if let Some(f) = s.file.take() {
-                f.sync_all().map_err(io_error("write", &s.tmp))?;
+            match s.file.take() {
+                Some(f) if s.append => f.sync_data().map_err(io_error("append to", &s.path))?,
+                Some(f) => f.sync_all().map_err(io_error("write", &s.tmp))?,
+                None => {}
             }
         }
         self.open = 0;
@@ -189,6 +222,25 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    #[test]
+    fn an_append_grows_the_file_in_place_and_follows_no_link() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("f");
+        std::fs::write(&f, b"one").unwrap();
+        let mut b = Batch::new();
+        b.append(&f, b" two").unwrap();
+        b.commit().unwrap();
+        assert_eq!(std::fs::read(&f).unwrap(), b"one two");
+        assert!(names(d.path()) == ["f"], "no temporary file, no rename");
+        // A missing file is not made; a link is not followed.
+        let missing = d.path().join("missing");
+        assert!(Batch::new().append(&missing, b"x").is_err());
+        assert!(!missing.exists());
+        std::os::unix::fs::symlink(&f, d.path().join("l")).unwrap();
+        assert!(Batch::new().append(&d.path().join("l"), b"x").is_err());
+        assert_eq!(std::fs::read(&f).unwrap(), b"one two");
     }
 
     #[test]

@@ -246,6 +246,28 @@ pub fn open_lock(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// Open an existing regular file to append to it, never through a
+/// symbolic link (`O_WRONLY | O_APPEND | O_NOFOLLOW`), never created or
+/// truncated: the caller's bytes go after what is there
+/// ([`super::Batch::append`]).
+pub fn open_append(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    Ok(file)
+}
+
 /// Sync a directory so a rename or a new name in it is durable.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     let mut options = OpenOptions::new();

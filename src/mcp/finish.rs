@@ -5,7 +5,7 @@
 use super::commit::Durable;
 use super::files;
 use super::issue::{evidence_of, files_value, inverse_record, map};
-use super::ledger::{Issued, StepRecord};
+use super::ledger::{Issued, Pending, StepRecord};
 use super::step::{Gate, INVERSE_BASE, InFlight, Outcome, StepError, now, t};
 use crate::digest::Digest;
 use crate::receipt::Verdict;
@@ -29,7 +29,7 @@ impl Gate {
         let issued = self.issue_outcome(&pending.step, outcome)?;
         let id = issued.receipt_id;
         pending.issued = Some(issued);
-        pending.stage(&mut durable.batch, self.ledger.tmp())?;
+        pending.stage_issued(&mut durable.batch)?;
         durable.hand_on.push(pending);
         Ok(id)
     }
@@ -124,21 +124,24 @@ impl Gate {
         }
     }
 
-    /// True when a reversible step's pre-image is not in the store: the
-    /// commit of its decision did not end (they are made durable in one
-    /// phase, [`Gate::prepare`]).
-    fn preimage_missing(&self, record: &StepRecord) -> bool {
+    /// True when a reversible step's pre-image is neither carried in its
+    /// file nor in the store: the commit of its decision did not end (they
+    /// are made durable in one phase, [`Gate::prepare`]).
+    fn preimage_missing(&self, pending: &Pending) -> bool {
         use crate::gate::store::StoreError;
         use crate::io::InputError;
+        let carried: Vec<Digest> = pending.carried.iter().map(|b| Digest::blake3(b)).collect();
+        let record = &pending.step;
         record.reversible
             && record.files.iter().filter_map(|f| f.pre).any(|side| {
-                matches!(
-                    self.store.get(&side.digest),
-                    Err(StoreError::Read {
-                        source: InputError::NotFound { .. },
-                        ..
-                    })
-                )
+                !carried.contains(&side.digest)
+                    && matches!(
+                        self.store.get(&side.digest),
+                        Err(StoreError::Read {
+                            source: InputError::NotFound { .. },
+                            ..
+                        })
+                    )
             })
     }
 
@@ -151,7 +154,7 @@ impl Gate {
         for mut p in orphans {
             if p.issued.is_none() {
                 let mut why = "the proxy stopped before the server answered";
-                if self.preimage_missing(&p.step) {
+                if self.preimage_missing(&p) {
                     // Its commit did not end: never forwarded, and no inverse.
                     p.step.reversible = false;
                     why = "the proxy stopped before the decision was durable (a pre-image \

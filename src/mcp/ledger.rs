@@ -5,15 +5,27 @@
 //! ```text
 //! STORE/mcp/sessions/<session>.lock   flock held by the live proxy of that session
 //! STORE/mcp/pending/<session>-<seq>   one step: {"version": 1, "state": "decided"|"issued",
-//!                                      "step": STEP, "issued": null | {"envelope", "evidence", "inverse"}}
+//!                                      "step": STEP, "issued": null | ISSUED,
+//!                                      "preimages": [bytes] (only when some are carried)}
+//!                                     then, once issued, the trailer
+//!                                      {"version": 1, "issued_for": "blake3:<decided bytes>",
+//!                                       "issued": ISSUED}
+//! ISSUED = {"envelope", "receipt_id", "evidence", "inverse"}
 //! ```
 //!
 //! A step's file is written (atomically, synced, directory synced) in
-//! state `decided` before its call reaches the server, rewritten in state
-//! `issued` (with the signed envelope) before the answer reaches the
-//! client, and removed once the receipt's objects are in the store and the
-//! receipt is logged. A file whose session lock is free belongs to a
-//! proxy that died: its next start finishes it ([`orphans`]).
+//! state `decided` before its call reaches the server, with the pre-images
+//! of its files in it when they are small ([`MAX_CARRIED_PREIMAGE_BYTES`]
+//! together; larger ones are stored as objects in the same commit). Its
+//! receipt is appended as the trailer (one data sync: no rename, no
+//! directory sync) before the answer reaches the client. The file is
+//! removed once the pre-images and the receipt's objects are in the store
+//! and the receipt is logged. A trailer cut short by a crash (it does not
+//! decode, or does not name the decided bytes before it) is no receipt:
+//! the step reads back as decided and its recovery issues one. A file
+//! whose session lock is free belongs to a proxy that died: its next
+//! start finishes it ([`orphans`]); recovery rewrites a file whole
+//! (`state: "issued"`).
 
 use crate::digest::Digest;
 use crate::gate::inverse::Side;
@@ -26,7 +38,12 @@ use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 
 /// Largest pending file read back (the arguments of one call are in it).
-pub const MAX_PENDING_BYTES: usize = 2 * super::MAX_FRAME_BYTES;
+pub const MAX_PENDING_BYTES: usize = 2 * super::MAX_FRAME_BYTES + MAX_CARRIED_PREIMAGE_BYTES;
+/// Most bytes of pre-images one step carries in its pending file (the
+/// step's existing files together, each whole); beyond, a pre-image is
+/// stored as an object in the step's commit. Carried, a pre-image costs
+/// the step's path no file and no directory sync of its own.
+pub const MAX_CARRIED_PREIMAGE_BYTES: usize = 64 * 1024;
 /// Most pending files one start recovers (the rest at the next start).
 pub const MAX_RECOVERED_STEPS: usize = 100_000;
 
@@ -274,54 +291,128 @@ pub struct Pending {
     pub step: StepRecord,
     /// Its receipt, once issued.
     pub issued: Option<Issued>,
+    /// The pre-images carried in the file (stored by the finisher).
+    pub carried: Vec<Vec<u8>>,
+}
+
+impl Issued {
+    fn to_value(&self) -> Value {
+        Value::Map(BTreeMap::from([
+            ("envelope".to_string(), t(self.envelope.clone())),
+            ("receipt_id".to_string(), t(self.receipt_id.to_string())),
+            ("evidence".to_string(), self.evidence.clone()),
+            (
+                "inverse".to_string(),
+                self.inverse.clone().unwrap_or(Value::Null),
+            ),
+        ]))
+    }
+
+    fn from_value(v: &Value) -> Option<Issued> {
+        let i = v.as_map().filter(|m| m.len() == 4)?;
+        Some(Issued {
+            envelope: i.get("envelope")?.as_text()?.to_string(),
+            receipt_id: i.get("receipt_id")?.as_text()?.parse().ok()?,
+            evidence: i.get("evidence")?.clone(),
+            inverse: match i.get("inverse")? {
+                Value::Null => None,
+                v => Some(v.clone()),
+            },
+        })
+    }
 }
 
 impl Pending {
     fn to_value(&self) -> Value {
-        let issued = self.issued.as_ref().map_or(Value::Null, |i| {
-            Value::Map(BTreeMap::from([
-                ("envelope".to_string(), t(i.envelope.clone())),
-                ("receipt_id".to_string(), t(i.receipt_id.to_string())),
-                ("evidence".to_string(), i.evidence.clone()),
-                (
-                    "inverse".to_string(),
-                    i.inverse.clone().unwrap_or(Value::Null),
-                ),
-            ]))
-        });
+        let issued = self.issued.as_ref().map_or(Value::Null, Issued::to_value);
         let state = if self.issued.is_some() {
             "issued"
         } else {
             "decided"
         };
-        Value::Map(BTreeMap::from([
+        let mut m = BTreeMap::from([
             ("version".to_string(), Value::Integer(1)),
             ("state".to_string(), t(state)),
             ("step".to_string(), self.step.to_value()),
             ("issued".to_string(), issued),
-        ]))
+        ]);
+        if !self.carried.is_empty() {
+            let carried = self.carried.iter().map(|b| Value::Bytes(b.clone()));
+            m.insert("preimages".to_string(), Value::Array(carried.collect()));
+        }
+        Value::Map(m)
     }
 
     fn from_value(path: PathBuf, v: &Value) -> Option<Pending> {
-        let m = v.as_map().filter(|m| m.len() == 4)?;
+        let m = v.as_map()?;
+        let carried = match m.get("preimages") {
+            None if m.len() == 4 => Vec::new(),
+            Some(Value::Array(a)) if m.len() == 5 && !a.is_empty() => a
+                .iter()
+                .map(|b| match b {
+                    Value::Bytes(b) => Some(b.clone()),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?,
+            _ => return None,
+        };
         if m.get("version") != Some(&Value::Integer(1)) {
             return None;
         }
         let step = StepRecord::from_value(m.get("step")?)?;
         let issued = match (m.get("state")?.as_text()?, m.get("issued")?) {
             ("decided", Value::Null) => None,
-            ("issued", Value::Map(i)) => Some(Issued {
-                envelope: i.get("envelope")?.as_text()?.to_string(),
-                receipt_id: i.get("receipt_id")?.as_text()?.parse().ok()?,
-                evidence: i.get("evidence")?.clone(),
-                inverse: match i.get("inverse")? {
-                    Value::Null => None,
-                    v => Some(v.clone()),
-                },
-            }),
+            ("issued", v) => Some(Issued::from_value(v)?),
             _ => return None,
         };
-        Some(Pending { path, step, issued })
+        Some(Pending {
+            path,
+            step,
+            issued,
+            carried,
+        })
+    }
+
+    /// The file as decided (no receipt): the bytes a trailer names.
+    fn decided_bytes(&self) -> Vec<u8> {
+        let decided = Pending {
+            issued: None,
+            ..self.clone()
+        };
+        dagcbor::encode(&decided.to_value())
+    }
+
+    /// Stage the receipt as the trailer appended to the decided file: one
+    /// data sync at the commit, no rename and no directory sync.
+    pub fn stage_issued(&self, batch: &mut crate::io::Batch) -> Result<(), LedgerError> {
+        let Some(issued) = &self.issued else {
+            return Ok(());
+        };
+        let trailer = Value::Map(BTreeMap::from([
+            ("version".to_string(), Value::Integer(1)),
+            (
+                "issued_for".to_string(),
+                t(Digest::blake3(&self.decided_bytes()).to_string()),
+            ),
+            ("issued".to_string(), issued.to_value()),
+        ]));
+        batch
+            .append(&self.path, &dagcbor::encode(&trailer))
+            .map_err(|e| LedgerError::Write(self.path.display().to_string(), e))
+    }
+
+    /// The receipt a trailer holds, when it is whole and follows `decided`.
+    fn trailer_of(decided: &[u8], tail: &[u8]) -> Option<Issued> {
+        let v = dagcbor::decode(tail).ok()?;
+        let m = v.as_map().filter(|m| m.len() == 3)?;
+        if m.get("version") != Some(&Value::Integer(1)) {
+            return None;
+        }
+        let named: Digest = m.get("issued_for")?.as_text()?.parse().ok()?;
+        if named != Digest::blake3(decided) {
+            return None;
+        }
+        Issued::from_value(m.get("issued")?)
     }
 
     /// Write this state (atomically, durably).
@@ -346,10 +437,23 @@ impl Pending {
         let name = path.display().to_string();
         let bytes = crate::io::read_path(path, MAX_PENDING_BYTES)
             .map_err(|e| LedgerError::Read(name.clone(), e))?;
-        let value = dagcbor::decode(&bytes)
-            .map_err(|e| LedgerError::Corrupt(name.clone(), e.to_string()))?;
-        Pending::from_value(path.to_path_buf(), &value)
-            .ok_or_else(|| LedgerError::Corrupt(name, "not a pending step".into()))
+        let (head, tail) = match dagcbor::decode(&bytes) {
+            Err(dagcbor::DecodeError::TrailingBytes { offset, .. }) => bytes.split_at(offset),
+            _ => (&bytes[..], &[][..]),
+        };
+        let value =
+            dagcbor::decode(head).map_err(|e| LedgerError::Corrupt(name.clone(), e.to_string()))?;
+        let corrupt = |why: &str| LedgerError::Corrupt(name.clone(), why.to_string());
+        let mut p = Pending::from_value(path.to_path_buf(), &value)
+            .ok_or_else(|| corrupt("not a pending step"))?;
+        if !tail.is_empty() {
+            if p.issued.is_some() {
+                return Err(corrupt("bytes after an issued step"));
+            }
+            // A torn trailer is no receipt: the step is still decided.
+            p.issued = Pending::trailer_of(head, tail);
+        }
+        Ok(p)
     }
 
     /// Remove the file (the step is finished); durable once its
@@ -535,6 +639,70 @@ mod tests {
     }
 
     #[test]
+    fn a_receipt_is_appended_and_a_torn_trailer_is_no_receipt() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = GateStore::open(dir.path()).unwrap();
+        let live = Ledger::open(&store).unwrap();
+        let (id, path) = live.next();
+        let mut p = Pending {
+            path,
+            step: record(&id),
+            issued: None,
+            carried: vec![b"the file before".to_vec()],
+        };
+        p.write(live.tmp()).unwrap();
+        let decided = std::fs::read(&p.path).unwrap();
+        p.issued = Some(Issued {
+            envelope: "{}".into(),
+            receipt_id: Digest::blake3(b"r"),
+            evidence: Value::Integer(1),
+            inverse: None,
+        });
+        let mut batch = crate::io::Batch::new();
+        p.stage_issued(&mut batch).unwrap();
+        batch.commit().unwrap();
+        let whole = std::fs::read(&p.path).unwrap();
+        assert!(whole.len() > decided.len() && whole.starts_with(&decided));
+        let back = Pending::read(&p.path).unwrap();
+        assert_eq!(back.issued, p.issued);
+        assert_eq!(back.carried, p.carried);
+        // Every cut of the trailer, and zeros where it should be (a size
+        // made durable before the data), read back as decided.
+        for cut in decided.len()..whole.len() {
+            std::fs::write(&p.path, &whole[..cut]).unwrap();
+            let back = Pending::read(&p.path).unwrap();
+            assert!(back.issued.is_none(), "cut at {cut}");
+            assert_eq!(back.step, p.step);
+        }
+        let mut zeroed = decided.clone();
+        zeroed.resize(whole.len(), 0);
+        std::fs::write(&p.path, &zeroed).unwrap();
+        assert!(Pending::read(&p.path).unwrap().issued.is_none());
+        // A whole trailer after another step's decision is no receipt of it.
+        let (other_id, other_path) = live.next();
+        let other = Pending {
+            path: other_path,
+            step: record(&other_id),
+            issued: None,
+            carried: Vec::new(),
+        };
+        other.write(live.tmp()).unwrap();
+        let mut moved = std::fs::read(&other.path).unwrap();
+        moved.extend_from_slice(&whole[decided.len()..]);
+        std::fs::write(&other.path, &moved).unwrap();
+        assert!(Pending::read(&other.path).unwrap().issued.is_none());
+        // After a file rewritten whole as issued, bytes are corrupt.
+        p.write(live.tmp()).unwrap();
+        let mut after = std::fs::read(&p.path).unwrap();
+        after.extend_from_slice(&whole[decided.len()..]);
+        std::fs::write(&p.path, &after).unwrap();
+        assert!(matches!(
+            Pending::read(&p.path),
+            Err(LedgerError::Corrupt(..))
+        ));
+    }
+
+    #[test]
     fn pending_steps_round_trip_and_only_dead_sessions_are_orphans() {
         let dir = tempfile::tempdir().unwrap();
         let store = GateStore::open(dir.path()).unwrap();
@@ -544,6 +712,7 @@ mod tests {
             path,
             step: record(&id),
             issued: None,
+            carried: Vec::new(),
         };
         p.write(live.tmp()).unwrap();
         let back = Pending::read(&p.path).unwrap();

@@ -25,6 +25,10 @@ pub const MAX_SINK_BATCH: usize = 1024;
 pub const MAX_SINK_QUEUE: usize = 4096;
 /// A log writer left idle this long is closed (its lock released).
 pub const LOG_IDLE_CLOSE: Duration = Duration::from_secs(1);
+/// How long the finisher gathers a batch after its first step: steps that
+/// come one at a time share one store commit and one log append instead of
+/// paying one each (their receipts are durable in the ledger meanwhile).
+pub const FINISH_GATHER: Duration = Duration::from_millis(20);
 
 /// Why a batch could not be stored or logged.
 #[derive(Debug, thiserror::Error)]
@@ -75,13 +79,16 @@ pub fn keep(store: &GateStore, p: &Pending) -> Result<(), SinkError> {
 }
 
 /// Store what the store keeps of each issued step, in one group commit:
-/// every object first, then (after a barrier) the receipt pointers that
+/// every object first (the pre-images its file carried among them), then (after a barrier) the receipt pointers that
 /// name them (idempotent).
 pub fn keep_all(store: &GateStore, steps: &[Pending]) -> Result<(), SinkError> {
     let mut batch = crate::io::Batch::new();
     let mut links = Vec::with_capacity(steps.len());
     for p in steps {
         let Some(issued) = &p.issued else { continue };
+        for preimage in &p.carried {
+            store.put_in(&mut batch, preimage)?;
+        }
         store.put_in(&mut batch, p.step.arguments.as_bytes())?;
         let evidence = store.put_record_in(&mut batch, &issued.evidence)?;
         if let Some(inverse) = &issued.inverse {
@@ -156,18 +163,31 @@ fn run(
             }
             Err(RecvTimeoutError::Disconnected) => return,
         };
-        let mut batch = vec![first];
-        while batch.len() < MAX_SINK_BATCH {
-            match rx.try_recv() {
-                Ok(p) => batch.push(p),
-                Err(_) => break,
-            }
-        }
+        let (batch, open) = gather(first, rx);
         match finish_batch(store, log.as_deref_mut(), &batch) {
             Ok(()) => report(Ok(batch.len())),
             Err(e) => report(Err(&e)),
         }
+        if !open {
+            return;
+        }
     }
+}
+
+/// A batch: `first`, then what comes within [`FINISH_GATHER`] (at most
+/// [`MAX_SINK_BATCH`]); false when the sender has gone.
+fn gather(first: Pending, rx: &Receiver<Pending>) -> (Vec<Pending>, bool) {
+    let until = std::time::Instant::now() + FINISH_GATHER;
+    let mut batch = vec![first];
+    while batch.len() < MAX_SINK_BATCH {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(p) => batch.push(p),
+            Err(RecvTimeoutError::Timeout) => break,
+            Err(RecvTimeoutError::Disconnected) => return (batch, false),
+        }
+    }
+    (batch, true)
 }
 
 /// Store, log, then remove the pending files of `batch`. On an error the

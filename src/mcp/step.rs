@@ -13,7 +13,7 @@ use super::commit::Durable;
 use super::decide::{Decider, Facts, Input, Ruling};
 use super::files::{self, Root, StepFile};
 use super::issue::{evidence_of, map, read_set_of, receipt_of};
-use super::ledger::{FileRecord, Issued, Ledger, Pending, StepRecord};
+use super::ledger::{FileRecord, Issued, Ledger, MAX_CARRIED_PREIMAGE_BYTES, Pending, StepRecord};
 use super::policy::{ToolKind, ToolPolicy};
 use super::session::Session;
 use super::sink::Finisher;
@@ -258,8 +258,12 @@ impl Gate {
             other => return self.refuse(record, other, path, &refusals, durable),
         };
         // A step without files has no inverse: irreversible, and says so.
+        let mut carried = Vec::new();
         match self.keep_preimages(&files, &pre, &mut durable.batch)? {
-            Ok(()) => record.reversible = !files.is_empty(),
+            Ok(c) => {
+                record.reversible = !files.is_empty();
+                carried = c;
+            }
             Err(_) if self.policy.allow_irreversible => {}
             Err(why) => {
                 refusals.push((files::FILES_PREIMAGE.into(), why));
@@ -271,12 +275,14 @@ impl Gate {
             path,
             step: record,
             issued: None,
+            carried,
         };
-        // The pre-images and the decision are made durable in one phase (no
-        // barrier: one sync fewer on the step's path). A crash between them
-        // leaves a decision whose pre-image is missing; nothing is forwarded
-        // before the whole commit ends, so recovery knows that call never
-        // reached the server ([`Gate::recover`]).
+        // Small pre-images ride in the decision's own file; larger ones are
+        // objects made durable in the same phase (no barrier: one sync
+        // fewer on the step's path). A crash between them leaves a decision
+        // whose pre-image is missing; nothing is forwarded before the whole
+        // commit ends, so recovery knows that call never reached the server
+        // ([`Gate::recover`]).
         pending.stage(&mut durable.batch, self.ledger.tmp())?;
         Ok(Prepared::Forward(Box::new(InFlight { pending })))
     }
@@ -395,16 +401,19 @@ impl Gate {
         Ok(self.decider.decide_call(&facts)?)
     }
 
-    /// Store every existing file's pre-image; `Ok(Err(why))` when one
-    /// cannot be kept (over a limit, unreadable, moved), `Err` when the
-    /// store itself failed.
+    /// Keep every existing file's pre-image: carried in the step's file
+    /// (returned) while they fit [`MAX_CARRIED_PREIMAGE_BYTES`] together,
+    /// else staged as an object; `Ok(Err(why))` when one cannot be kept
+    /// (over a limit, unreadable, moved), `Err` when the store itself failed.
     fn keep_preimages(
         &self,
         files: &[StepFile],
         pre: &[files::State],
         batch: &mut crate::io::Batch,
-    ) -> Result<Result<(), String>, StepError> {
+    ) -> Result<Result<Vec<Vec<u8>>, String>, StepError> {
         use crate::limits::MAX_GATE_PREIMAGE_BYTES;
+        let mut carried: Vec<Vec<u8>> = Vec::new();
+        let mut carried_bytes = 0;
         for (f, side) in files.iter().zip(pre) {
             let Some(side) = side else { continue };
             let size = std::fs::symlink_metadata(&f.path).map_or(0, |m| m.len());
@@ -415,24 +424,23 @@ impl Gate {
                 return Ok(Err(e.to_string()));
             }
             let root = Path::new(INVERSE_BASE);
-            match crate::gate::apply::put_side_in(
-                &self.store,
-                batch,
-                root,
-                &f.rel(),
-                *side,
-                MAX_GATE_PREIMAGE_BYTES,
-            ) {
-                Ok(()) => {
-                    self.used.fetch_add(size, Ordering::Relaxed);
-                }
-                Err(crate::gate::GateError::Store(e)) => {
-                    return Err(StepError::Store(crate::gate::GateError::Store(e)));
-                }
-                Err(e) => return Ok(Err(format!("{}: {e}", f.path.display()))),
+            let bytes =
+                match crate::gate::apply::read_side(root, &f.rel(), *side, MAX_GATE_PREIMAGE_BYTES)
+                {
+                    Ok(b) => b,
+                    Err(e) => return Ok(Err(format!("{}: {e}", f.path.display()))),
+                };
+            if carried_bytes + bytes.len() <= MAX_CARRIED_PREIMAGE_BYTES {
+                carried_bytes += bytes.len();
+                carried.push(bytes);
+            } else {
+                self.store
+                    .put_in(batch, &bytes)
+                    .map_err(|e| StepError::Store(crate::gate::GateError::Store(e)))?;
             }
+            self.used.fetch_add(size, Ordering::Relaxed);
         }
-        Ok(Ok(()))
+        Ok(Ok(carried))
     }
 
     /// Sign a refusal (deny or escalate), make it durable, hand it on.
@@ -480,6 +488,7 @@ impl Gate {
             path,
             step: record,
             issued: Some(issued),
+            carried: Vec::new(),
         };
         pending.stage(&mut durable.batch, self.ledger.tmp())?;
         durable.hand_on.push(pending);
