@@ -453,7 +453,6 @@ impl std::fmt::Display for NoteVerifier {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     #[test]

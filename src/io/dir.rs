@@ -554,7 +554,6 @@ fn split(path: &Path) -> Option<(&Path, &OsStr)> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use std::os::unix::fs::symlink;
 

@@ -381,7 +381,6 @@ pub fn sha256_capped(path: &Path, limit: u64) -> Result<Digest, InputError> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     fn checked(path: &Path) -> RegularPath {

@@ -398,7 +398,6 @@ pub fn write_scratch(path: &Path, bytes: &[u8], mode: u32) -> Result<(), OutputE
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     #[cfg(unix)]

@@ -381,7 +381,6 @@ impl Decider for Contracted {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use crate::mcp::TableDecider;
     use serde_json::json;

@@ -589,7 +589,6 @@ impl PrivateStore for PosixStore {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use crate::storage::Width;
 

@@ -339,7 +339,6 @@ pub fn check(note: &Note, witnesses: &[WitnessVerifier]) -> Vec<CosigStatus> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     const BODY: &str = "example.com/log\n5\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n";

@@ -442,7 +442,6 @@ fn simple<'a>(head: &Head) -> Result<ValueRef<'a>, DecodeError> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use std::collections::BTreeMap;
 

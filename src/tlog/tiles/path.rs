@@ -361,7 +361,6 @@ fn parse_decimal(s: &str, lo: u64, hi: u64) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     #[test]
