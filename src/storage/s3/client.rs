@@ -45,7 +45,7 @@ use sha2::{Digest, Sha256};
 pub use super::answer::{Created, Etag, Meta, Object, S3Error};
 use super::answer::{check_key, etag_of};
 use super::config::{Location, Settings};
-use super::list::{parse_list_page, unescape_xml, xml_element};
+use super::list::{ListPage, parse_list_page, unescape_xml, xml_element};
 use super::sigv4::{self, AmzTime, Scope};
 use crate::digest::to_hex;
 
@@ -198,32 +198,7 @@ impl Client {
 
     /// True when at least one key starts with `prefix` (one LIST of one key).
     pub async fn any_key(&self, prefix: &str) -> Result<bool, S3Error> {
-        let query = vec![
-            ("list-type".to_string(), "2".to_string()),
-            ("prefix".to_string(), prefix.to_string()),
-            ("max-keys".to_string(), "1".to_string()),
-        ];
-        let a = self
-            .send(
-                Method::GET,
-                "",
-                &query,
-                Bytes::new(),
-                &[],
-                MAX_LIST_PAGE_BYTES,
-            )
-            .await?;
-        if a.status != StatusCode::OK {
-            return Err(status_error("GET", prefix, &a));
-        }
-        let text = std::str::from_utf8(&a.body).map_err(|e| S3Error::BadListing {
-            prefix: prefix.to_string(),
-            detail: e.to_string(),
-        })?;
-        let page = parse_list_page(text).map_err(|d| S3Error::BadListing {
-            prefix: prefix.to_string(),
-            detail: d.to_string(),
-        })?;
+        let page = self.list_page(prefix, 1, None).await?;
         Ok(!page.keys.is_empty())
     }
 
@@ -283,33 +258,11 @@ impl Client {
         let mut keys = Vec::new();
         let mut token: Option<String> = None;
         loop {
-            let mut query = vec![
-                ("list-type".to_string(), "2".to_string()),
-                ("prefix".to_string(), prefix.to_string()),
-                ("max-keys".to_string(), page_keys.to_string()),
-            ];
-            if let Some(t) = &token {
-                query.push(("continuation-token".to_string(), t.clone()));
-            }
-            let a = self
-                .send(
-                    Method::GET,
-                    "",
-                    &query,
-                    Bytes::new(),
-                    &[],
-                    MAX_LIST_PAGE_BYTES,
-                )
-                .await?;
-            if a.status != StatusCode::OK {
-                return Err(status_error("GET", prefix, &a));
-            }
+            let page = self.list_page(prefix, page_keys, token.as_deref()).await?;
             let bad = |detail: String| S3Error::BadListing {
                 prefix: prefix.to_string(),
                 detail,
             };
-            let text = std::str::from_utf8(&a.body).map_err(|e| bad(e.to_string()))?;
-            let page = parse_list_page(text).map_err(|d| bad(d.to_string()))?;
             if keys.len() + page.keys.len() > max_keys {
                 return Err(bad(format!("more than {max_keys} keys")));
             }
@@ -328,6 +281,43 @@ impl Client {
                 (false, _) => return Ok(keys),
             }
         }
+    }
+
+    /// One ListObjectsV2 page of at most `page_keys` keys under `prefix`,
+    /// continuing from `token`.
+    async fn list_page(
+        &self,
+        prefix: &str,
+        page_keys: usize,
+        token: Option<&str>,
+    ) -> Result<ListPage, S3Error> {
+        let mut query = vec![
+            ("list-type".to_string(), "2".to_string()),
+            ("prefix".to_string(), prefix.to_string()),
+            ("max-keys".to_string(), page_keys.to_string()),
+        ];
+        if let Some(t) = token {
+            query.push(("continuation-token".to_string(), t.to_string()));
+        }
+        let a = self
+            .send(
+                Method::GET,
+                "",
+                &query,
+                Bytes::new(),
+                &[],
+                MAX_LIST_PAGE_BYTES,
+            )
+            .await?;
+        if a.status != StatusCode::OK {
+            return Err(status_error("GET", prefix, &a));
+        }
+        let bad = |detail: String| S3Error::BadListing {
+            prefix: prefix.to_string(),
+            detail,
+        };
+        let text = std::str::from_utf8(&a.body).map_err(|e| bad(e.to_string()))?;
+        parse_list_page(text).map_err(|d| bad(d.to_string()))
     }
 
     /// Sends one request with retries; the answer of the last attempt.
