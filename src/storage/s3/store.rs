@@ -37,7 +37,7 @@ use crate::storage::{
     Family, PrivateDir, PrivateKey, PublicKey, PublicRead, RandomRead, Staged, StagedWrite,
     StoreError, TileKey, Version, Versioned, WriterLock,
 };
-use crate::tlog::tiles::path::encode_index;
+use crate::tlog::tiles::path::group_dir;
 
 /// Tiles uploaded at once by `create_tiles`.
 pub const CONCURRENT_PUTS: usize = 16;
@@ -192,25 +192,6 @@ impl PublicRead for S3Store {
                 version: Version(o.etag.as_str().to_string()),
             }))
     }
-}
-
-/// The path elements of tile group `group` (indexes `1000 * group ..`):
-/// `""` for group 0, else `encode_index(group)` with every element `x`-prefixed.
-fn group_dir(group: u64) -> String {
-    if group == 0 {
-        return String::new();
-    }
-    encode_index(group)
-        .split('/')
-        .map(|e| {
-            if e.starts_with('x') {
-                e.to_string()
-            } else {
-                format!("x{e}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 impl TileStore for S3Store {

@@ -322,6 +322,26 @@ pub fn encode_index(index: u64) -> String {
     out
 }
 
+/// The directory of the tiles of index group `group` (indexes
+/// `1000 * group ..`): `""` for group 0, else every element of
+/// `encode_index(group)` `x`-prefixed (`x001/x234`).
+pub fn group_dir(group: u64) -> String {
+    if group == 0 {
+        return String::new();
+    }
+    encode_index(group)
+        .split('/')
+        .map(|e| {
+            if e.starts_with('x') {
+                e.to_string()
+            } else {
+                format!("x{e}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// The index of canonical path elements, or `None`.
 fn decode_index(text: &str) -> Option<u64> {
     let groups: Vec<&str> = text.split('/').collect();
