@@ -115,12 +115,8 @@ pub struct CheckArgs {
     /// to with the key the log records), or a log service's URL (submitted to).
     #[arg(long, value_name = "DIR|S3|URL")]
     log: Option<String>,
-    /// The log service's verifier key (with --log URL).
-    #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]
-    log_key: Option<String>,
-    /// File holding the log service's verifier key (with --log URL).
-    #[arg(long, value_name = "FILE")]
-    log_key_file: Option<PathBuf>,
+    #[command(flatten)]
+    service: ServiceKey,
     /// The store; default .git/rcpt/store of the repository.
     #[arg(long, value_name = "DIR")]
     store: Option<PathBuf>,
@@ -165,12 +161,8 @@ pub struct ApproveArgs {
     /// to with the key the log records), or a log service's URL (submitted to).
     #[arg(long, value_name = "DIR|S3|URL")]
     log: Option<String>,
-    /// The log service's verifier key (with --log URL).
-    #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]
-    log_key: Option<String>,
-    /// File holding the log service's verifier key (with --log URL).
-    #[arg(long, value_name = "FILE")]
-    log_key_file: Option<PathBuf>,
+    #[command(flatten)]
+    service: ServiceKey,
     /// The store to keep the approval in, where gate check|apply of that store find it;
     /// default .git/rcpt/store of the repository here (none outside a repository).
     #[arg(long, value_name = "DIR")]
@@ -236,18 +228,26 @@ pub struct IssueArgs {
     /// to with the key the log records), or a log service's URL (submitted to).
     #[arg(long, value_name = "DIR|S3|URL")]
     log: Option<String>,
-    /// The log service's verifier key (with --log URL).
-    #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]
-    log_key: Option<String>,
-    /// File holding the log service's verifier key (with --log URL).
-    #[arg(long, value_name = "FILE")]
-    log_key_file: Option<PathBuf>,
+    #[command(flatten)]
+    service: ServiceKey,
     /// The store; default .git/rcpt/store of the repository.
     #[arg(long, value_name = "DIR")]
     store: Option<PathBuf>,
     /// Write the bundle (with --log) or the envelope here; '-' for standard output.
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     out: Option<Target>,
+}
+
+/// The key of a log service that `--log URL` submits to (check, approve,
+/// apply, undo, mcp).
+#[derive(clap::Args, Default)]
+pub struct ServiceKey {
+    /// The log service's verifier key (with --log URL).
+    #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]
+    log_key: Option<String>,
+    /// File holding the log service's verifier key (with --log URL).
+    #[arg(long, value_name = "FILE")]
+    log_key_file: Option<PathBuf>,
 }
 
 pub fn run(cmd: GateCommand) -> anyhow::Result<u8> {
@@ -359,20 +359,19 @@ pub(super) enum LogTarget {
 }
 
 pub(super) fn log_target(args: &CheckArgs) -> anyhow::Result<Option<LogTarget>> {
-    log_target_of(&args.log, &args.log_key, &args.log_key_file)
+    log_target_of(&args.log, &args.service)
 }
 
 pub(super) fn log_target_of(
     log: &Option<String>,
-    log_key: &Option<String>,
-    log_key_file: &Option<PathBuf>,
+    service: &ServiceKey,
 ) -> anyhow::Result<Option<LogTarget>> {
     let Some(log) = log else {
         return Ok(None);
     };
     let location = Location::parse(log);
     if location.is_service() {
-        return service_target(log, log_key, log_key_file).map(Some);
+        return service_target(log, service).map(Some);
     }
     let store = location.store(&StoreSettings::default())?;
     // Refuse a log that cannot take the receipt before any check runs.
@@ -382,12 +381,8 @@ pub(super) fn log_target_of(
 
 /// A log service's URL and its key (`--log-key`, `--log-key-file`).
 #[cfg(feature = "net")]
-fn service_target(
-    url: &str,
-    log_key: &Option<String>,
-    log_key_file: &Option<PathBuf>,
-) -> anyhow::Result<LogTarget> {
-    let text = match (log_key, log_key_file) {
+fn service_target(url: &str, service: &ServiceKey) -> anyhow::Result<LogTarget> {
+    let text = match (&service.log_key, &service.log_key_file) {
         (Some(t), None) => t.clone(),
         (None, Some(f)) => String::from_utf8_lossy(&crate::cli::read_input(
             &Source::Path(f.clone()),
@@ -407,7 +402,7 @@ fn service_target(
 
 /// Without `net` there is no HTTP client: a service's URL is refused.
 #[cfg(not(feature = "net"))]
-fn service_target(url: &str, _: &Option<String>, _: &Option<PathBuf>) -> anyhow::Result<LogTarget> {
+fn service_target(url: &str, _: &ServiceKey) -> anyhow::Result<LogTarget> {
     Err(UsageError(no_net(url)).into())
 }
 
