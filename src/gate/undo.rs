@@ -53,6 +53,24 @@ pub struct UndoRequest<'a> {
     pub crash: &'a dyn Fn(u32),
 }
 
+impl<'a> Plan<'a> {
+    /// The plan of an undo: the inverse transition `record` (`record_id`),
+    /// its files before the receipt pointer to `evidence_id`.
+    pub fn undo(
+        record: &'a super::inverse::Record,
+        record_id: Digest,
+        evidence_id: Digest,
+    ) -> Plan<'a> {
+        Plan {
+            op: "undo",
+            record,
+            record_id,
+            evidence_id,
+            link_first: false,
+        }
+    }
+}
+
 pub(crate) fn refused(why: impl Into<String>) -> GateError {
     GateError::Refused(why.into())
 }
@@ -201,13 +219,7 @@ pub fn undo(req: &UndoRequest<'_>) -> Result<Outcome, GateError> {
         replay: Replay::DeterministicReplay,
     };
     let signed = sign(&receipt, req.signer.key)?;
-    let plan = Plan {
-        op: "undo",
-        record: &back,
-        record_id: back_id,
-        evidence_id,
-        link_first: false,
-    };
+    let plan = Plan::undo(&back, back_id, evidence_id);
     execute(store, &tree.top, &plan, &signed, req.crash)?;
     Ok(Outcome {
         change_id,

@@ -120,13 +120,7 @@ pub fn undo(
     let evidence_id = store.put_record(&evidence)?;
     let receipt = undo_receipt(&back, back_id, receipt_id, evidence_id, signer);
     let signed = crate::gate::sign(&receipt, signer.key)?;
-    let plan = Plan {
-        op: "undo",
-        record: &back,
-        record_id: back_id,
-        evidence_id,
-        link_first: false,
-    };
+    let plan = Plan::undo(&back, back_id, evidence_id);
     execute(store, Path::new(INVERSE_BASE), &plan, &signed, &|_| {})?;
     Ok(Undone {
         signed,
