@@ -510,15 +510,11 @@ impl PrivateStore for PosixStore {
     }
 
     fn list_private(&self, dir: PrivateDir) -> Result<Vec<PrivateKey>, StoreError> {
-        let mut names = match self.found(&format!("{PRIVATE_DIR}/{}", dir.path()))? {
+        let names = match self.found(&format!("{PRIVATE_DIR}/{}", dir.path()))? {
             Some(d) => names(&d)?,
             None => Vec::new(),
         };
-        names.sort();
-        Ok(names
-            .iter()
-            .filter_map(|n| PrivateKey::in_dir(dir, n))
-            .collect())
+        Ok(PrivateKey::all_in(dir, names))
     }
 
     fn open_private(&self, key: &PrivateKey) -> Result<Option<Box<dyn RandomRead>>, StoreError> {

@@ -399,16 +399,12 @@ impl PrivateStore for S3Store {
 
     fn list_private(&self, dir: PrivateDir) -> Result<Vec<PrivateKey>, StoreError> {
         let prefix = format!(".rcpt/{}/", dir.path());
-        let mut names: Vec<String> = self
+        let names = self
             .list_relative(&prefix)?
             .into_iter()
             .filter_map(|rel| rel.strip_prefix(&prefix).map(str::to_string))
             .collect();
-        names.sort();
-        Ok(names
-            .iter()
-            .filter_map(|n| PrivateKey::in_dir(dir, n))
-            .collect())
+        Ok(PrivateKey::all_in(dir, names))
     }
 
     fn open_private(&self, key: &PrivateKey) -> Result<Option<Box<dyn RandomRead>>, StoreError> {

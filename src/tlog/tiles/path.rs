@@ -263,6 +263,16 @@ pub enum PrivateKey {
 }
 
 impl PrivateKey {
+    /// The keys of the names listed in `dir`, in name order; names that
+    /// are no key of `dir` are passed over.
+    pub fn all_in(dir: PrivateDir, mut names: Vec<String>) -> Vec<PrivateKey> {
+        names.sort();
+        names
+            .iter()
+            .filter_map(|n| PrivateKey::in_dir(dir, n))
+            .collect()
+    }
+
     /// The key of the name `name` listed in `dir`.
     pub fn in_dir(dir: PrivateDir, name: &str) -> Option<PrivateKey> {
         if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
