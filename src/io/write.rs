@@ -352,7 +352,7 @@ impl NewFiles {
     pub fn write(&self, name: &str, bytes: &[u8]) -> Result<(), OutputError> {
         use rustix::fs::{Mode, OFlags};
         let path = self.dir.join(name);
-        if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+        if !super::is_plain_name(std::ffi::OsStr::new(name)) {
             return Err(OutputError::NoFileName { path });
         }
         let flags =

@@ -275,7 +275,7 @@ impl PrivateKey {
 
     /// The key of the name `name` listed in `dir`.
     pub fn in_dir(dir: PrivateDir, name: &str) -> Option<PrivateKey> {
-        if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+        if !crate::io::is_plain_name(std::ffi::OsStr::new(name)) {
             return None;
         }
         let parsed = match dir {
