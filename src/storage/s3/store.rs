@@ -143,6 +143,15 @@ impl S3Store {
         }
     }
 
+    /// The bytes of object `k` (at most `max`), or `None` if absent.
+    fn get_bytes(&self, k: &str, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .s3
+            .get(k, max)
+            .map_err(|e| self.io(k, e))?
+            .map(|o| o.body.to_vec()))
+    }
+
     fn io(&self, what: &str, e: S3Error) -> StoreError {
         match e {
             S3Error::TooLarge { key, max } => StoreError::TooLarge { what: key, max },
@@ -174,11 +183,7 @@ impl PublicRead for S3Store {
 
     fn read(&self, key: &PublicKey, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
         let k = self.public_key(key);
-        Ok(self
-            .s3
-            .get(&k, max)
-            .map_err(|e| self.io(&k, e))?
-            .map(|o| o.body.to_vec()))
+        self.get_bytes(&k, max)
     }
 
     fn read_checkpoint(&self, max: usize) -> Result<Option<Versioned>, StoreError> {
@@ -370,11 +375,7 @@ impl PrivateStore for S3Store {
         // so here, not by a run its successor retired (spec/storage.md).
         self.time_left()?;
         let k = self.private_key(key);
-        Ok(self
-            .s3
-            .get(&k, max)
-            .map_err(|e| self.io(&k, e))?
-            .map(|o| o.body.to_vec()))
+        self.get_bytes(&k, max)
     }
 
     fn write_private(&self, key: &PrivateKey, bytes: &[u8]) -> Result<(), StoreError> {
