@@ -198,19 +198,11 @@ pub fn checkpoint_changes_by_compare_and_swap(store: &dyn Store) -> Check {
     const P: &str = "the checkpoint changes by compare-and-swap";
     let v1 = call(P, store.replace_checkpoint(None, b"one\n"))?;
     let again = store.replace_checkpoint(None, b"two\n");
-    require(
-        "create-if-absent fails when present",
-        matches!(again, Err(StoreError::CheckpointMoved)),
-        &again,
-    )?;
+    moved("create-if-absent fails when present", &again)?;
     checkpoint_is(store, P, b"one\n", &v1)?;
     let v2 = call(P, store.replace_checkpoint(Some(&v1), b"two\n"))?;
     let stale = store.replace_checkpoint(Some(&v1), b"three\n");
-    require(
-        "a stale version is refused",
-        matches!(stale, Err(StoreError::CheckpointMoved)),
-        &stale,
-    )?;
+    moved("a stale version is refused", &stale)?;
     checkpoint_is(store, P, b"two\n", &v2)?;
     let plain = call(P, store.read(&PublicKey::Checkpoint, 1024))?;
     require(
@@ -218,6 +210,12 @@ pub fn checkpoint_changes_by_compare_and_swap(store: &dyn Store) -> Check {
         plain.as_deref() == Some(b"two\n".as_slice()),
         &plain,
     )
+}
+
+/// A checkpoint replacement refused because the checkpoint moved.
+fn moved(property: &'static str, replaced: &Result<Version, StoreError>) -> Check {
+    let ok = matches!(replaced, Err(StoreError::CheckpointMoved));
+    require(property, ok, replaced)
 }
 
 /// The checkpoint reads as `bytes` at `version`.
