@@ -70,6 +70,17 @@ pub const MAX_ETAG_BYTES: usize = 256;
 /// Idle keep-alive connections are closed after this long.
 pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// One request as one attempt sends it: `extra` headers beside `host` and
+/// the payload's SHA-256, which is signed with the rest.
+struct Call<'a> {
+    method: &'a Method,
+    key: &'a str,
+    query: &'a [(String, String)],
+    body: Bytes,
+    extra: &'a [(String, String)],
+    payload_sha256: &'a str,
+}
+
 /// One answer with its body read (capped).
 pub(super) struct Answer {
     pub(super) status: StatusCode,
@@ -340,17 +351,15 @@ impl Client {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let outcome = self
-                .attempt(
-                    &method,
-                    key,
-                    query,
-                    body.clone(),
-                    headers,
-                    &payload_sha256,
-                    max,
-                )
-                .await;
+            let call = Call {
+                method: &method,
+                key,
+                query,
+                body: body.clone(),
+                extra: headers,
+                payload_sha256: &payload_sha256,
+            };
+            let outcome = self.attempt(call, max).await;
             let retry = match &outcome {
                 Ok(a) => a.status.is_server_error() || a.status == StatusCode::CONFLICT,
                 Err(Failure::Transport(_) | Failure::Timeout) => true,
@@ -380,18 +389,9 @@ impl Client {
     }
 
     /// One attempt: sign, send, read the answer within [`REQUEST_TIMEOUT`].
-    #[allow(clippy::too_many_arguments)]
-    async fn attempt(
-        &self,
-        method: &Method,
-        key: &str,
-        query: &[(String, String)],
-        body: Bytes,
-        extra: &[(String, String)],
-        payload_sha256: &str,
-        max: usize,
-    ) -> Result<Answer, Failure> {
-        let request = self.signed_request(method, key, query, body, extra, payload_sha256)?;
+    async fn attempt(&self, call: Call<'_>, max: usize) -> Result<Answer, Failure> {
+        let method = call.method;
+        let request = self.signed_request(call)?;
         let head_only = method == Method::HEAD;
         self.sent.fetch_add(1, Ordering::Relaxed);
         let exchange = async {
@@ -419,15 +419,15 @@ impl Client {
     }
 
     /// The request of one attempt, signed with SigV4.
-    fn signed_request(
-        &self,
-        method: &Method,
-        key: &str,
-        query: &[(String, String)],
-        body: Bytes,
-        extra: &[(String, String)],
-        payload_sha256: &str,
-    ) -> Result<Request<Full<Bytes>>, Failure> {
+    fn signed_request(&self, call: Call<'_>) -> Result<Request<Full<Bytes>>, Failure> {
+        let Call {
+            method,
+            key,
+            query,
+            body,
+            extra,
+            payload_sha256,
+        } = call;
         let path = if key.is_empty() {
             format!("/{}", self.bucket)
         } else {
