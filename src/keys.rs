@@ -362,9 +362,16 @@ pub fn is_valid_key_name(name: &str) -> bool {
 /// C2SP signed-note "Ed25519 signatures": `key ID = SHA-256(key name || 0x0A
 /// || 0x01 || 32-byte Ed25519 public key)[:4]`.
 pub fn note_key_hash(name: &str, key: &VerifyingKey) -> [u8; 4] {
+    typed_key_id(name, NOTE_ED25519_TYPE, key)
+}
+
+/// The key ID of a signed-note key of signature type `alg` (0x01 an
+/// Ed25519 signer, 0x04 a cosigner): `SHA-256(name || 0x0A || alg ||
+/// 32-byte Ed25519 public key)[:4]`.
+pub fn typed_key_id(name: &str, alg: u8, key: &VerifyingKey) -> [u8; 4] {
     let mut h = sha2::Sha256::new();
     h.update(name.as_bytes());
-    h.update([b'\n', NOTE_ED25519_TYPE]);
+    h.update([b'\n', alg]);
     h.update(key.as_bytes());
     let d: [u8; 32] = h.finalize().into();
     let [a, b, c, e, ..] = d;
@@ -443,17 +450,28 @@ pub(crate) fn parse_hash_hex(hash: &str) -> Result<[u8; 4], KeyError> {
 
 impl std::fmt::Display for NoteVerifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut raw = Vec::with_capacity(33);
-        raw.push(NOTE_ED25519_TYPE);
-        raw.extend_from_slice(self.key.as_bytes());
-        let b64 = general_purpose::STANDARD.encode(raw);
-        write!(f, "{}+{}+{}", self.name, to_hex(&self.key_hash), b64)
+        write_vkey(f, &self.name, &self.key_hash, NOTE_ED25519_TYPE, &self.key)
     }
+}
+
+/// A signed-note verifier key of signature type `alg`:
+/// `NAME+<8 hex key ID>+<base64(alg||pub)>`.
+pub(crate) fn write_vkey(
+    f: &mut std::fmt::Formatter<'_>,
+    name: &str,
+    id: &[u8; 4],
+    alg: u8,
+    key: &VerifyingKey,
+) -> std::fmt::Result {
+    let mut raw = Vec::with_capacity(33);
+    raw.push(alg);
+    raw.extend_from_slice(key.as_bytes());
+    let b64 = general_purpose::STANDARD.encode(raw);
+    write!(f, "{name}+{}+{b64}", to_hex(id))
 }
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     #[test]

@@ -98,7 +98,6 @@ pub fn utc(seconds: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -222,36 +222,39 @@ fn same_file(_a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
 /// The digest of everything `reader` yields, read in chunks.
 fn hash_reader(alg: Algorithm, mut reader: impl Read) -> std::io::Result<Digest> {
     let mut buf = vec![0u8; HASH_CHUNK_BYTES];
-    match alg {
+    let bytes = match alg {
         Algorithm::Blake3 => {
             let mut h = blake3::Hasher::new();
-            loop {
-                let n = reader.read(&mut buf)?;
-                let Some(chunk) = buf.get(..n).filter(|c| !c.is_empty()) else {
-                    break;
-                };
+            each_chunk(&mut reader, &mut buf, |chunk| {
                 h.update(chunk);
-            }
-            Ok(Digest {
-                algorithm: alg,
-                bytes: *h.finalize().as_bytes(),
-            })
+            })?;
+            *h.finalize().as_bytes()
         }
         Algorithm::Sha256 => {
             use sha2::Digest as _;
             let mut h = sha2::Sha256::new();
-            loop {
-                let n = reader.read(&mut buf)?;
-                let Some(chunk) = buf.get(..n).filter(|c| !c.is_empty()) else {
-                    break;
-                };
-                h.update(chunk);
-            }
-            Ok(Digest {
-                algorithm: alg,
-                bytes: h.finalize().into(),
-            })
+            each_chunk(&mut reader, &mut buf, |chunk| h.update(chunk))?;
+            h.finalize().into()
         }
+    };
+    Ok(Digest {
+        algorithm: alg,
+        bytes,
+    })
+}
+
+/// Calls `f` with each chunk `reader` yields, in order, until its end.
+fn each_chunk(
+    reader: &mut impl Read,
+    buf: &mut [u8],
+    mut f: impl FnMut(&[u8]),
+) -> std::io::Result<()> {
+    loop {
+        let n = reader.read(buf)?;
+        let Some(chunk) = buf.get(..n).filter(|c| !c.is_empty()) else {
+            return Ok(());
+        };
+        f(chunk);
     }
 }
 

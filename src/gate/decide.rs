@@ -95,7 +95,6 @@ pub fn combine(rules: &RuleOutcome, checks: &CheckOutcome, tally: &Tally) -> Dec
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     fn outcome(deny: &[&str], escalate: &[&str]) -> RuleOutcome {

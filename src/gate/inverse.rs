@@ -225,7 +225,6 @@ pub fn load(store: &GateStore, id: &Digest) -> Result<Record, InverseError> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     fn side(bytes: &[u8], executable: bool) -> Option<Side> {

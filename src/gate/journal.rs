@@ -474,7 +474,6 @@ fn remove_empty_parents(top: &Path, path: &str) {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     fn side(bytes: &[u8]) -> Side {

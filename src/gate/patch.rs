@@ -202,7 +202,6 @@ pub fn changed_paths(clean: &Path) -> Result<Vec<String>, PatchError> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     #[test]

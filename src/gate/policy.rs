@@ -314,7 +314,6 @@ fn reads(value: Option<&Value>) -> Result<Vec<String>, PolicyError> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     const GOOD: &str = r#"{"name": "ci", "checks": [{"name": "test", "run": ["cargo", "test"],

@@ -53,7 +53,25 @@ pub struct UndoRequest<'a> {
     pub crash: &'a dyn Fn(u32),
 }
 
-fn refused(why: impl Into<String>) -> GateError {
+impl<'a> Plan<'a> {
+    /// The plan of an undo: the inverse transition `record` (`record_id`),
+    /// its files before the receipt pointer to `evidence_id`.
+    pub fn undo(
+        record: &'a super::inverse::Record,
+        record_id: Digest,
+        evidence_id: Digest,
+    ) -> Plan<'a> {
+        Plan {
+            op: "undo",
+            record,
+            record_id,
+            evidence_id,
+            link_first: false,
+        }
+    }
+}
+
+pub(crate) fn refused(why: impl Into<String>) -> GateError {
     GateError::Refused(why.into())
 }
 
@@ -66,11 +84,20 @@ fn authentic(
     if envelope.payload_type != crate::constants::RECEIPT_PAYLOAD_TYPE {
         return Err(refused("the envelope does not hold a receipt"));
     }
+    let (receipt, id) = own_receipt(envelope, signer)?;
+    let inverse = inverse_of(&receipt)?;
+    Ok((receipt, id, inverse))
+}
+
+/// The receipt in `envelope` and its id, if `signer` signed it under its
+/// name (only the gate's own receipts are undone).
+pub(crate) fn own_receipt(
+    envelope: &Envelope,
+    signer: &Signer<'_>,
+) -> Result<(Receipt, Digest), GateError> {
     let keys = TrustedKeys::new(&[signer.key.verifying_key()]);
     if !matches!(keys.check(envelope), SignatureCheck::Verified { .. }) {
-        return Err(refused(
-            "the receipt is not signed by this gate key: only the gate's own receipts are undone",
-        ));
+        return Err(refused(NOT_SIGNED));
     }
     let (receipt, id) = crate::receipt::receipt_from_cbor(&envelope.payload)?;
     if receipt.issuer != signer.issuer {
@@ -79,17 +106,23 @@ fn authentic(
             receipt.issuer, signer.issuer
         )));
     }
+    Ok((receipt, id))
+}
+
+/// Why a receipt that is not the gate's own is refused.
+pub(crate) const NOT_SIGNED: &str =
+    "the receipt is not signed by this gate key: only the gate's own receipts are undone";
+
+/// The inverse record's identity of `receipt`, if it was applied and has one.
+pub(crate) fn inverse_of(receipt: &Receipt) -> Result<Digest, GateError> {
     if !receipt.applied {
         return Err(refused(
             "the receipt says applied false: nothing was written, nothing to undo",
         ));
     }
-    let Some(inverse) = receipt.inverse_delta_id else {
-        return Err(refused(
-            "the receipt has no inverse (reversibility false): it cannot be undone",
-        ));
-    };
-    Ok((receipt, id, inverse))
+    receipt.inverse_delta_id.ok_or_else(|| {
+        refused("the receipt has no inverse (reversibility false): it cannot be undone")
+    })
 }
 
 /// The inverse record `id`, its pre-images all in the store, every file
@@ -186,13 +219,7 @@ pub fn undo(req: &UndoRequest<'_>) -> Result<Outcome, GateError> {
         replay: Replay::DeterministicReplay,
     };
     let signed = sign(&receipt, req.signer.key)?;
-    let plan = Plan {
-        op: "undo",
-        record: &back,
-        record_id: back_id,
-        evidence_id,
-        link_first: false,
-    };
+    let plan = Plan::undo(&back, back_id, evidence_id);
     execute(store, &tree.top, &plan, &signed, req.crash)?;
     Ok(Outcome {
         change_id,

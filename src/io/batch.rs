@@ -212,7 +212,6 @@ impl Drop for Batch {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     fn names(dir: &Path) -> Vec<String> {

@@ -248,12 +248,7 @@ impl Dir {
 
     /// `name` checked to be one plain component.
     fn name<'n>(&self, name: &'n OsStr) -> Result<&'n OsStr, DirError> {
-        let plain = !name.is_empty()
-            && name != "."
-            && name != ".."
-            && !name.as_bytes().contains(&b'/')
-            && !name.as_bytes().contains(&0);
-        if plain {
+        if is_plain_name(name) {
             Ok(name)
         } else {
             Err(DirError::BadName {
@@ -552,9 +547,18 @@ fn split(path: &Path) -> Option<(&Path, &OsStr)> {
     }
 }
 
+/// Whether `name` is one plain path component: not empty, not `.` or
+/// `..`, no `/` and no NUL (what a directory handle may name).
+pub fn is_plain_name(name: &OsStr) -> bool {
+    !name.is_empty()
+        && name != "."
+        && name != ".."
+        && !name.as_bytes().contains(&b'/')
+        && !name.as_bytes().contains(&0)
+}
+
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use std::os::unix::fs::symlink;
 

@@ -33,7 +33,7 @@ mod read;
 mod write;
 
 pub use batch::Batch;
-pub use dir::{Dir, DirError, MAX_TREE_DEPTH, PRIVATE_DIR_MODE, remove_tree_at};
+pub use dir::{Dir, DirError, MAX_TREE_DEPTH, PRIVATE_DIR_MODE, is_plain_name, remove_tree_at};
 pub use lines::{Line, LineReader};
 pub use read::*;
 pub use write::*;

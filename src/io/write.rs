@@ -374,7 +374,7 @@ impl NewFiles {
     pub fn write(&self, name: &str, bytes: &[u8]) -> Result<(), OutputError> {
         use rustix::fs::{Mode, OFlags};
         let path = self.dir.join(name);
-        if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+        if !super::is_plain_name(std::ffi::OsStr::new(name)) {
             return Err(OutputError::NoFileName { path });
         }
         let flags =
@@ -420,7 +420,6 @@ pub fn write_scratch(path: &Path, bytes: &[u8], mode: u32) -> Result<(), OutputE
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     #[cfg(unix)]

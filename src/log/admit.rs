@@ -298,7 +298,6 @@ fn issuer_signed(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use crate::keys::{SigningKey, keyid};
 

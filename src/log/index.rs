@@ -528,7 +528,6 @@ fn merge_into(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use crate::storage::posix::PosixStore;
     use crate::tlog::merkle::leaf_hash;

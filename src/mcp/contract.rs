@@ -141,6 +141,17 @@ pub struct DemoRead {
     pub answer: Digest,
 }
 
+impl DemoRead {
+    /// The read as a data-model value: `{"tool", "arguments", "answer"}`.
+    pub fn value(&self) -> Value {
+        Value::Map(BTreeMap::from([
+            ("tool".to_string(), t(self.tool.clone())),
+            ("arguments".to_string(), t(self.arguments.to_string())),
+            ("answer".to_string(), t(self.answer.to_string())),
+        ]))
+    }
+}
+
 /// A demonstrated step call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -341,17 +352,7 @@ impl Contract {
             .calls
             .iter()
             .map(|c| {
-                let reads = c
-                    .reads
-                    .iter()
-                    .map(|r| {
-                        Value::Map(BTreeMap::from([
-                            ("tool".to_string(), t(r.tool.clone())),
-                            ("arguments".to_string(), t(r.arguments.to_string())),
-                            ("answer".to_string(), t(r.answer.to_string())),
-                        ]))
-                    })
-                    .collect();
+                let reads = c.reads.iter().map(DemoRead::value).collect();
                 Value::Map(BTreeMap::from([
                     ("tool".to_string(), t(c.tool.clone())),
                     ("arguments".to_string(), t(c.arguments_digest.to_string())),
@@ -513,7 +514,6 @@ impl Contracts {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use serde_json::json;
 

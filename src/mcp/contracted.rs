@@ -96,18 +96,7 @@ pub fn reads_of(evidence: &Value) -> Vec<(String, Digest)> {
 
 /// Reads as a data-model value: `[{"tool", "arguments", "answer"}]`.
 pub fn reads_value(reads: &[DemoRead]) -> Value {
-    Value::Array(
-        reads
-            .iter()
-            .map(|r| {
-                Value::Map(BTreeMap::from([
-                    ("tool".to_string(), t(r.tool.clone())),
-                    ("arguments".to_string(), t(r.arguments.to_string())),
-                    ("answer".to_string(), t(r.answer.to_string())),
-                ]))
-            })
-            .collect(),
-    )
+    Value::Array(reads.iter().map(DemoRead::value).collect())
 }
 
 /// The tool, the time and the arguments of a step's decision input.
@@ -381,7 +370,6 @@ impl Decider for Contracted {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use crate::mcp::TableDecider;
     use serde_json::json;

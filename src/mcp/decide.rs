@@ -152,7 +152,6 @@ impl Input<'_> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     fn facts_of<'a>(input: &'a serde_json::Value, refusals: &'a [String]) -> Facts<'a> {

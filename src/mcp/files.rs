@@ -220,12 +220,6 @@ pub fn digest_of(state: &State) -> Option<Digest> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )]
     use super::*;
     use serde_json::json;
 

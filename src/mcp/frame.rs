@@ -252,12 +252,6 @@ pub fn with_result_meta(text: &str, result: &RawValue, entries: &str) -> Option<
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )]
     use super::*;
 
     #[test]

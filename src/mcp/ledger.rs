@@ -605,12 +605,6 @@ pub fn orphans(store: &GateStore) -> Result<(Vec<Pending>, Vec<File>), LedgerErr
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )]
     use super::*;
 
     pub(crate) fn record(id: &str) -> StepRecord {

@@ -13,7 +13,6 @@ use super::stdio::{Line, read_line};
 use super::table::{self, Listed};
 use std::ffi::OsString;
 use std::io::{BufReader, Write};
-use std::process::{Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
@@ -135,12 +134,7 @@ impl Talk {
 /// Start `command`, list its tools, stop it.
 pub fn list_tools(command: &[OsString]) -> Result<PinnedList, PinError> {
     let (program, args) = command.split_first().ok_or(PinError::NoCommand)?;
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
+    let mut child = super::stdio::spawn_server(program, args)
         .map_err(|e| PinError::Spawn(program.clone(), e))?;
     let (tx, lines) = std::sync::mpsc::sync_channel(64);
     if let Some(out) = child.stdout.take() {

@@ -313,7 +313,6 @@ pub fn is_pointer(p: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     const DEF: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";

@@ -132,7 +132,6 @@ pub fn fresh(items: &[ReadItem]) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use crate::digest::Digest;
 

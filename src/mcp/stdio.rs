@@ -159,6 +159,17 @@ fn refused(line: &Line) -> String {
     frame::error_response(None, code, &format!("rcpt gate mcp refused {what}"), None)
 }
 
+/// Start the server `program` with `args`, its standard input and output
+/// piped to the proxy and its standard error the proxy's own.
+pub(super) fn spawn_server(program: &OsString, args: &[OsString]) -> std::io::Result<Child> {
+    Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+}
+
 /// Run the proxy: the server `command` as a child, the client on `input`
 /// and `output`. Returns when the session is over, every receipt stored
 /// and logged.
@@ -169,16 +180,10 @@ pub fn run(
     output: impl Write + Send + 'static,
 ) -> Result<Ended, StdioError> {
     let (program, args) = command.split_first().ok_or(StdioError::NoCommand)?;
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|source| StdioError::Spawn {
-            program: program.clone(),
-            source,
-        })?;
+    let mut child = spawn_server(program, args).map_err(|source| StdioError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
     let relay = Arc::new(relay);
     let (to_server, server_rx) = sync_channel(MAX_QUEUE_FRAMES);
     let (to_client, client_rx) = sync_channel(MAX_QUEUE_FRAMES);
@@ -386,7 +391,6 @@ fn terminate(child: &mut Child) {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     #[test]

@@ -177,12 +177,6 @@ pub fn pin_table(tools: &[Listed]) -> serde_json::Value {
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )]
     use super::*;
     use serde_json::json;
 

@@ -14,10 +14,11 @@ use crate::digest::Digest;
 use crate::gate::apply::{Plan, execute, put_side};
 use crate::gate::inverse::{self, Record};
 use crate::gate::journal::{self, JournalError, Recovered};
+use crate::gate::undo::{NOT_SIGNED, inverse_of, own_receipt, refused};
 use crate::gate::{GateError, Signed, Signer};
 use crate::limits::MAX_GATE_PREIMAGE_BYTES;
 use crate::receipt::canonical::{Value, dagcbor, identity};
-use crate::receipt::dsse::{Envelope, SignatureCheck, TrustedKeys};
+use crate::receipt::dsse::Envelope;
 use crate::receipt::{ReadItem, Receipt, Replay, Substrate, Verdict};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -33,10 +34,6 @@ pub struct Undone {
     pub recovered: Option<Recovered>,
 }
 
-fn refused(why: impl Into<String>) -> GateError {
-    GateError::Refused(why.into())
-}
-
 fn t(s: impl Into<String>) -> Value {
     Value::Text(s.into())
 }
@@ -44,35 +41,16 @@ fn t(s: impl Into<String>) -> Value {
 /// The receipt in `envelope` if it is this gate's, a tool-proxy step that
 /// was applied and has an inverse: (its id, the inverse's id).
 fn authentic(envelope: &Envelope, signer: &Signer<'_>) -> Result<(Digest, Digest), GateError> {
-    let keys = TrustedKeys::new(&[signer.key.verifying_key()]);
-    if envelope.payload_type != crate::constants::RECEIPT_PAYLOAD_TYPE
-        || !matches!(keys.check(envelope), SignatureCheck::Verified { .. })
-    {
-        return Err(refused(
-            "the receipt is not signed by this gate key: only the gate's own receipts are undone",
-        ));
+    if envelope.payload_type != crate::constants::RECEIPT_PAYLOAD_TYPE {
+        return Err(refused(NOT_SIGNED));
     }
-    let (receipt, id) = crate::receipt::receipt_from_cbor(&envelope.payload)?;
-    if receipt.issuer != signer.issuer {
-        return Err(refused(format!(
-            "the receipt's issuer is {:?}, the gate key's name {:?}",
-            receipt.issuer, signer.issuer
-        )));
-    }
+    let (receipt, id) = own_receipt(envelope, signer)?;
     if receipt.substrate != Substrate::ToolProxy {
         return Err(refused(
             "not a tool-proxy receipt: undo it without --root, in its work tree",
         ));
     }
-    if !receipt.applied {
-        return Err(refused(
-            "the receipt says applied false: nothing was written, nothing to undo",
-        ));
-    }
-    let inverse = receipt.inverse_delta_id.ok_or_else(|| {
-        refused("the receipt has no inverse (reversibility false): it cannot be undone")
-    })?;
-    Ok((id, inverse))
+    Ok((id, inverse_of(&receipt)?))
 }
 
 /// Every file under a root (no link on the way) and at its post side.
@@ -142,13 +120,7 @@ pub fn undo(
     let evidence_id = store.put_record(&evidence)?;
     let receipt = undo_receipt(&back, back_id, receipt_id, evidence_id, signer);
     let signed = crate::gate::sign(&receipt, signer.key)?;
-    let plan = Plan {
-        op: "undo",
-        record: &back,
-        record_id: back_id,
-        evidence_id,
-        link_first: false,
-    };
+    let plan = Plan::undo(&back, back_id, evidence_id);
     execute(store, Path::new(INVERSE_BASE), &plan, &signed, &|_| {})?;
     Ok(Undone {
         signed,

@@ -132,7 +132,6 @@ pub fn succeeded(result: &RawValue) -> bool {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     fn digest_of(text: &str) -> Option<Digest> {

@@ -221,7 +221,6 @@ fn read_authorized(path: &Path) -> Result<HashSet<String>, WatchError> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use base64::Engine;
 

@@ -497,7 +497,6 @@ pub fn check_signatures(envelope: &Envelope, trusted: &[VerifyingKey]) -> Signat
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     fn key(seed: u8) -> SigningKey {

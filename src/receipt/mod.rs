@@ -28,3 +28,4 @@ pub use model::{
 pub use payload::{
     PayloadError, ValidPayload, payload_from_cbor, payload_from_json, receipt_from_cbor,
 };
+pub use schema::TOP_FIELDS;

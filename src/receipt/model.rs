@@ -305,7 +305,6 @@ impl Receipt {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use crate::receipt::canonical::{dagcbor, json};
     use crate::receipt::payload::{payload_from_cbor, receipt_from_cbor};

@@ -29,7 +29,7 @@ pub(super) fn read_set_problem(items: &[ReadItem]) -> Option<String> {
 
 /// Fields of the top-level payload map, in the order of spec/receipt.md
 /// "Fields".
-pub(super) const TOP_FIELDS: &[&str] = &[
+pub const TOP_FIELDS: &[&str] = &[
     "version",
     "issuer",
     "issued_at",

@@ -6,7 +6,9 @@
 //! property as a [`Broken`] naming it, and the backend's test asserts
 //! `run(..)` is `Ok`.
 
-use super::{Family, PrivateDir, PrivateKey, PublicKey, Store, StoreError, TileKey, Width};
+use super::{
+    Family, PrivateDir, PrivateKey, PublicKey, Store, StoreError, TileKey, Version, Width,
+};
 
 /// A broken property of the storage contract.
 #[derive(Debug, thiserror::Error)]
@@ -196,37 +198,39 @@ pub fn checkpoint_changes_by_compare_and_swap(store: &dyn Store) -> Check {
     const P: &str = "the checkpoint changes by compare-and-swap";
     let v1 = call(P, store.replace_checkpoint(None, b"one\n"))?;
     let again = store.replace_checkpoint(None, b"two\n");
-    require(
-        "create-if-absent fails when present",
-        matches!(again, Err(StoreError::CheckpointMoved)),
-        &again,
-    )?;
-    let read = call(P, store.read_checkpoint(1024))?;
-    require(
-        P,
-        read.as_ref()
-            .is_some_and(|r| r.bytes == b"one\n" && r.version == v1),
-        &read,
-    )?;
+    moved("create-if-absent fails when present", &again)?;
+    checkpoint_is(store, P, b"one\n", &v1)?;
     let v2 = call(P, store.replace_checkpoint(Some(&v1), b"two\n"))?;
     let stale = store.replace_checkpoint(Some(&v1), b"three\n");
-    require(
-        "a stale version is refused",
-        matches!(stale, Err(StoreError::CheckpointMoved)),
-        &stale,
-    )?;
-    let read = call(P, store.read_checkpoint(1024))?;
-    require(
-        P,
-        read.as_ref()
-            .is_some_and(|r| r.bytes == b"two\n" && r.version == v2),
-        &read,
-    )?;
+    moved("a stale version is refused", &stale)?;
+    checkpoint_is(store, P, b"two\n", &v2)?;
     let plain = call(P, store.read(&PublicKey::Checkpoint, 1024))?;
     require(
         "the checkpoint is a public object",
         plain.as_deref() == Some(b"two\n".as_slice()),
         &plain,
+    )
+}
+
+/// A checkpoint replacement refused because the checkpoint moved.
+fn moved(property: &'static str, replaced: &Result<Version, StoreError>) -> Check {
+    let ok = matches!(replaced, Err(StoreError::CheckpointMoved));
+    require(property, ok, replaced)
+}
+
+/// The checkpoint reads as `bytes` at `version`.
+fn checkpoint_is(
+    store: &dyn Store,
+    property: &'static str,
+    bytes: &[u8],
+    version: &Version,
+) -> Check {
+    let read = call(property, store.read_checkpoint(1024))?;
+    require(
+        property,
+        read.as_ref()
+            .is_some_and(|r| r.bytes == bytes && &r.version == version),
+        &read,
     )
 }
 

@@ -34,6 +34,7 @@ use super::{
 };
 use crate::io::{Dir, InputError};
 use crate::storage::{CheckpointStore, PrivateStore, TileStore};
+use crate::tlog::tiles::path::group_dir;
 use sha2::{Digest as _, Sha256};
 use std::collections::HashSet;
 use std::fs::File;
@@ -67,25 +68,6 @@ struct StagedTile {
     dest: PathBuf,
     /// Its name in `.rcpt/tmp/`.
     tmp_name: String,
-}
-
-/// The path of the tiles of index group `group` (index / 1000): every
-/// element of `encode_index(group)` with its `x`.
-fn group_dir(group: u64) -> String {
-    if group == 0 {
-        return String::new();
-    }
-    crate::tlog::tiles::path::encode_index(group)
-        .split('/')
-        .map(|e| {
-            if e.starts_with('x') {
-                e.to_string()
-            } else {
-                format!("x{e}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 /// File names in `dir`; names that are not UTF-8 are skipped (no key can
@@ -528,15 +510,11 @@ impl PrivateStore for PosixStore {
     }
 
     fn list_private(&self, dir: PrivateDir) -> Result<Vec<PrivateKey>, StoreError> {
-        let mut names = match self.found(&format!("{PRIVATE_DIR}/{}", dir.path()))? {
+        let names = match self.found(&format!("{PRIVATE_DIR}/{}", dir.path()))? {
             Some(d) => names(&d)?,
             None => Vec::new(),
         };
-        names.sort();
-        Ok(names
-            .iter()
-            .filter_map(|n| PrivateKey::in_dir(dir, n))
-            .collect())
+        Ok(PrivateKey::all_in(dir, names))
     }
 
     fn open_private(&self, key: &PrivateKey) -> Result<Option<Box<dyn RandomRead>>, StoreError> {
@@ -589,7 +567,6 @@ impl PrivateStore for PosixStore {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use crate::storage::Width;
 

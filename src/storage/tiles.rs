@@ -67,11 +67,10 @@ pub fn read_hash_tile(store: &dyn PublicRead, key: &TileKey) -> Result<Vec<Hash>
     decode_hash_tile(&bytes, key.width().items(), &key.path())
 }
 
-/// The entries of the stored entry bundle `key`: exactly as many as its width.
-pub fn read_entry_bundle(store: &dyn PublicRead, key: &TileKey) -> Result<Vec<Vec<u8>>, TileError> {
-    let bytes = fetch(store, key, MAX_ENTRY_BUNDLE_BYTES)?
-        .ok_or_else(|| TileError::Missing { path: key.path() })?;
-    let entries = decode_entry_bundle(&bytes)?;
+/// The entries of the bytes of entry bundle `key`, decoded: exactly as
+/// many as its width.
+fn decode_bundle_of<'b>(bytes: &'b [u8], key: &TileKey) -> Result<Vec<&'b [u8]>, TileError> {
+    let entries = decode_entry_bundle(bytes)?;
     if entries.len() != key.width().items() {
         return Err(TileError::BundleCount {
             path: key.path(),
@@ -79,6 +78,14 @@ pub fn read_entry_bundle(store: &dyn PublicRead, key: &TileKey) -> Result<Vec<Ve
             got: entries.len(),
         });
     }
+    Ok(entries)
+}
+
+/// The entries of the stored entry bundle `key`: exactly as many as its width.
+pub fn read_entry_bundle(store: &dyn PublicRead, key: &TileKey) -> Result<Vec<Vec<u8>>, TileError> {
+    let bytes = fetch(store, key, MAX_ENTRY_BUNDLE_BYTES)?
+        .ok_or_else(|| TileError::Missing { path: key.path() })?;
+    let entries = decode_bundle_of(&bytes, key)?;
     Ok(entries.into_iter().map(<[u8]>::to_vec).collect())
 }
 
@@ -254,15 +261,7 @@ impl TileReader {
     ) -> Result<T, TileError> {
         let key = tile_at(Family::Entries, n, self.size).ok_or(not_in_tree)?;
         let (bytes, read) = fetch_or_full(&*self.store, &key)?;
-        let entries = decode_entry_bundle(&bytes)?;
-        if entries.len() != read.width().items() {
-            return Err(TileError::BundleCount {
-                path: read.path(),
-                expected: read.width().items(),
-                got: entries.len(),
-            });
-        }
-        f(entries, key.width().items())
+        f(decode_bundle_of(&bytes, &read)?, key.width().items())
     }
 
     /// The expanded nodes of tile `n` at `level`, as this size holds it,

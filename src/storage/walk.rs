@@ -387,7 +387,6 @@ impl ConsistencyWalk {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use crate::storage::{PublicKey, PublicRead, StoreError, TileKey, Versioned, Width};
     use crate::tlog::merkle::{HashReader, MemoryTree};

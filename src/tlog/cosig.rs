@@ -14,7 +14,6 @@ use crate::tlog::note::{Checkpoint, Note, NoteError, NoteSignature, signature_li
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use ed25519_dalek::Signer as _;
-use sha2::Digest as _;
 
 /// Largest timestamp a cosignature may carry: "It MUST NOT exceed 2^63 - 1".
 pub const MAX_TIMESTAMP: u64 = i64::MAX as u64;
@@ -107,13 +106,7 @@ impl KeyErrorText {
 /// tlog-cosignature "Format": the key ID of an Ed25519 cosigner is
 /// `SHA-256(<name> || "\n" || 0x04 || 32-byte Ed25519 cosigner public key)[:4]`.
 pub fn key_id(name: &str, key: &VerifyingKey) -> [u8; 4] {
-    let mut h = sha2::Sha256::new();
-    h.update(name.as_bytes());
-    h.update([b'\n', NOTE_COSIGNATURE_TYPE]);
-    h.update(key.as_bytes());
-    let d: [u8; 32] = h.finalize().into();
-    let [a, b, c, e, ..] = d;
-    [a, b, c, e]
+    crate::keys::typed_key_id(name, NOTE_COSIGNATURE_TYPE, key)
 }
 
 /// A witness (cosigner) verifier key: `NAME+<8 hex key ID>+<base64(0x04||pub)>`.
@@ -188,15 +181,12 @@ impl WitnessVerifier {
 
 impl std::fmt::Display for WitnessVerifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut raw = Vec::with_capacity(33);
-        raw.push(NOTE_COSIGNATURE_TYPE);
-        raw.extend_from_slice(self.key.as_bytes());
-        write!(
+        crate::keys::write_vkey(
             f,
-            "{}+{}+{}",
-            self.name,
-            to_hex(&self.key_id),
-            STANDARD.encode(raw)
+            &self.name,
+            &self.key_id,
+            NOTE_COSIGNATURE_TYPE,
+            &self.key,
         )
     }
 }
@@ -339,7 +329,6 @@ pub fn check(note: &Note, witnesses: &[WitnessVerifier]) -> Vec<CosigStatus> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     const BODY: &str = "example.com/log\n5\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n";

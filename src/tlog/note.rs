@@ -408,7 +408,6 @@ pub fn parse_decimal(text: &[u8]) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use crate::keys::NoteVerifier;
 

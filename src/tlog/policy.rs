@@ -378,7 +378,6 @@ impl Evaluation {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use crate::keys::SigningKey;
     use parse::parse_threshold;

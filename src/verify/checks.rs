@@ -254,14 +254,9 @@ impl Verifier {
     /// `input.unreadable` (not evaluated).
     pub fn report_input_error(&self, e: &InputError) -> Report {
         match e {
-            InputError::TooLarge { .. } => Report {
-                receipt_id: None,
-                summary: None,
-                checks: vec![Check {
-                    name: name::BUNDLE,
-                    result: fail(Reason::BundleTooLarge, io::error_chain(e)),
-                }],
-            },
+            InputError::TooLarge { .. } => {
+                bundle_only(fail(Reason::BundleTooLarge, io::error_chain(e)))
+            }
             _ => unreadable(&io::error_chain(e)),
         }
     }
@@ -390,14 +385,7 @@ impl Verifier {
                 ),
             }
         };
-        Report {
-            receipt_id: None,
-            summary: None,
-            checks: vec![Check {
-                name: name::BUNDLE,
-                result,
-            }],
-        }
+        bundle_only(result)
     }
 
     /// Checkpoint signature and match, inclusion, and consistency.
@@ -540,14 +528,21 @@ pub(super) fn skip_all(checks: &mut Vec<Check>, names: &[&'static str], cause: &
 
 /// The report of a bundle that could not be read at all.
 fn unreadable(detail: &str) -> Report {
+    bundle_only(Err(NotEvaluated {
+        reason: Reason::InputUnreadable,
+        detail: detail.to_string(),
+    }))
+}
+
+/// The report of a bundle that got no further than its one `bundle` check.
+fn bundle_only(result: CheckResult) -> Report {
     Report {
         receipt_id: None,
         summary: None,
-        checks: vec![not_evaluated(
-            name::BUNDLE,
-            Reason::InputUnreadable,
-            detail.to_string(),
-        )],
+        checks: vec![Check {
+            name: name::BUNDLE,
+            result,
+        }],
     }
 }
 
@@ -561,12 +556,5 @@ fn unparsed(e: &BundleError) -> Report {
         BundleError::TooLarge(_) => fail(Reason::BundleTooLarge, e.to_string()),
         _ => fail(Reason::BundleMalformed, e.to_string()),
     };
-    Report {
-        receipt_id: None,
-        summary: None,
-        checks: vec![Check {
-            name: name::BUNDLE,
-            result,
-        }],
-    }
+    bundle_only(result)
 }

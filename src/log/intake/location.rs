@@ -126,7 +126,6 @@ fn object_store(location: &str, _: &StoreSettings<'_>) -> Result<Arc<dyn Store>,
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     #[test]

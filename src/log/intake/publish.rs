@@ -159,7 +159,6 @@ pub fn log_signed_only(note: &str, verifier: &NoteVerifier) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use crate::keys::SigningKey;
 

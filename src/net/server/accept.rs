@@ -202,7 +202,6 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Headed<S> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

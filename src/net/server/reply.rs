@@ -186,7 +186,6 @@ impl Refusals {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use http_body_util::BodyExt;
 

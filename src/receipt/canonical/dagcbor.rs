@@ -442,7 +442,6 @@ fn simple<'a>(head: &Head) -> Result<ValueRef<'a>, DecodeError> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use std::collections::BTreeMap;
 
@@ -509,32 +508,32 @@ mod tests {
             }
         );
         assert_eq!(e.reason_code(), "payload.non_canonical");
-        let e = decode(&hex("82011801")).unwrap_err();
-        assert_eq!(
-            e,
-            DecodeError::NonShortest {
-                offset: 2,
-                value: 1
-            }
-        );
-        let e = decode(&hex("f93e00")).unwrap_err();
-        assert_eq!(e, DecodeError::Float { offset: 0 });
-        let e = decode(&hex("f818")).unwrap_err();
-        assert_eq!(
-            e,
-            DecodeError::Simple {
-                offset: 0,
-                value: 24
-            }
-        );
-        let e = decode(&hex("0102")).unwrap_err();
-        assert_eq!(
-            e,
-            DecodeError::TrailingBytes {
-                offset: 1,
-                count: 1
-            }
-        );
+        for (input, want) in [
+            (
+                "82011801",
+                DecodeError::NonShortest {
+                    offset: 2,
+                    value: 1,
+                },
+            ),
+            ("f93e00", DecodeError::Float { offset: 0 }),
+            (
+                "f818",
+                DecodeError::Simple {
+                    offset: 0,
+                    value: 24,
+                },
+            ),
+            (
+                "0102",
+                DecodeError::TrailingBytes {
+                    offset: 1,
+                    count: 1,
+                },
+            ),
+        ] {
+            assert_eq!(decode(&hex(input)).unwrap_err(), want, "{input}");
+        }
         assert_eq!(
             decode(&[]),
             Err(DecodeError::Truncated { offset: 0, len: 0 })

@@ -47,7 +47,6 @@ fn to_exact_json(value: &Value) -> Option<serde_json::Value> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use std::collections::BTreeMap;
 

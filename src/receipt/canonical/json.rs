@@ -241,7 +241,6 @@ pub fn to_json(value: &Value) -> serde_json::Value {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     #[test]

@@ -45,7 +45,7 @@ use sha2::{Digest, Sha256};
 pub use super::answer::{Created, Etag, Meta, Object, S3Error};
 use super::answer::{check_key, etag_of};
 use super::config::{Location, Settings};
-use super::list::{parse_list_page, unescape_xml, xml_element};
+use super::list::{ListPage, parse_list_page, unescape_xml, xml_element};
 use super::sigv4::{self, AmzTime, Scope};
 use crate::digest::to_hex;
 
@@ -69,6 +69,17 @@ pub const MAX_KEY_BYTES: usize = 1024;
 pub const MAX_ETAG_BYTES: usize = 256;
 /// Idle keep-alive connections are closed after this long.
 pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One request as one attempt sends it: `extra` headers beside `host` and
+/// the payload's SHA-256, which is signed with the rest.
+struct Call<'a> {
+    method: &'a Method,
+    key: &'a str,
+    query: &'a [(String, String)],
+    body: Bytes,
+    extra: &'a [(String, String)],
+    payload_sha256: &'a str,
+}
 
 /// One answer with its body read (capped).
 pub(super) struct Answer {
@@ -198,32 +209,7 @@ impl Client {
 
     /// True when at least one key starts with `prefix` (one LIST of one key).
     pub async fn any_key(&self, prefix: &str) -> Result<bool, S3Error> {
-        let query = vec![
-            ("list-type".to_string(), "2".to_string()),
-            ("prefix".to_string(), prefix.to_string()),
-            ("max-keys".to_string(), "1".to_string()),
-        ];
-        let a = self
-            .send(
-                Method::GET,
-                "",
-                &query,
-                Bytes::new(),
-                &[],
-                MAX_LIST_PAGE_BYTES,
-            )
-            .await?;
-        if a.status != StatusCode::OK {
-            return Err(status_error("GET", prefix, &a));
-        }
-        let text = std::str::from_utf8(&a.body).map_err(|e| S3Error::BadListing {
-            prefix: prefix.to_string(),
-            detail: e.to_string(),
-        })?;
-        let page = parse_list_page(text).map_err(|d| S3Error::BadListing {
-            prefix: prefix.to_string(),
-            detail: d.to_string(),
-        })?;
+        let page = self.list_page(prefix, 1, None).await?;
         Ok(!page.keys.is_empty())
     }
 
@@ -283,33 +269,11 @@ impl Client {
         let mut keys = Vec::new();
         let mut token: Option<String> = None;
         loop {
-            let mut query = vec![
-                ("list-type".to_string(), "2".to_string()),
-                ("prefix".to_string(), prefix.to_string()),
-                ("max-keys".to_string(), page_keys.to_string()),
-            ];
-            if let Some(t) = &token {
-                query.push(("continuation-token".to_string(), t.clone()));
-            }
-            let a = self
-                .send(
-                    Method::GET,
-                    "",
-                    &query,
-                    Bytes::new(),
-                    &[],
-                    MAX_LIST_PAGE_BYTES,
-                )
-                .await?;
-            if a.status != StatusCode::OK {
-                return Err(status_error("GET", prefix, &a));
-            }
+            let page = self.list_page(prefix, page_keys, token.as_deref()).await?;
             let bad = |detail: String| S3Error::BadListing {
                 prefix: prefix.to_string(),
                 detail,
             };
-            let text = std::str::from_utf8(&a.body).map_err(|e| bad(e.to_string()))?;
-            let page = parse_list_page(text).map_err(|d| bad(d.to_string()))?;
             if keys.len() + page.keys.len() > max_keys {
                 return Err(bad(format!("more than {max_keys} keys")));
             }
@@ -328,6 +292,43 @@ impl Client {
                 (false, _) => return Ok(keys),
             }
         }
+    }
+
+    /// One ListObjectsV2 page of at most `page_keys` keys under `prefix`,
+    /// continuing from `token`.
+    async fn list_page(
+        &self,
+        prefix: &str,
+        page_keys: usize,
+        token: Option<&str>,
+    ) -> Result<ListPage, S3Error> {
+        let mut query = vec![
+            ("list-type".to_string(), "2".to_string()),
+            ("prefix".to_string(), prefix.to_string()),
+            ("max-keys".to_string(), page_keys.to_string()),
+        ];
+        if let Some(t) = token {
+            query.push(("continuation-token".to_string(), t.to_string()));
+        }
+        let a = self
+            .send(
+                Method::GET,
+                "",
+                &query,
+                Bytes::new(),
+                &[],
+                MAX_LIST_PAGE_BYTES,
+            )
+            .await?;
+        if a.status != StatusCode::OK {
+            return Err(status_error("GET", prefix, &a));
+        }
+        let bad = |detail: String| S3Error::BadListing {
+            prefix: prefix.to_string(),
+            detail,
+        };
+        let text = std::str::from_utf8(&a.body).map_err(|e| bad(e.to_string()))?;
+        parse_list_page(text).map_err(|d| bad(d.to_string()))
     }
 
     /// Sends one request with retries; the answer of the last attempt.
@@ -350,17 +351,15 @@ impl Client {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let outcome = self
-                .attempt(
-                    &method,
-                    key,
-                    query,
-                    body.clone(),
-                    headers,
-                    &payload_sha256,
-                    max,
-                )
-                .await;
+            let call = Call {
+                method: &method,
+                key,
+                query,
+                body: body.clone(),
+                extra: headers,
+                payload_sha256: &payload_sha256,
+            };
+            let outcome = self.attempt(call, max).await;
             let retry = match &outcome {
                 Ok(a) => a.status.is_server_error() || a.status == StatusCode::CONFLICT,
                 Err(Failure::Transport(_) | Failure::Timeout) => true,
@@ -390,18 +389,9 @@ impl Client {
     }
 
     /// One attempt: sign, send, read the answer within [`REQUEST_TIMEOUT`].
-    #[allow(clippy::too_many_arguments)]
-    async fn attempt(
-        &self,
-        method: &Method,
-        key: &str,
-        query: &[(String, String)],
-        body: Bytes,
-        extra: &[(String, String)],
-        payload_sha256: &str,
-        max: usize,
-    ) -> Result<Answer, Failure> {
-        let request = self.signed_request(method, key, query, body, extra, payload_sha256)?;
+    async fn attempt(&self, call: Call<'_>, max: usize) -> Result<Answer, Failure> {
+        let method = call.method;
+        let request = self.signed_request(call)?;
         let head_only = method == Method::HEAD;
         self.sent.fetch_add(1, Ordering::Relaxed);
         let exchange = async {
@@ -429,15 +419,15 @@ impl Client {
     }
 
     /// The request of one attempt, signed with SigV4.
-    fn signed_request(
-        &self,
-        method: &Method,
-        key: &str,
-        query: &[(String, String)],
-        body: Bytes,
-        extra: &[(String, String)],
-        payload_sha256: &str,
-    ) -> Result<Request<Full<Bytes>>, Failure> {
+    fn signed_request(&self, call: Call<'_>) -> Result<Request<Full<Bytes>>, Failure> {
+        let Call {
+            method,
+            key,
+            query,
+            body,
+            extra,
+            payload_sha256,
+        } = call;
         let path = if key.is_empty() {
             format!("/{}", self.bucket)
         } else {

@@ -37,7 +37,7 @@ use crate::storage::{
     Family, PrivateDir, PrivateKey, PublicKey, PublicRead, RandomRead, Staged, StagedWrite,
     StoreError, TileKey, Version, Versioned, WriterLock,
 };
-use crate::tlog::tiles::path::encode_index;
+use crate::tlog::tiles::path::group_dir;
 
 /// Tiles uploaded at once by `create_tiles`.
 pub const CONCURRENT_PUTS: usize = 16;
@@ -143,6 +143,15 @@ impl S3Store {
         }
     }
 
+    /// The bytes of object `k` (at most `max`), or `None` if absent.
+    fn get_bytes(&self, k: &str, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .s3
+            .get(k, max)
+            .map_err(|e| self.io(k, e))?
+            .map(|o| o.body.to_vec()))
+    }
+
     fn io(&self, what: &str, e: S3Error) -> StoreError {
         match e {
             S3Error::TooLarge { key, max } => StoreError::TooLarge { what: key, max },
@@ -174,11 +183,7 @@ impl PublicRead for S3Store {
 
     fn read(&self, key: &PublicKey, max: usize) -> Result<Option<Vec<u8>>, StoreError> {
         let k = self.public_key(key);
-        Ok(self
-            .s3
-            .get(&k, max)
-            .map_err(|e| self.io(&k, e))?
-            .map(|o| o.body.to_vec()))
+        self.get_bytes(&k, max)
     }
 
     fn read_checkpoint(&self, max: usize) -> Result<Option<Versioned>, StoreError> {
@@ -192,25 +197,6 @@ impl PublicRead for S3Store {
                 version: Version(o.etag.as_str().to_string()),
             }))
     }
-}
-
-/// The path elements of tile group `group` (indexes `1000 * group ..`):
-/// `""` for group 0, else `encode_index(group)` with every element `x`-prefixed.
-fn group_dir(group: u64) -> String {
-    if group == 0 {
-        return String::new();
-    }
-    encode_index(group)
-        .split('/')
-        .map(|e| {
-            if e.starts_with('x') {
-                e.to_string()
-            } else {
-                format!("x{e}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 impl TileStore for S3Store {
@@ -389,11 +375,7 @@ impl PrivateStore for S3Store {
         // so here, not by a run its successor retired (spec/storage.md).
         self.time_left()?;
         let k = self.private_key(key);
-        Ok(self
-            .s3
-            .get(&k, max)
-            .map_err(|e| self.io(&k, e))?
-            .map(|o| o.body.to_vec()))
+        self.get_bytes(&k, max)
     }
 
     fn write_private(&self, key: &PrivateKey, bytes: &[u8]) -> Result<(), StoreError> {
@@ -418,16 +400,12 @@ impl PrivateStore for S3Store {
 
     fn list_private(&self, dir: PrivateDir) -> Result<Vec<PrivateKey>, StoreError> {
         let prefix = format!(".rcpt/{}/", dir.path());
-        let mut names: Vec<String> = self
+        let names = self
             .list_relative(&prefix)?
             .into_iter()
             .filter_map(|rel| rel.strip_prefix(&prefix).map(str::to_string))
             .collect();
-        names.sort();
-        Ok(names
-            .iter()
-            .filter_map(|n| PrivateKey::in_dir(dir, n))
-            .collect())
+        Ok(PrivateKey::all_in(dir, names))
     }
 
     fn open_private(&self, key: &PrivateKey) -> Result<Option<Box<dyn RandomRead>>, StoreError> {

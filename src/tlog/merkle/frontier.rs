@@ -1,7 +1,7 @@
 //! The frontier a writer extends (the right edge of the tree) and an
 //! in-memory tree for tests and tools.
 
-use super::prove::{check_size, fold_right};
+use super::prove::{check_size, fold_right, read_exactly};
 use super::{Hash, HashReader, NodeId, ProveError, empty_root, node_hash, range_nodes};
 use crate::limits::MAX_TREE_SIZE;
 
@@ -43,13 +43,7 @@ impl Frontier {
         if ids.is_empty() {
             return Ok(Frontier::new());
         }
-        let nodes = reader.read_hashes(&ids).map_err(ProveError::Read)?;
-        if nodes.len() != ids.len() {
-            return Err(ProveError::ShortRead {
-                expected: ids.len(),
-                got: nodes.len(),
-            });
-        }
+        let nodes = read_exactly(reader, &ids)?;
         Ok(Frontier { size, nodes })
     }
 

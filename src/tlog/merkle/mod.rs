@@ -23,7 +23,6 @@ pub use verify::{ProofError, verify_consistency, verify_inclusion};
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     fn leaves(n: u64) -> Vec<Hash> {

@@ -201,13 +201,7 @@ fn read_ranges<R: HashReader>(
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let hashes = reader.read_hashes(&ids).map_err(ProveError::Read)?;
-    if hashes.len() != ids.len() {
-        return Err(ProveError::ShortRead {
-            expected: ids.len(),
-            got: hashes.len(),
-        });
-    }
+    let hashes = read_exactly(reader, &ids)?;
     let mut out = Vec::with_capacity(ranges.len());
     let mut at = 0usize;
     for nodes in &per_range {
@@ -216,6 +210,22 @@ fn read_ranges<R: HashReader>(
         out.push(fold_right(part).unwrap_or_else(empty_root));
     }
     Ok(out)
+}
+
+/// The hashes of `ids` from one `read_hashes` call; a reader that answers
+/// with fewer (or more) than asked is refused.
+pub(super) fn read_exactly<R: HashReader>(
+    reader: &R,
+    ids: &[NodeId],
+) -> Result<Vec<Hash>, ProveError<R::Error>> {
+    let hashes = reader.read_hashes(ids).map_err(ProveError::Read)?;
+    if hashes.len() != ids.len() {
+        return Err(ProveError::ShortRead {
+            expected: ids.len(),
+            got: hashes.len(),
+        });
+    }
+    Ok(hashes)
 }
 
 /// Refuse sizes above `limits::MAX_TREE_SIZE` before any read.

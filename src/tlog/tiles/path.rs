@@ -263,9 +263,19 @@ pub enum PrivateKey {
 }
 
 impl PrivateKey {
+    /// The keys of the names listed in `dir`, in name order; names that
+    /// are no key of `dir` are passed over.
+    pub fn all_in(dir: PrivateDir, mut names: Vec<String>) -> Vec<PrivateKey> {
+        names.sort();
+        names
+            .iter()
+            .filter_map(|n| PrivateKey::in_dir(dir, n))
+            .collect()
+    }
+
     /// The key of the name `name` listed in `dir`.
     pub fn in_dir(dir: PrivateDir, name: &str) -> Option<PrivateKey> {
-        if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+        if !crate::io::is_plain_name(std::ffi::OsStr::new(name)) {
             return None;
         }
         let parsed = match dir {
@@ -322,6 +332,26 @@ pub fn encode_index(index: u64) -> String {
     out
 }
 
+/// The directory of the tiles of index group `group` (indexes
+/// `1000 * group ..`): `""` for group 0, else every element of
+/// `encode_index(group)` `x`-prefixed (`x001/x234`).
+pub fn group_dir(group: u64) -> String {
+    if group == 0 {
+        return String::new();
+    }
+    encode_index(group)
+        .split('/')
+        .map(|e| {
+            if e.starts_with('x') {
+                e.to_string()
+            } else {
+                format!("x{e}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// The index of canonical path elements, or `None`.
 fn decode_index(text: &str) -> Option<u64> {
     let groups: Vec<&str> = text.split('/').collect();
@@ -361,7 +391,6 @@ fn parse_decimal(s: &str, lo: u64, hi: u64) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     #[test]

@@ -89,7 +89,6 @@ pub(super) fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 #[cfg(test)]
 mod render_tests {
-    #![allow(clippy::unwrap_used)]
     use super::render_error;
 
     #[derive(Debug, thiserror::Error)]
@@ -114,7 +113,6 @@ mod render_tests {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     #[test]

@@ -101,7 +101,6 @@ pub fn vkey_name_beside(key_path: &Path, public: &keys::VerifyingKey) -> Option<
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     #[test]

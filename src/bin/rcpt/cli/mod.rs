@@ -136,7 +136,6 @@ pub fn write_target(target: &Target, bytes: &[u8]) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use clap::CommandFactory as _;
 

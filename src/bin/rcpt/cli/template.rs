@@ -5,6 +5,7 @@
 //! payload that still holds one, naming the field (so a template is never
 //! signed by mistake).
 
+use rcpt::receipt::TOP_FIELDS;
 use rcpt::receipt::require::VerdictArm;
 use serde_json::{Value, json};
 
@@ -19,22 +20,7 @@ fn digest(what: &str) -> String {
 /// The template as text: one field a line, in the order of spec/receipt.md.
 pub fn template_text(issuer: Option<&str>, arm: VerdictArm, now: i64) -> String {
     let value = template(issuer, arm, now);
-    let fields = [
-        "version",
-        "issuer",
-        "issued_at",
-        "substrate",
-        "change_id",
-        "inverse_delta_id",
-        "reversibility",
-        "read_set",
-        "precondition",
-        "policy_id",
-        "verdict",
-        "applied",
-        "replay",
-    ];
-    let lines: Vec<String> = fields
+    let lines: Vec<String> = TOP_FIELDS
         .iter()
         .map(|k| format!("  {}: {}", json!(k), value.get(k).unwrap_or(&Value::Null)))
         .collect();

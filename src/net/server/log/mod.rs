@@ -264,7 +264,6 @@ use status::*;
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     fn tile(path: &str) -> TileKey {

@@ -227,7 +227,6 @@ async fn add_checkpoint(req: Request<Incoming>, ctx: &WitnessService) -> Reply {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     #[test]

@@ -172,7 +172,6 @@ pub(crate) fn witness_page(witness: &Witness, now: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     #[test]

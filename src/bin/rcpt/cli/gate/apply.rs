@@ -69,11 +69,7 @@ pub fn apply(args: &ApplyArgs) -> anyhow::Result<u8> {
     let (key, issuer) = key_and_issuer(&args.issue.key, args.issue.issuer.as_deref(), "gate key")?;
     let approvals = offered(&args.approval)?;
     let evaluator = super::rules::evaluator()?;
-    let log = log_target_of(
-        &args.issue.log,
-        &args.issue.log_key,
-        &args.issue.log_key_file,
-    )?;
+    let log = log_target_of(&args.issue.log, &args.issue.service)?;
     let interrupted = interrupt_flag()?;
     let crash = crash_hook();
     let locked = locked_store(args.issue.store.as_deref())?;
@@ -106,11 +102,7 @@ pub fn apply(args: &ApplyArgs) -> anyhow::Result<u8> {
 
 pub fn undo(args: &UndoArgs) -> anyhow::Result<u8> {
     let (key, issuer) = key_and_issuer(&args.issue.key, args.issue.issuer.as_deref(), "gate key")?;
-    let log = log_target_of(
-        &args.issue.log,
-        &args.issue.log_key,
-        &args.issue.log_key_file,
-    )?;
+    let log = log_target_of(&args.issue.log, &args.issue.service)?;
     let bytes = read_input(&args.receipt, MAX_BUNDLE_BYTES, "receipt")?;
     let envelope = match rcpt::bundle::RawBundle::parse(&bytes) {
         Ok(b) => Envelope::from_json(b.envelope.get().as_bytes())?,

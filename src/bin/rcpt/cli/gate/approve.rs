@@ -73,7 +73,7 @@ fn report(approved: &Approved, store: Option<&GateStore>) -> anyhow::Result<()> 
 pub(super) fn approve(args: &ApproveArgs) -> anyhow::Result<u8> {
     let gate_key = gate_key(args)?;
     let (key, issuer) = key_and_issuer(&args.key, args.issuer.as_deref(), "approver key")?;
-    let log = log_target_of(&args.log, &args.log_key, &args.log_key_file)?;
+    let log = log_target_of(&args.log, &args.service)?;
     let escalation = envelope_of(&args.receipt, "receipt to approve")?;
     let request = ApproveRequest {
         escalation: &escalation,

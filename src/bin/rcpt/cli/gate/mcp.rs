@@ -5,7 +5,7 @@
 //! writes the tool table from the server's list; `rcpt gate undo RECEIPT
 //! --store DIR --root DIR` puts a step's files back.
 
-use super::{IssueArgs, LogTarget, UndoArgs, log_target_of, publish, verdict_line};
+use super::{IssueArgs, LogTarget, ServiceKey, UndoArgs, log_target_of, publish, verdict_line};
 use crate::cli::{EXIT_FAILED, EXIT_NOT_EVALUATED, EXIT_OK, UsageError, read_input, write_target};
 use anyhow::Context as _;
 use rcpt::gate::store::GateStore;
@@ -108,12 +108,8 @@ struct KeyArgs {
     /// Log every receipt: a log directory, s3://BUCKET/PREFIX, or a log service URL.
     #[arg(long, value_name = "DIR|S3|URL")]
     log: Option<String>,
-    /// The log service's verifier key (with --log URL).
-    #[arg(long, value_name = "VKEY", conflicts_with = "log_key_file")]
-    log_key: Option<String>,
-    /// File holding the log service's verifier key (with --log URL).
-    #[arg(long, value_name = "FILE")]
-    log_key_file: Option<PathBuf>,
+    #[command(flatten)]
+    service: ServiceKey,
 }
 
 /// The store a `gate mcp` command uses (for the gate's recovery).
@@ -408,7 +404,7 @@ fn serve_http(relay: Relay, _: std::net::SocketAddr, _: &RunArgs) -> anyhow::Res
 /// The log receipts go to: a directory or bucket (through its intake,
 /// with the log's own key, in batches), or a service (submitted).
 fn receipt_log(k: &KeyArgs) -> anyhow::Result<Option<Box<dyn ReceiptLog>>> {
-    let Some(target) = log_target_of(&k.log, &k.log_key, &k.log_key_file)? else {
+    let Some(target) = log_target_of(&k.log, &k.service)? else {
         return Ok(None);
     };
     match target {
@@ -474,10 +470,9 @@ pub fn undo(args: &UndoArgs) -> anyhow::Result<u8> {
         key: Some(issue.key.clone()),
         issuer: issue.issuer.clone(),
         log: None,
-        log_key: None,
-        log_key_file: None,
+        service: ServiceKey::default(),
     })?;
-    let log = log_target_of(&issue.log, &issue.log_key, &issue.log_key_file)?;
+    let log = log_target_of(&issue.log, &issue.service)?;
     let envelope = read_envelope(args)?;
     let signer = Signer {
         key: &key,

@@ -17,7 +17,8 @@ use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::*;
+use super::init::read_accepted;
+use super::progress::Progress;
 
 /// One input envelope: its name for reports and its bytes (or why it could
 /// not be read).

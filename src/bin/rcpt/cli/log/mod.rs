@@ -31,11 +31,9 @@ use std::io::Write as _;
 pub use args::LogCommand;
 pub(crate) use store::s3_hint;
 
-use append::*;
-use init::*;
-use inspect::*;
-use progress::Progress;
-use prove::*;
+use append::{AppendOptions, append};
+use init::init;
+use inspect::{check, consistency};
 
 /// `rcpt log checkpoint`: the latest signed checkpoint, as stored.
 fn print_checkpoint(log: &Log) -> anyhow::Result<u8> {

@@ -91,7 +91,6 @@ impl Progress {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     /// A terminal wider than the limit that records what is drawn.

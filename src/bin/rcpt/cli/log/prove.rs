@@ -195,6 +195,27 @@ fn empty_out_dir(out_dir: &Path) -> anyhow::Result<rcpt::io::Dir> {
     Ok(dir)
 }
 
+/// The range (default: every entry), the tree size (default: the latest)
+/// and that size's signed checkpoint of a `--all` or `--range` proof; a
+/// range past the size is refused.
+fn range_at(
+    log: &Log,
+    range: Option<std::ops::Range<u64>>,
+    size: Option<u64>,
+) -> anyhow::Result<(std::ops::Range<u64>, u64, String)> {
+    let size = size.unwrap_or(log.size());
+    let range = range.unwrap_or(0..size);
+    let checkpoint = log.checkpoint_at(size)?;
+    if range.end > size {
+        let msg = format!(
+            "--range {}..{} reaches past the tree size {size}",
+            range.start, range.end
+        );
+        return Err(UsageError(msg).into());
+    }
+    Ok((range, size, checkpoint))
+}
+
 /// One bundle (or tlog-proof) per entry of `range` (all: every entry) at
 /// `size`, written to `out_dir` as `<index>.bundle.json` (`.tlog-proof`),
 /// in parallel, as one batch: the files are synced together once, at the
@@ -207,16 +228,7 @@ pub(super) fn prove_many(
     out_dir: &Path,
     format: ProveFormat,
 ) -> anyhow::Result<u8> {
-    let size = size.unwrap_or(log.size());
-    let range = range.unwrap_or(0..size);
-    let checkpoint = log.checkpoint_at(size)?;
-    if range.end > size {
-        let msg = format!(
-            "--range {}..{} reaches past the tree size {size}",
-            range.start, range.end
-        );
-        return Err(UsageError(msg).into());
-    }
+    let (range, size, checkpoint) = range_at(log, range, size)?;
     let dir = empty_out_dir(out_dir)?;
     let outputs = rcpt::io::NewFiles::new(dir, rcpt::io::OUTPUT_FILE_MODE);
     let progress = std::sync::Mutex::new(Progress::new(Some(range.end - range.start), "proving"));
@@ -291,16 +303,7 @@ pub(super) fn prove_stream(
                    give --out-dir DIR for one file per entry";
         return Err(UsageError(msg.into()).into());
     }
-    let size = size.unwrap_or(log.size());
-    let range = range.unwrap_or(0..size);
-    let checkpoint = log.checkpoint_at(size)?;
-    if range.end > size {
-        let msg = format!(
-            "--range {}..{} reaches past the tree size {size}",
-            range.start, range.end
-        );
-        return Err(UsageError(msg).into());
-    }
+    let (range, size, checkpoint) = range_at(log, range, size)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut start = range.start;
     while start < range.end {

@@ -109,7 +109,7 @@ struct Tally {
 pub fn submit(mut args: SubmitArgs) -> anyhow::Result<u8> {
     args.json |= args.format == crate::cli::LineFormat::Json;
     // A missing input is a bad invocation, found before anything is sent.
-    super::check_append_files(&args.files)?;
+    super::append::check_append_files(&args.files)?;
     let key = parse_log_key(args.log_key.as_deref(), args.log_key_file.as_deref())?;
     let client =
         rcpt::net::client::Client::new(&args.url).map_err(|e| UsageError(e.to_string()))?;
@@ -129,7 +129,7 @@ pub fn submit(mut args: SubmitArgs) -> anyhow::Result<u8> {
     let mut out = std::io::stdout().lock();
     let mut pending: VecDeque<(String, tokio::task::JoinHandle<Submitted>)> = VecDeque::new();
     let key = Arc::new(key);
-    for (name, bytes) in super::inputs(&args.files) {
+    for (name, bytes) in super::append::inputs(&args.files) {
         while pending.len() >= args.concurrency as usize {
             if let Some((n, h)) = pending.pop_front() {
                 report(&mut out, &args, &n, runtime.block_on(h), &mut tally)?;
