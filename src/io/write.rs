@@ -230,12 +230,18 @@ pub fn open_lock(path: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.create(true).truncate(false).write(true);
     #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options
-            .mode(OUTPUT_FILE_MODE)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK);
-    }
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, OUTPUT_FILE_MODE);
+    open_regular_no_follow(options, path)
+}
+
+/// `options` opened without following a link (`O_NOFOLLOW | O_CLOEXEC |
+/// O_NONBLOCK`), refused unless a regular file is what was opened.
+fn open_regular_no_follow(mut options: OpenOptions, path: &Path) -> io::Result<File> {
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK,
+    );
     let file = options.open(path)?;
     if !file.metadata()?.is_file() {
         return Err(io::Error::other(format!(
@@ -253,19 +259,7 @@ pub fn open_lock(path: &Path) -> io::Result<File> {
 pub fn open_append(path: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.append(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK);
-    }
-    let file = options.open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::other(format!(
-            "{} is not a regular file",
-            path.display()
-        )));
-    }
-    Ok(file)
+    open_regular_no_follow(options, path)
 }
 
 /// Sync a directory so a rename or a new name in it is durable.

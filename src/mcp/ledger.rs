@@ -632,18 +632,23 @@ mod tests {
         }
     }
 
+    /// A new decided step of `live`, carrying `carried`.
+    fn new_step(live: &Ledger, carried: Vec<Vec<u8>>) -> Pending {
+        let (id, path) = live.next();
+        Pending {
+            path,
+            step: record(&id),
+            issued: None,
+            carried,
+        }
+    }
+
     #[test]
     fn a_receipt_is_appended_and_a_torn_trailer_is_no_receipt() {
         let dir = tempfile::tempdir().unwrap();
         let store = GateStore::open(dir.path()).unwrap();
         let live = Ledger::open(&store).unwrap();
-        let (id, path) = live.next();
-        let mut p = Pending {
-            path,
-            step: record(&id),
-            issued: None,
-            carried: vec![b"the file before".to_vec()],
-        };
+        let mut p = new_step(&live, vec![b"the file before".to_vec()]);
         p.write(live.tmp()).unwrap();
         let decided = std::fs::read(&p.path).unwrap();
         p.issued = Some(Issued {
@@ -673,13 +678,7 @@ mod tests {
         std::fs::write(&p.path, &zeroed).unwrap();
         assert!(Pending::read(&p.path).unwrap().issued.is_none());
         // A whole trailer after another step's decision is no receipt of it.
-        let (other_id, other_path) = live.next();
-        let other = Pending {
-            path: other_path,
-            step: record(&other_id),
-            issued: None,
-            carried: Vec::new(),
-        };
+        let other = new_step(&live, Vec::new());
         other.write(live.tmp()).unwrap();
         let mut moved = std::fs::read(&other.path).unwrap();
         moved.extend_from_slice(&whole[decided.len()..]);
@@ -701,13 +700,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = GateStore::open(dir.path()).unwrap();
         let live = Ledger::open(&store).unwrap();
-        let (id, path) = live.next();
-        let mut p = Pending {
-            path,
-            step: record(&id),
-            issued: None,
-            carried: Vec::new(),
-        };
+        let mut p = new_step(&live, Vec::new());
         p.write(live.tmp()).unwrap();
         let back = Pending::read(&p.path).unwrap();
         assert_eq!(back.step, p.step);
