@@ -59,6 +59,15 @@ pub enum MirrorError {
     /// The mirror's settings could not be put as JSON.
     #[error("the mirror's settings")]
     SettingsJson(#[source] serde_json::Error),
+    /// A tile the mirror holds does not decode.
+    #[error("the mirror's {key} does not decode (the mirror is kept)")]
+    LocalTile {
+        /// The tile.
+        key: crate::storage::TileKey,
+        /// Why it does not decode.
+        #[source]
+        source: crate::tlog::tiles::TileError,
+    },
     /// A task of the run stopped (it panicked or was cancelled).
     #[error("{0} stopped")]
     Task(&'static str, #[source] tokio::task::JoinError),
