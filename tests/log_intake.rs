@@ -302,6 +302,11 @@ fn bad_locations_are_usage_errors_that_say_their_cause_once() {
     // Object storage without an endpoint.
     let run = gate_check(&g, "s3://rcpt-test/intake", &out);
     refused_once(&run, "no object-storage endpoint");
+    // The gate takes the endpoint from the environment only: the hint
+    // names the variables, not a flag it does not take.
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("set AWS_ENDPOINT_URL_S3"), "{stderr}");
+    assert!(!stderr.contains("--endpoint"), "{stderr}");
     // A malformed bucket.
     let run = gate_check(&g, "s3://b/p", &out);
     refused_once(&run, "s3://b");
