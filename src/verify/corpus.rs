@@ -159,6 +159,15 @@ pub enum CorpusError {
         #[source]
         source: strictjson::StrictJsonError,
     },
+    /// The errata file is not the JSON of errata.
+    #[error("errata {path}")]
+    ErrataJson {
+        /// The errata file.
+        path: PathBuf,
+        /// What is wrong.
+        #[source]
+        source: strictjson::StrictJsonError,
+    },
     /// A case's gate options are not usable.
     #[error("{path}: case {file}: gate")]
     CaseGate {
