@@ -49,8 +49,8 @@ pub enum TrustError {
     #[error("trust file is {0} bytes, over the limit of {MAX_KEY_FILE_BYTES}")]
     TooLarge(usize),
     /// Not the trust-file JSON shape.
-    #[error("trust file is not valid: {0}")]
-    Json(String),
+    #[error("trust file is not valid")]
+    Json(#[source] strictjson::StrictJsonError),
     /// An issuer's `public_key` is not a usable Ed25519 key.
     #[error("issuer {index} (\"{name}\"): {source}")]
     IssuerKey {
@@ -152,8 +152,8 @@ impl Trust {
         if bytes.len() > MAX_KEY_FILE_BYTES {
             return Err(TrustError::TooLarge(bytes.len()));
         }
-        let file: TrustFile = strictjson::from_slice(bytes, MAX_JSON_DEPTH)
-            .map_err(|e| TrustError::Json(e.to_string()))?;
+        let file: TrustFile =
+            strictjson::from_slice(bytes, MAX_JSON_DEPTH).map_err(TrustError::Json)?;
         let mut trust = Trust::default();
         for (index, entry) in file.issuers.into_iter().enumerate() {
             trust.issuers.push(entry.into_issuer(index)?);

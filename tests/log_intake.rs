@@ -302,6 +302,11 @@ fn bad_locations_are_usage_errors_that_say_their_cause_once() {
     // Object storage without an endpoint.
     let run = gate_check(&g, "s3://rcpt-test/intake", &out);
     refused_once(&run, "no object-storage endpoint");
+    // The gate takes the endpoint from the environment only: the hint
+    // names the variables, not a flag it does not take.
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("set AWS_ENDPOINT_URL_S3"), "{stderr}");
+    assert!(!stderr.contains("--endpoint"), "{stderr}");
     // A malformed bucket.
     let run = gate_check(&g, "s3://b/p", &out);
     refused_once(&run, "s3://b");
@@ -331,4 +336,85 @@ fn a_service_url_is_not_a_store_and_an_endpoint_is_not_for_a_directory() {
     };
     let e = dir.store(&settings).err().unwrap();
     assert!(matches!(e, IntakeError::EndpointForDirectory { .. }));
+}
+
+/// A witness that answers the note as the log signed it (no cosigner
+/// needed: what is tested is the storing of the note it answers), and
+/// keeps each report: (published, storing failed).
+struct Echo(Arc<std::sync::Mutex<Vec<(bool, bool)>>>);
+
+impl rcpt::log::intake::Witness for Echo {
+    fn quorum_in(&self, _note: &str) -> Option<Vec<String>> {
+        None
+    }
+
+    fn cosign(
+        &self,
+        checkpoint: &str,
+        _size: u64,
+        _log: Arc<rcpt::log::Log>,
+    ) -> Result<rcpt::log::intake::Cosigned, rcpt::log::intake::NotCosigned> {
+        Ok(rcpt::log::intake::Cosigned {
+            note: checkpoint.to_string(),
+            cosigners: Vec::new(),
+        })
+    }
+
+    fn witnessed(&self, r: &rcpt::log::intake::Witnessed<'_>) {
+        let failed = matches!(r.stored, Some(Err(_)));
+        self.0.lock().unwrap().push((r.published, failed));
+    }
+}
+
+/// A cosigned checkpoint is published only once it is stored: with the
+/// store stopping after each number of its changing calls in turn
+/// (tests/support/failstop.rs), an append whose cosigned note could not be
+/// stored is an error (`NotStored`), reported unpublished, never a
+/// published checkpoint (#33 item 1).
+#[test]
+fn a_cosigned_checkpoint_that_could_not_be_stored_is_not_published() {
+    use support::failstop::FailStop;
+    let tmp = tempfile::tempdir().unwrap();
+    let template = ss::init_log_as(tmp.path(), &tmp.path().join("log"), &ss::log_key(), ORIGIN);
+    let envelope = envelopes().remove(0);
+    let mut unstored = 0;
+    for budget in 0.. {
+        let dir = tmp.path().join(format!("b{budget}"));
+        let st = Command::new("cp")
+            .arg("-a")
+            .arg(&template)
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let store = FailStop::new(Arc::new(PosixStore::new(&dir)), budget);
+        let Ok(intake) = Intake::open(store.clone(), Options::recorded(true)) else {
+            continue;
+        };
+        let reports = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut intake = intake.with_witness(Box::new(Echo(Arc::clone(&reports))));
+        let appended = intake.append_envelopes(&[envelope.as_bytes()]);
+        let error = appended.as_ref().err().map(|e| format!("{e:?}"));
+        match reports.lock().unwrap().as_slice() {
+            [] => assert!(appended.is_err(), "budget {budget}"),
+            [(published, true)] => {
+                unstored += 1;
+                assert!(!published, "budget {budget}");
+                assert!(
+                    matches!(appended, Err(IntakeError::NotStored(_))),
+                    "budget {budget}: {error:?}"
+                );
+            }
+            [(published, false)] => {
+                assert!(published, "budget {budget}");
+                assert!(appended.is_ok(), "budget {budget}: {error:?}");
+            }
+            more => panic!("budget {budget}: {more:?}"),
+        }
+        if appended.is_ok() {
+            assert!(!store.stopped(), "budget {budget}");
+            break;
+        }
+    }
+    assert!(unstored > 0, "no budget stopped the store at the storing");
 }

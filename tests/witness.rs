@@ -552,11 +552,26 @@ fn compare_and_swap_admits_one_writer_per_old_record() {
         store.compare_and_swap(ORIGIN, Some(&now), &checkpoint(&t, 1)),
         Err(CasError::State(rcpt::witness::StateError::Rollback { .. }))
     ));
-    // A record for another origin is refused.
-    assert!(matches!(
-        store.compare_and_swap("example.com/x", None, &checkpoint(&t, 2)),
-        Err(CasError::State(rcpt::witness::StateError::BadRecord { .. }))
-    ));
+    // A record for another origin is refused, what is wrong kept as the
+    // typed cause (#33 item 6) and said once by the chain.
+    let refused = store.compare_and_swap("example.com/x", None, &checkpoint(&t, 2));
+    assert!(
+        matches!(
+            &refused,
+            Err(CasError::State(rcpt::witness::StateError::BadRecord {
+                source: rcpt::witness::RecordError::Origin { .. },
+                ..
+            }))
+        ),
+        "{refused:?}"
+    );
+    let e = refused.unwrap_err();
+    assert_eq!(
+        rcpt::witness::error_chain(&e),
+        format!(
+            "new record for \"example.com/x\" refused: origin {ORIGIN:?}, expected \"example.com/x\""
+        )
+    );
 }
 
 #[test]

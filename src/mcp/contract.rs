@@ -63,6 +63,9 @@ pub enum ContractError {
     /// A file is not a contract.
     #[error("the contract {0} is not valid: {1}")]
     Invalid(String, String),
+    /// A file is not the JSON of a contract.
+    #[error("the contract {0} is not valid")]
+    Json(String, #[source] crate::strictjson::StrictJsonError),
     /// A file could not be written.
     #[error("writing the contract {0}")]
     Write(String, #[source] crate::io::OutputError),
@@ -287,7 +290,7 @@ impl Contract {
     pub fn parse(bytes: &[u8], file: &str) -> Result<Contract, ContractError> {
         let bad = |why: String| ContractError::Invalid(file.to_string(), why);
         let c: Contract = crate::strictjson::from_slice(bytes, MAX_CONTRACT_DEPTH)
-            .map_err(|e| bad(e.to_string()))?;
+            .map_err(|e| ContractError::Json(file.to_string(), e))?;
         c.check().map_err(bad)?;
         Ok(c)
     }

@@ -40,25 +40,37 @@ pub struct Root {
 
 /// Why a root is refused.
 #[derive(Debug, thiserror::Error)]
-#[error("--root {path}: {why}")]
-pub struct RootError {
-    /// The root.
-    pub path: PathBuf,
-    /// Why.
-    pub why: String,
+pub enum RootError {
+    /// The root could not be resolved (it does not exist, or a link
+    /// or permission is in the way).
+    #[error("--root {}", path.display())]
+    Io {
+        /// The root.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The root is not a directory.
+    #[error("--root {}: not a directory", path.display())]
+    NotDir {
+        /// The root.
+        path: PathBuf,
+    },
 }
 
 impl Root {
     /// A root: an existing directory, made absolute against `cwd`.
     pub fn new(path: &Path, cwd: &Path) -> Result<Root, RootError> {
         let given = cwd.join(path);
-        let err = |why: String| RootError {
+        let canonical = std::fs::canonicalize(&given).map_err(|source| RootError::Io {
             path: path.to_path_buf(),
-            why,
-        };
-        let canonical = std::fs::canonicalize(&given).map_err(|e| err(e.to_string()))?;
+            source,
+        })?;
         if !canonical.is_dir() {
-            return Err(err("not a directory".into()));
+            return Err(RootError::NotDir {
+                path: path.to_path_buf(),
+            });
         }
         Ok(Root { given, canonical })
     }
@@ -235,6 +247,16 @@ mod tests {
         std::os::unix::fs::symlink(top.join("sub"), top.join("in")).unwrap();
         std::os::unix::fs::symlink(top.join("a.txt"), top.join("alink")).unwrap();
         let roots = vec![Root::new(&top, tmp.path()).unwrap()];
+        // A root that is not there: the OS error is kept as the cause.
+        let missing = Root::new(Path::new("nowhere"), tmp.path()).unwrap_err();
+        assert_eq!(missing.to_string(), "--root nowhere");
+        let cause = std::error::Error::source(&missing).unwrap();
+        let io = cause.downcast_ref::<std::io::Error>().unwrap();
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+        assert!(matches!(
+            Root::new(Path::new("a.txt"), &top),
+            Err(RootError::NotDir { .. })
+        ));
         let canon = roots[0].canonical.clone();
         let ok = |p: &str, cwd: &Path| {
             resolve(&["/p".into()], &json!({"p": p}), &roots, cwd).map(|f| f[0].path.clone())

@@ -35,7 +35,7 @@ pub mod code {
 pub enum FrameError {
     /// Not JSON, a duplicate key, too deep, trailing data, not UTF-8.
     #[error("not a JSON message: {0}")]
-    Json(String),
+    Json(crate::strictjson::StrictJsonError),
     /// JSON, but not a JSON-RPC 2.0 message of MCP.
     #[error("not a JSON-RPC 2.0 message: {0}")]
     Shape(String),
@@ -119,8 +119,7 @@ pub struct Frame<'a> {
 
 /// Parse and classify one frame. `text` is one line without its newline.
 pub fn parse(text: &str) -> Result<Frame<'_>, FrameError> {
-    crate::strictjson::check(text.as_bytes(), MAX_FRAME_DEPTH)
-        .map_err(|e| FrameError::Json(e.to_string()))?;
+    crate::strictjson::check(text.as_bytes(), MAX_FRAME_DEPTH).map_err(FrameError::Json)?;
     let members: HashMap<Cow<'_, str>, &RawValue> =
         serde_json::from_str(text).map_err(|e| FrameError::Shape(shape_message(&e)))?;
     let shape = |m: &str| FrameError::Shape(m.to_string());

@@ -187,7 +187,11 @@ impl HttpProxy {
                 let headers = req.headers().clone();
                 match self.upstream(Method::DELETE, &headers, Bytes::new()).await {
                     Ok((status, h, body)) => passthrough(status, &h, body),
-                    Err(e) => refuse(StatusCode::BAD_GATEWAY, code::INTERNAL_ERROR, &e),
+                    Err(e) => refuse(
+                        StatusCode::BAD_GATEWAY,
+                        code::INTERNAL_ERROR,
+                        &crate::io::error_chain(&e),
+                    ),
                 }
             }
             _ => refuse(
@@ -245,7 +249,8 @@ impl HttpProxy {
         while let Some(Out::Server(req)) = next.take() {
             let (_, _, body) = self
                 .upstream(Method::POST, &headers, Bytes::from(req))
-                .await?;
+                .await
+                .map_err(|e| crate::io::error_chain(&e))?;
             for event in events_of(&body) {
                 let relay = Arc::clone(&self.relay);
                 let outs = tokio::task::spawn_blocking(move || relay.from_server(&event))
@@ -273,7 +278,10 @@ impl HttpProxy {
             .await
         {
             Ok(a) => a,
-            Err(e) => return self.abandon(&text, &e, StatusCode::BAD_GATEWAY).await,
+            Err(e) => {
+                let why = crate::io::error_chain(&e);
+                return self.abandon(&text, &why, StatusCode::BAD_GATEWAY).await;
+            }
         };
         let sse = h
             .get(header::CONTENT_TYPE)
@@ -346,12 +354,12 @@ impl HttpProxy {
         method: Method,
         headers: &HeaderMap,
         body: Bytes,
-    ) -> Result<(StatusCode, HeaderMap, Bytes), String> {
+    ) -> Result<(StatusCode, HeaderMap, Bytes), UpstreamError> {
         let mut req = Request::builder()
             .method(method)
             .uri(&self.upstream)
             .body(Full::new(body))
-            .map_err(|e| e.to_string())?;
+            .map_err(UpstreamError::Request)?;
         for name in FORWARDED {
             for v in headers.get_all(*name) {
                 req.headers_mut()
@@ -369,19 +377,37 @@ impl HttpProxy {
                 .client
                 .request(req)
                 .await
-                .map_err(|e| crate::io::error_chain(&e))?;
+                .map_err(UpstreamError::Send)?;
             let (parts, body) = resp.into_parts();
             let body = Limited::new(body, super::MAX_FRAME_BYTES)
                 .collect()
                 .await
-                .map_err(|e| e.to_string())?
+                .map_err(UpstreamError::Body)?
                 .to_bytes();
             Ok((parts.status, parts.headers, body))
         };
         tokio::time::timeout(UPSTREAM_TIMEOUT, exchange)
             .await
-            .map_err(|_| "the upstream did not answer in time".to_string())?
+            .map_err(|_| UpstreamError::Timeout)?
     }
+}
+
+/// Why the upstream gave no answer: each cause kept until the proxy says
+/// it to the client (its chain, the text it said before).
+#[derive(Debug, thiserror::Error)]
+enum UpstreamError {
+    /// The request could not be built.
+    #[error(transparent)]
+    Request(hyper::http::Error),
+    /// The request could not be sent, or no answer came.
+    #[error(transparent)]
+    Send(hyper_util::client::legacy::Error),
+    /// The answer's body could not be read (or is over the limit).
+    #[error(transparent)]
+    Body(Box<dyn std::error::Error + Send + Sync>),
+    /// No answer within [`UPSTREAM_TIMEOUT`].
+    #[error("the upstream did not answer in time")]
+    Timeout,
 }
 
 /// The answer as the upstream gave it (its MCP headers kept).

@@ -72,6 +72,9 @@ pub enum LedgerError {
     /// A pending file is not one.
     #[error("the pending step {0} is corrupt: {1}")]
     Corrupt(String, String),
+    /// A pending file is not DAG-CBOR.
+    #[error("the pending step {0} is corrupt")]
+    Decode(String, #[source] dagcbor::DecodeError),
     /// A directory of the ledger is a link or could not be opened.
     #[error(transparent)]
     Dir(#[from] crate::io::DirError),
@@ -441,8 +444,7 @@ impl Pending {
             Err(dagcbor::DecodeError::TrailingBytes { offset, .. }) => bytes.split_at(offset),
             _ => (&bytes[..], &[][..]),
         };
-        let value =
-            dagcbor::decode(head).map_err(|e| LedgerError::Corrupt(name.clone(), e.to_string()))?;
+        let value = dagcbor::decode(head).map_err(|e| LedgerError::Decode(name.clone(), e))?;
         let corrupt = |why: &str| LedgerError::Corrupt(name.clone(), why.to_string());
         let mut p = Pending::from_value(path.to_path_buf(), &value)
             .ok_or_else(|| corrupt("not a pending step"))?;
@@ -521,8 +523,7 @@ impl Ledger {
             source,
         };
         let lock = crate::io::open_lock(&path).map_err(io)?;
-        lock.try_lock()
-            .map_err(|e| io(std::io::Error::other(e.to_string())))?;
+        lock.try_lock().map_err(|e| io(std::io::Error::from(e)))?;
         Ok(Ledger {
             pending,
             tmp: store.dir().join("tmp"),
@@ -724,6 +725,10 @@ mod tests {
         // A corrupt pending file is named, never guessed at.
         std::fs::write(dir.path().join("mcp/pending/00-1"), b"junk").unwrap();
         drop(locks);
-        assert!(matches!(orphans(&store), Err(LedgerError::Corrupt(..))));
+        // Not DAG-CBOR: corrupt, the decoder's error kept as the cause.
+        let e = orphans(&store).unwrap_err();
+        assert!(matches!(e, LedgerError::Decode(..)), "{e:?}");
+        let cause = std::error::Error::source(&e).unwrap();
+        assert!(cause.is::<dagcbor::DecodeError>(), "{cause:?}");
     }
 }

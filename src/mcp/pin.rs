@@ -42,6 +42,9 @@ pub enum PinError {
     /// Talking to the server failed.
     #[error("the server {0}")]
     Server(String),
+    /// A message could not be written to the server's input.
+    #[error("the server closed its input")]
+    Input(#[source] std::io::Error),
 }
 
 /// The era the server spoke.
@@ -85,7 +88,7 @@ impl Talk {
         }
         writeln!(self.stdin, "{msg}")
             .and_then(|()| self.stdin.flush())
-            .map_err(|e| PinError::Server(format!("closed its input: {e}")))?;
+            .map_err(PinError::Input)?;
         Ok(self.next)
     }
 

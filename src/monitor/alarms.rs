@@ -122,6 +122,11 @@ fn corrupt(path: PathBuf, detail: String) -> StateError {
     StateError::Corrupt { path, detail }
 }
 
+/// A state file that is not the JSON written, or a value not put as JSON.
+fn bad_json(path: PathBuf) -> impl FnOnce(serde_json::Error) -> StateError {
+    move |source| StateError::Json { path, source }
+}
+
 /// The `.json` files of `DIR/<sub>/` (none when it does not exist), each
 /// read whole and parsed; temporary files (`.NAME...`) are skipped.
 fn read_all<T: serde::de::DeserializeOwned>(dir: &Path, sub: &str) -> Result<Vec<T>, StateError> {
@@ -145,7 +150,7 @@ fn read_all<T: serde::de::DeserializeOwned>(dir: &Path, sub: &str) -> Result<Vec
             Err(e @ InputError::TooLarge { .. }) => return Err(corrupt(path, e.to_string())),
             Err(e) => return Err(StateError::Read(e)),
         };
-        out.push(serde_json::from_slice(&bytes).map_err(|e| corrupt(path, e.to_string()))?);
+        out.push(serde_json::from_slice(&bytes).map_err(bad_json(path))?);
     }
     Ok(out)
 }
@@ -260,17 +265,16 @@ fn write_ack(root: &Dir, ack: &Ack) -> Result<(), AckError> {
         .child_or_create("acks", STATE_DIR_MODE)
         .map_err(dir_err)?;
     let mut rand = [0u8; 8];
-    getrandom::fill(&mut rand).map_err(|e| StateError::Io {
+    crate::io::random_bytes(&mut rand).map_err(|source| StateError::Io {
         path: acks_dir.path().to_path_buf(),
-        source: std::io::Error::other(e.to_string()),
+        source,
     })?;
     // Named by the time in nanoseconds: listed by name, acks come in order.
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let name = format!("{nanos:020}-{}.json", crate::digest::to_hex(&rand));
-    let mut json =
-        serde_json::to_vec_pretty(ack).map_err(|e| corrupt(acks_dir.join(&name), e.to_string()))?;
+    let mut json = serde_json::to_vec_pretty(ack).map_err(bad_json(acks_dir.join(&name)))?;
     json.push(b'\n');
     crate::io::write_atomic(&acks_dir.join(&name), &json, OUTPUT_FILE_MODE)
         .map_err(StateError::Write)?;
@@ -296,8 +300,7 @@ impl StateDir {
             event: event.to_value(),
         };
         let path = dir.join(&name);
-        let mut json =
-            serde_json::to_vec_pretty(&stored).map_err(|e| corrupt(path.clone(), e.to_string()))?;
+        let mut json = serde_json::to_vec_pretty(&stored).map_err(bad_json(path.clone()))?;
         json.push(b'\n');
         self.write(&path, &json)
     }

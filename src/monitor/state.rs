@@ -90,6 +90,16 @@ pub enum StateError {
         /// What is wrong.
         detail: String,
     },
+    /// A state file that is not the JSON the monitor writes, or a state
+    /// that could not be put as JSON.
+    #[error("monitor state {} is corrupt", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The JSON error.
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 /// An open state directory, locked for this process.
@@ -177,7 +187,10 @@ impl StateDir {
             Err(e @ InputError::TooLarge { .. }) => return Err(corrupt(e.to_string())),
             Err(e) => return Err(StateError::Read(e)),
         };
-        let saved: Saved = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+        let saved: Saved = serde_json::from_slice(&bytes).map_err(|source| StateError::Json {
+            path: path.clone(),
+            source,
+        })?;
         if saved.format != STATE_FORMAT || saved.origin != origin {
             return Err(corrupt(format!(
                 "format {} for origin {:?}, expected format {STATE_FORMAT} for {origin:?}",
@@ -189,9 +202,9 @@ impl StateDir {
 
     /// Replace the state of its origin, atomically and durably.
     pub fn save(&self, saved: &Saved) -> Result<(), StateError> {
-        let mut json = serde_json::to_vec_pretty(saved).map_err(|e| StateError::Corrupt {
+        let mut json = serde_json::to_vec_pretty(saved).map_err(|source| StateError::Json {
             path: self.origin_path(&saved.origin),
-            detail: e.to_string(),
+            source,
         })?;
         json.push(b'\n');
         self.write(&self.origin_path(&saved.origin), &json)
@@ -250,7 +263,17 @@ mod tests {
         dir.save(&s).unwrap();
         assert_eq!(dir.load("o").unwrap(), Some(s));
         std::fs::write(dir.origin_path("p"), b"{}").unwrap();
-        assert!(matches!(dir.load("p"), Err(StateError::Corrupt { .. })));
+        // Not the JSON the monitor writes: corrupt, the JSON error kept
+        // as the cause (#33 item 6), its text said once by the chain.
+        let e = dir.load("p").unwrap_err();
+        assert!(matches!(e, StateError::Json { .. }), "{e:?}");
+        assert!(e.to_string().ends_with("is corrupt"), "{e}");
+        let cause = std::error::Error::source(&e).unwrap();
+        assert!(cause.is::<serde_json::Error>(), "{cause:?}");
+        assert!(
+            crate::io::error_chain(&e).contains("missing field"),
+            "{e:?}"
+        );
         drop(dir);
         StateDir::open(&tmp).unwrap();
         let _ = std::fs::remove_dir_all(&tmp);

@@ -50,8 +50,8 @@ pub enum WatchError {
         source: InputError,
     },
     /// Not the watch-file JSON shape.
-    #[error("the watch file is not valid: {0}")]
-    Json(String),
+    #[error("the watch file is not valid")]
+    Json(#[source] crate::strictjson::StrictJsonError),
     /// A key that is not a public key.
     #[error("issuer {name:?}, key {index}")]
     Key {
@@ -120,8 +120,8 @@ impl Watch {
 
     /// Parse a watch file whose relative paths start at `base`.
     pub fn from_json(bytes: &[u8], base: &Path) -> Result<Watch, WatchError> {
-        let file: WatchFile = crate::strictjson::from_slice(bytes, MAX_JSON_DEPTH)
-            .map_err(|e| WatchError::Json(e.to_string()))?;
+        let file: WatchFile =
+            crate::strictjson::from_slice(bytes, MAX_JSON_DEPTH).map_err(WatchError::Json)?;
         let mut watch = Watch::default();
         for entry in file.issuers {
             let mut keys = Vec::with_capacity(entry.keys.len());

@@ -72,15 +72,15 @@ pub struct CaseGate {
 
 impl CaseGate {
     /// The [`Gate`] for a case of the corpus in `dir`.
-    fn to_gate(&self, dir: &Path) -> Result<Gate, String> {
+    fn to_gate(&self, dir: &Path) -> Result<Gate, CaseGateError> {
         let requirements = match &self.require {
-            Some(r) => r.clone().into_requirements().map_err(|e| e.to_string())?,
+            Some(r) => r.clone().into_requirements()?,
             None => Default::default(),
         };
         let fresh = match &self.fresh {
-            Some(rel) => Some(
-                inside(dir, rel).ok_or_else(|| format!("fresh path {rel:?} leaves the corpus"))?,
-            ),
+            Some(rel) => {
+                Some(inside(dir, rel).ok_or_else(|| CaseGateError::FreshOutside(rel.clone()))?)
+            }
             None => None,
         };
         Ok(Gate {
@@ -91,17 +91,37 @@ impl CaseGate {
     }
 
     /// The case's `--policy`, read (capped) and parsed, when it names one.
-    fn to_policy(&self, dir: &Path) -> Result<Option<TlogPolicy>, String> {
+    fn to_policy(&self, dir: &Path) -> Result<Option<TlogPolicy>, CaseGateError> {
         let Some(rel) = &self.policy else {
             return Ok(None);
         };
-        let path =
-            inside(dir, rel).ok_or_else(|| format!("policy path {rel:?} leaves the corpus"))?;
-        let bytes = io::read_path(&path, MAX_POLICY_BYTES).map_err(|e| io::error_chain(&e))?;
+        let path = inside(dir, rel).ok_or_else(|| CaseGateError::PolicyOutside(rel.clone()))?;
+        let bytes = io::read_path(&path, MAX_POLICY_BYTES)?;
         TlogPolicy::parse(&bytes)
             .map(Some)
-            .map_err(|e| format!("policy {rel}: {e}"))
+            .map_err(|e| CaseGateError::Policy(rel.clone(), e))
     }
+}
+
+/// Why a case's gate options are not usable.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CaseGateError {
+    /// `require` is not valid.
+    #[error(transparent)]
+    Require(#[from] crate::receipt::require::RequireError),
+    /// `fresh` names a path outside the corpus.
+    #[error("fresh path {0:?} leaves the corpus")]
+    FreshOutside(String),
+    /// `policy` names a path outside the corpus.
+    #[error("policy path {0:?} leaves the corpus")]
+    PolicyOutside(String),
+    /// The policy file could not be read.
+    #[error(transparent)]
+    PolicyRead(#[from] InputError),
+    /// The policy file is not a tlog-policy.
+    #[error("policy {0}")]
+    Policy(String, #[source] crate::tlog::policy::TlogPolicyError),
 }
 
 /// The manifest.
@@ -129,6 +149,35 @@ pub enum CorpusError {
         path: PathBuf,
         /// What is wrong.
         detail: String,
+    },
+    /// The manifest is not the JSON of a manifest.
+    #[error("{path}")]
+    ManifestJson {
+        /// The manifest path.
+        path: PathBuf,
+        /// What is wrong.
+        #[source]
+        source: strictjson::StrictJsonError,
+    },
+    /// The errata file is not the JSON of errata.
+    #[error("errata {path}")]
+    ErrataJson {
+        /// The errata file.
+        path: PathBuf,
+        /// What is wrong.
+        #[source]
+        source: strictjson::StrictJsonError,
+    },
+    /// A case's gate options are not usable.
+    #[error("{path}: case {file}: gate")]
+    CaseGate {
+        /// The manifest path.
+        path: PathBuf,
+        /// The case.
+        file: String,
+        /// What is wrong.
+        #[source]
+        source: Box<CaseGateError>,
     },
     /// The trust file is not valid.
     #[error("trust file: {0}")]
@@ -201,8 +250,12 @@ pub fn load(dir: &Path) -> Result<(Manifest, Trust), CorpusError> {
         path: path.clone(),
         detail,
     };
-    let manifest: Manifest =
-        strictjson::from_slice(&bytes, MAX_JSON_DEPTH).map_err(|e| bad(e.to_string()))?;
+    let manifest: Manifest = strictjson::from_slice(&bytes, MAX_JSON_DEPTH).map_err(|source| {
+        CorpusError::ManifestJson {
+            path: path.clone(),
+            source,
+        }
+    })?;
     let trust_path = inside(dir, &manifest.trust).ok_or_else(|| {
         bad(format!(
             "trust path \"{}\" leaves the corpus directory",
@@ -212,10 +265,13 @@ pub fn load(dir: &Path) -> Result<(Manifest, Trust), CorpusError> {
     let trust = Trust::from_json(&io::read_path(&trust_path, MAX_KEY_FILE_BYTES)?)?;
     for case in &manifest.cases {
         if let Some(gate) = &case.gate {
-            gate.to_gate(dir)
-                .map_err(|e| bad(format!("case {}: gate: {e}", case.file)))?;
-            gate.to_policy(dir)
-                .map_err(|e| bad(format!("case {}: gate: {e}", case.file)))?;
+            let case_gate = |source| CorpusError::CaseGate {
+                path: path.clone(),
+                file: case.file.clone(),
+                source: Box::new(source),
+            };
+            gate.to_gate(dir).map_err(case_gate)?;
+            gate.to_policy(dir).map_err(case_gate)?;
         }
     }
     Ok((manifest, trust))

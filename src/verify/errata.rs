@@ -108,7 +108,12 @@ impl Errata {
             detail,
         };
         let mut errata: Errata =
-            strictjson::from_slice(&bytes, MAX_JSON_DEPTH).map_err(|e| bad(e.to_string()))?;
+            strictjson::from_slice(&bytes, MAX_JSON_DEPTH).map_err(|source| {
+                CorpusError::ErrataJson {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
         errata.path = path.to_path_buf();
         for (i, e) in errata.errata.iter().enumerate() {
             for (what, x) in [("supersedes", e.supersedes), ("now", e.now)] {

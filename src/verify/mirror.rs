@@ -56,6 +56,24 @@ pub enum MirrorError {
         #[source]
         source: crate::storage::StoreError,
     },
+    /// The mirror's checkpoint is not a checkpoint note.
+    #[error("the mirror {}: checkpoint", dir.display())]
+    Checkpoint {
+        /// The directory.
+        dir: PathBuf,
+        /// What is wrong.
+        #[source]
+        source: crate::tlog::note::NoteError,
+    },
+    /// The mirror's tiles do not give its checkpoint's tree.
+    #[error("the mirror {}: its tiles", dir.display())]
+    Tiles {
+        /// The directory.
+        dir: PathBuf,
+        /// What the walk found.
+        #[source]
+        source: Box<WalkError>,
+    },
     /// The mirror's checkpoint or tiles are not a trusted log's.
     #[error("the mirror {}: {detail}", dir.display())]
     Invalid {
@@ -82,8 +100,12 @@ impl Mirror {
                 source,
             })?
             .ok_or_else(|| invalid("no checkpoint: not a log or mirror directory".into()))?;
-        let note = Note::parse(&text.bytes).map_err(|e| invalid(format!("checkpoint: {e}")))?;
-        let cp = Checkpoint::parse(&note.text).map_err(|e| invalid(format!("checkpoint: {e}")))?;
+        let bad_note = |source| MirrorError::Checkpoint {
+            dir: dir.to_path_buf(),
+            source,
+        };
+        let note = Note::parse(&text.bytes).map_err(bad_note)?;
+        let cp = Checkpoint::parse(&note.text).map_err(bad_note)?;
         let keys = trust.log_keys_for(&cp.origin);
         if keys.is_empty() {
             return Err(invalid(format!(
@@ -105,7 +127,10 @@ impl Mirror {
         // The tree edge the tiles give at the mirror's size has its root.
         ConsistencyWalk::from_tiles(reader.clone(), signed, signed.size)
             .and_then(|walk| walk.finish())
-            .map_err(|e| invalid(format!("its tiles: {}", crate::io::error_chain(&e))))?;
+            .map_err(|e| MirrorError::Tiles {
+                dir: dir.to_path_buf(),
+                source: Box::new(e),
+            })?;
         Ok(Mirror {
             dir: dir.to_path_buf(),
             origin: cp.origin,
@@ -215,5 +240,31 @@ impl Mirror {
             roots.insert(tree.size, tree.root);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A checkpoint that is not a note: the note's error is the cause,
+    /// typed, and the chain says it after the mirror (#33 item 6).
+    #[test]
+    fn a_mirror_whose_checkpoint_is_not_a_note_keeps_the_note_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("checkpoint"), b"not a note").unwrap();
+        let e = Mirror::open(tmp.path(), &Trust::default()).unwrap_err();
+        assert!(matches!(e, MirrorError::Checkpoint { .. }), "{e:?}");
+        let cause = std::error::Error::source(&e).unwrap();
+        assert!(cause.is::<crate::tlog::note::NoteError>(), "{cause:?}");
+        let chain = crate::io::error_chain(&e);
+        assert!(
+            chain.starts_with(&format!(
+                "the mirror {}: checkpoint: ",
+                tmp.path().display()
+            )),
+            "{chain}"
+        );
     }
 }

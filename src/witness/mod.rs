@@ -25,7 +25,7 @@ mod state;
 pub use decide::{Accepted, BadRequest, Forbidden, Refusal, Unprocessable, decide};
 pub use directory::{AddCheckpointError, Cosigned, Settings, Witness, WitnessError};
 pub use request::{AddCheckpointRequest, RequestError, parse_size_body};
-pub use state::{CasError, Record, StateError, StateStore, TreeHead, origin_hash};
+pub use state::{CasError, Record, RecordError, StateError, StateStore, TreeHead, origin_hash};
 
 /// `Content-Type` of a 200 answer and of refusals other than 409.
 pub use crate::constants::TEXT_CONTENT_TYPE;

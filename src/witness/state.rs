@@ -65,6 +65,15 @@ pub enum StateError {
         /// What is wrong.
         detail: String,
     },
+    /// A stored record that is not a checkpoint note of its origin.
+    #[error("witness state {} is corrupt; restore it from a backup", path.display())]
+    BadFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        #[source]
+        source: RecordError,
+    },
     /// A new record smaller than the stored one: refused, whatever the caller decided.
     #[error("refusing to roll the witness state of {origin} back from size {current} to {new}")]
     Rollback {
@@ -76,16 +85,37 @@ pub enum StateError {
         new: u64,
     },
     /// A new record that is not a checkpoint note of the origin named.
-    #[error("new record for {origin:?} refused: {detail}")]
+    #[error("new record for {origin:?} refused")]
     BadRecord {
         /// The origin named.
         origin: String,
         /// What is wrong.
-        detail: String,
+        #[source]
+        source: RecordError,
     },
     /// The record kept changing under concurrent requests.
     #[error("witness state of {0} changed {1} times in a row under concurrent requests; retry")]
     Contended(String, usize),
+}
+
+/// Why a record is not a checkpoint note of its origin.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// Not UTF-8 text.
+    #[error(transparent)]
+    Text(#[from] std::string::FromUtf8Error),
+    /// Not a note, or its text not a checkpoint.
+    #[error(transparent)]
+    Note(#[from] crate::tlog::note::NoteError),
+    /// A checkpoint of another origin.
+    #[error("origin {found:?}, expected {expected:?}")]
+    Origin {
+        /// The checkpoint's origin.
+        found: String,
+        /// The origin asked for.
+        expected: String,
+    },
 }
 
 /// Why a compare-and-swap did not write.
@@ -173,8 +203,12 @@ impl StateStore {
             Err(e @ InputError::TooLarge { .. }) => return Err(corrupt(e.to_string())),
             Err(e) => return Err(StateError::Read(e)),
         };
-        let text = String::from_utf8(bytes).map_err(|e| corrupt(e.to_string()))?;
-        let head = parse_record(&text, origin).map_err(corrupt)?;
+        let bad_file = |source| StateError::BadFile {
+            path: path.clone(),
+            source,
+        };
+        let text = String::from_utf8(bytes).map_err(|e| bad_file(e.into()))?;
+        let head = parse_record(&text, origin).map_err(bad_file)?;
         Ok(Some(Record { head, note: text }))
     }
 
@@ -189,9 +223,9 @@ impl StateStore {
         expected: Option<&TreeHead>,
         note: &str,
     ) -> Result<(), CasError> {
-        let new = parse_record(note, origin).map_err(|detail| StateError::BadRecord {
+        let new = parse_record(note, origin).map_err(|source| StateError::BadRecord {
             origin: origin.to_owned(),
-            detail,
+            source,
         })?;
         // Both directories again, never through a link planted since open.
         for d in [&self.dir, &self.tmp] {
@@ -230,11 +264,14 @@ impl StateStore {
 }
 
 /// The tree head of a stored record, which must be a checkpoint note of `origin`.
-fn parse_record(text: &str, origin: &str) -> Result<TreeHead, String> {
-    let note = Note::parse(text.as_bytes()).map_err(|e| e.to_string())?;
-    let cp = Checkpoint::parse(&note.text).map_err(|e| e.to_string())?;
+fn parse_record(text: &str, origin: &str) -> Result<TreeHead, RecordError> {
+    let note = Note::parse(text.as_bytes())?;
+    let cp = Checkpoint::parse(&note.text)?;
     if cp.origin != origin {
-        return Err(format!("origin {:?}, expected {origin:?}", cp.origin));
+        return Err(RecordError::Origin {
+            found: cp.origin,
+            expected: origin.to_owned(),
+        });
     }
     Ok(TreeHead {
         size: cp.size,

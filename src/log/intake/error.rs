@@ -80,6 +80,14 @@ pub enum IntakeError {
     /// durable, the checkpoint is not published.
     #[error("the entries are durably logged, but no quorum of witnesses cosigned the checkpoint")]
     NotCosigned(#[source] NotCosigned),
+    /// A quorum cosigned the checkpoint, but the cosigned note could not
+    /// be stored as the log's checkpoint: the entries are durable, the
+    /// checkpoint is not published (nothing unstored is served).
+    #[error(
+        "the entries are durably logged, but storing the cosigned checkpoint failed: it is not \
+         published"
+    )]
+    NotStored(#[source] Box<LogError>),
     /// The append returned fewer indexes than entries (a bug).
     #[error("the append returned {got} indexes for {want} entries")]
     Short {

@@ -26,7 +26,8 @@ pub struct Cosigned {
 pub struct Witnessed<'a> {
     /// The tree size of the checkpoint.
     pub size: u64,
-    /// True when the checkpoint is published (a quorum cosigned it).
+    /// True when the checkpoint is published (a quorum cosigned it, and
+    /// the cosigned note was stored).
     pub published: bool,
     /// Who cosigned, when a quorum did.
     pub cosigners: Option<&'a [String]>,
@@ -112,20 +113,24 @@ impl Intake {
         let unwitnessed = log_signed_only(log.checkpoint(), log.verifier());
         let cosigned = witness.cosign(&unwitnessed, size, Arc::new(log.clone()));
         // Stored before it is published: an answer means the cosigned
-        // checkpoint is durable.
+        // checkpoint is durable, and a note whose storing failed is
+        // never published.
         let stored = cosigned
             .as_ref()
             .ok()
             .map(|c| writer.add_signatures(&c.note));
         witness.witnessed(&Witnessed {
             size,
-            published: cosigned.is_ok(),
+            published: matches!(stored, Some(Ok(()))),
             cosigners: cosigned.as_ref().ok().map(|c| c.cosigners.as_slice()),
             from_store: false,
             elapsed: started.elapsed(),
             stored: stored.as_ref(),
         });
         let note = cosigned.map_err(IntakeError::NotCosigned)?.note;
+        stored
+            .transpose()
+            .map_err(|e| IntakeError::NotStored(Box::new(e)))?;
         let mut published = Published::of(writer.log());
         published.checkpoint = Arc::from(note);
         Ok(published)

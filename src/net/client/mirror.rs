@@ -141,7 +141,7 @@ pub async fn mirror_into(
     let (u, nr) = (Arc::clone(&union), new.root_hash);
     let checked = tokio::task::spawn_blocking(move || check_new(u, m, n, &old_root, &nr))
         .await
-        .map_err(|e| MirrorError::Mismatch(format!("the check stopped: {e}")))?;
+        .map_err(|e| MirrorError::Task("the check", e))?;
     if let Err(e) = checked {
         // What was fetched is not part of this log's one history: drop it,
         // so a later run fetches afresh.
@@ -230,7 +230,7 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T, MirrorError> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| MirrorError::Mismatch(format!("a store task stopped: {e}")))?
+        .map_err(|e| MirrorError::Task("a store task", e))?
 }
 
 /// The mirror's own checkpoint, verified, with its version, if it has one.
@@ -238,12 +238,12 @@ fn local_checkpoint(
     store: &dyn Store,
     key: &NoteVerifier,
 ) -> Result<Option<(Checkpoint, Version, Vec<u8>)>, MirrorError> {
-    let local = |detail: String| MirrorError::Local {
-        dir: PathBuf::from(store.describe()),
-        detail,
-    };
-    if let Some(s) = Settings::read(store).map_err(|e| local(e.to_string()))?
-        && s.verifier_key != key.to_string()
+    let dir = || PathBuf::from(store.describe());
+    let local = |detail: String| MirrorError::Local { dir: dir(), detail };
+    if let Some(s) = Settings::read(store).map_err(|e| MirrorError::LocalSettings {
+        dir: dir(),
+        source: Box::new(e),
+    })? && s.verifier_key != key.to_string()
     {
         return Err(local(format!(
             "it holds the log {} (key {}), not {key}",
@@ -255,7 +255,10 @@ fn local_checkpoint(
     };
     crate::log::verify_checkpoint(&read.bytes, key, None)
         .map(|c| Some((c, read.version, read.bytes)))
-        .map_err(|e| local(format!("{e} (not a mirror of this log?)")))
+        .map_err(|e| MirrorError::NotThisLog {
+            dir: dir(),
+            source: Box::new(e),
+        })
 }
 
 /// True when `new` (a verified note of the same tree as `held`) has every
@@ -316,7 +319,7 @@ async fn fetch_all(
         let Some(done) = tasks.join_next().await else {
             return Ok(fetched);
         };
-        done.map_err(|e| MirrorError::Mismatch(format!("a fetch task stopped: {e}")))??;
+        done.map_err(|e| MirrorError::Task("a fetch task", e))??;
         fetched += 1;
     }
 }
@@ -337,7 +340,7 @@ async fn fetch_one(
         })?;
     tokio::task::spawn_blocking(move || stage.create_tiles(&[(key, bytes.to_vec())]))
         .await
-        .map_err(|e| MirrorError::Mismatch(format!("a write task stopped: {e}")))??;
+        .map_err(|e| MirrorError::Task("a write task", e))??;
     Ok(())
 }
 
@@ -371,7 +374,10 @@ fn install(
     }
     let store = &*union.public;
     if Settings::read(store)
-        .map_err(|e| MirrorError::Mismatch(e.to_string()))?
+        .map_err(|e| MirrorError::LocalSettings {
+            dir: PathBuf::from(store.describe()),
+            source: Box::new(e),
+        })?
         .is_none()
     {
         let s = Settings {
@@ -381,8 +387,7 @@ fn install(
             verifier_key: key.to_string(),
             key_file: None,
         };
-        let json =
-            serde_json::to_vec_pretty(&s).map_err(|e| MirrorError::Mismatch(e.to_string()))?;
+        let json = serde_json::to_vec_pretty(&s).map_err(MirrorError::SettingsJson)?;
         store.write_private(&PrivateKey::Settings, &json)?;
     }
     store.write_private(&PrivateKey::Checkpoint(size), checkpoint)?;

@@ -81,8 +81,8 @@ pub enum SubmitError {
     #[error("not sent: an earlier submission found the log unreachable")]
     NotSent,
     /// The answer is not a bundle that verifies for this envelope.
-    #[error("the service answered with a bundle that does not verify: {0}")]
-    BadBundle(String),
+    #[error("the service answered with a bundle that does not verify")]
+    BadBundle(#[source] BadBundle),
 }
 
 /// "1 attempt", "N attempts".
@@ -292,9 +292,7 @@ async fn attempt_once(
     match sent {
         Ok(a) if a.status == StatusCode::OK => {
             let Some(entry) = entry else {
-                return Err(SubmitError::BadBundle(
-                    "the service logged an envelope this client cannot parse".to_string(),
-                ));
+                return Err(SubmitError::BadBundle(BadBundle::Unparsed));
             };
             let bundle = verify_bundle(&a.body, entry, log_key).map_err(SubmitError::BadBundle)?;
             Ok(Ok(Logged {
@@ -362,33 +360,64 @@ fn refusal(status: StatusCode, body: &[u8]) -> SubmitError {
     }
 }
 
+/// Why a bundle answer does not verify.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadBundle {
+    /// The service logged an envelope this client cannot parse.
+    #[error("the service logged an envelope this client cannot parse")]
+    Unparsed,
+    /// The answer is not a bundle.
+    #[error(transparent)]
+    Bundle(#[from] crate::bundle::BundleError),
+    /// Its envelope is not the one submitted.
+    #[error("its envelope is not the one submitted")]
+    Envelope,
+    /// Its payload is not a receipt.
+    #[error("its payload")]
+    Payload(#[source] crate::receipt::PayloadError),
+    /// A field disagrees with what it must match.
+    #[error("{0}")]
+    Mismatch(String),
+    /// Its checkpoint does not verify under the log key.
+    #[error(transparent)]
+    Checkpoint(crate::log::LogError),
+    /// Its inclusion proof does not verify.
+    #[error("inclusion")]
+    Inclusion(#[source] merkle::ProofError),
+}
+
 /// Check a bundle answer for the submitted `entry` under `log_key`.
-pub fn verify_bundle(json: &[u8], entry: &[u8], log_key: &NoteVerifier) -> Result<Bundle, String> {
-    let bundle = Bundle::from_json(json).map_err(|e| e.to_string())?;
+pub fn verify_bundle(
+    json: &[u8],
+    entry: &[u8],
+    log_key: &NoteVerifier,
+) -> Result<Bundle, BadBundle> {
+    let bundle = Bundle::from_json(json)?;
     if bundle.envelope.to_entry() != entry {
-        return Err("its envelope is not the one submitted".to_string());
+        return Err(BadBundle::Envelope);
     }
-    let (_, id) = crate::receipt::receipt_from_cbor(&bundle.envelope.payload)
-        .map_err(|e| format!("its payload: {e}"))?;
+    let (_, id) =
+        crate::receipt::receipt_from_cbor(&bundle.envelope.payload).map_err(BadBundle::Payload)?;
     if id.to_string() != bundle.receipt_id {
-        return Err(format!(
+        return Err(BadBundle::Mismatch(format!(
             "receipt_id {} is not the payload's id {id}",
             bundle.receipt_id
-        ));
+        )));
     }
     if bundle.log.origin != log_key.name {
-        return Err(format!(
+        return Err(BadBundle::Mismatch(format!(
             "origin {:?} is not the log key's name {:?}",
             bundle.log.origin, log_key.name
-        ));
+        )));
     }
     let cp = crate::log::verify_checkpoint(bundle.log.checkpoint.as_bytes(), log_key, None)
-        .map_err(|e| e.to_string())?;
+        .map_err(BadBundle::Checkpoint)?;
     if cp.size != bundle.log.tree_size {
-        return Err(format!(
+        return Err(BadBundle::Mismatch(format!(
             "tree_size {} is not the checkpoint's size {}",
             bundle.log.tree_size, cp.size
-        ));
+        )));
     }
     merkle::verify_inclusion(
         &merkle::leaf_hash(entry),
@@ -397,6 +426,6 @@ pub fn verify_bundle(json: &[u8], entry: &[u8], log_key: &NoteVerifier) -> Resul
         &bundle.log.inclusion,
         &cp.root_hash,
     )
-    .map_err(|e| format!("inclusion: {e}"))?;
+    .map_err(BadBundle::Inclusion)?;
     Ok(bundle)
 }

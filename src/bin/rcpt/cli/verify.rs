@@ -222,7 +222,7 @@ fn load_trust(args: &VerifyArgs) -> anyhow::Result<Trust> {
     let mut trust = match &args.trust {
         Some(source) => {
             let bytes = read_input(source, MAX_KEY_FILE_BYTES, "trust file")?;
-            Trust::from_json(&bytes).map_err(|e| UsageError(format!("trust file {source}: {e}")))?
+            Trust::from_json(&bytes).map_err(|e| super::usage(format!("trust file {source}"), e))?
         }
         None => Trust::default(),
     };

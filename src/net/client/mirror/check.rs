@@ -40,7 +40,7 @@ pub(super) fn check_new(
             .read(&PublicKey::Tile(*key), MAX_HASH_TILE_BYTES)?
             .ok_or_else(|| MirrorError::Mismatch(format!("the mirror lacks {key}")))?;
         tiles::decode_hash_tile(&bytes, key.width().items(), &key.path())
-            .map_err(|e| MirrorError::Mismatch(e.to_string()))
+            .map_err(|source| MirrorError::LocalTile { key: *key, source })
     })?;
     let old_partial = old_partial_entries(&*public, m)?;
     while let Some(bundle) = walk.next_bundle().map_err(|e| walk_error(m, n, e))? {
@@ -115,7 +115,7 @@ fn old_partial_entries(public: &dyn PublicRead, m: u64) -> Result<Vec<Vec<u8>>, 
         .read(&PublicKey::Tile(key), MAX_ENTRY_BUNDLE_BYTES)?
         .ok_or_else(|| MirrorError::Mismatch(format!("the mirror lacks {key}")))?;
     let entries = tiles::decode_entry_bundle(&bytes)
-        .map_err(|e| MirrorError::Mismatch(format!("the mirror's {key}: {e}")))?;
+        .map_err(|source| MirrorError::LocalTile { key, source })?;
     Ok(entries.into_iter().map(<[u8]>::to_vec).collect())
 }
 

@@ -38,6 +38,39 @@ pub enum MirrorError {
         /// What is wrong.
         detail: String,
     },
+    /// The mirror's settings could not be read.
+    #[error("the mirror at {dir}")]
+    LocalSettings {
+        /// The mirror directory.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: Box<crate::log::LogError>,
+    },
+    /// The mirror's own checkpoint does not verify under the log key.
+    #[error("the mirror at {dir}: its checkpoint does not verify (not a mirror of this log?)")]
+    NotThisLog {
+        /// The mirror directory.
+        dir: PathBuf,
+        /// What is wrong with the checkpoint.
+        #[source]
+        source: Box<crate::log::LogError>,
+    },
+    /// The mirror's settings could not be put as JSON.
+    #[error("the mirror's settings")]
+    SettingsJson(#[source] serde_json::Error),
+    /// A tile the mirror holds does not decode.
+    #[error("the mirror's {key} does not decode (the mirror is kept)")]
+    LocalTile {
+        /// The tile.
+        key: crate::storage::TileKey,
+        /// Why it does not decode.
+        #[source]
+        source: crate::tlog::tiles::TileError,
+    },
+    /// A task of the run stopped (it panicked or was cancelled).
+    #[error("{0} stopped")]
+    Task(&'static str, #[source] tokio::task::JoinError),
     /// The log's checkpoint is older than the mirror's.
     #[error(
         "the log now shows size {new}, smaller than the mirrored size {old}: it rolled back \

@@ -233,12 +233,13 @@ impl Batcher {
 
     /// Publish the log's checkpoint through the intake (for a witnessed
     /// log, once a quorum of the policy's witnesses cosigned it, waiting
-    /// as long as that takes unless the service stops), then serve it.
-    pub(super) fn publish(&self, intake: &mut Intake) -> Option<Published> {
-        let published = intake.publish().ok()?;
+    /// as long as that takes unless the service stops), then serve it:
+    /// only a checkpoint the intake stored and published is served.
+    pub(super) fn publish(&self, intake: &mut Intake) -> Result<Published, IntakeError> {
+        let published = intake.publish()?;
         self.shared
             .publish(published.size, published.checkpoint.to_string());
-        Some(published)
+        Ok(published)
     }
 
     /// The append is durable: publish its checkpoint, then answer each job
@@ -250,11 +251,21 @@ impl Batcher {
         results: &[crate::log::Appended],
     ) {
         let appended = Instant::now();
-        let Some(published) = self.publish(intake) else {
-            let detail = "the entry is durably logged, but the service stopped before a quorum \
-                          of witnesses cosigned its checkpoint; it is published after a restart";
-            reply_all(jobs, &NotLogged::NotWitnessed(detail.into()));
-            return;
+        let published = match self.publish(intake) {
+            Ok(published) => published,
+            // The cosigned note was not stored (said in the service log's
+            // `witnessed` line): a failure of the log, answered 500.
+            Err(e @ IntakeError::NotStored(_)) => {
+                reply_all(jobs, &NotLogged::Failed(crate::io::error_chain(&e)));
+                return;
+            }
+            Err(_) => {
+                let detail = "the entry is durably logged, but the service stopped before a \
+                              quorum of witnesses cosigned its checkpoint; it is published \
+                              after a restart";
+                reply_all(jobs, &NotLogged::NotWitnessed(detail.into()));
+                return;
+            }
         };
         self.shared.metrics.published(appended.elapsed());
         for (job, a) in jobs.into_iter().zip(results) {
@@ -309,7 +320,10 @@ impl Witness for ServiceWitness {
                 "published": true, "cosigners": r.cosigners, "ms": 0.0, "from_store": true})
         } else {
             let error = match r.stored {
-                Some(Err(e)) => Some(format!("storing the cosigned checkpoint: {e}")),
+                Some(Err(e)) => Some(format!(
+                    "storing the cosigned checkpoint: {}",
+                    crate::io::error_chain(e)
+                )),
                 _ => None,
             };
             serde_json::json!({"event": "witnessed", "tree_size": r.size,

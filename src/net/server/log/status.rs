@@ -28,7 +28,29 @@ const MAX_HOST_BYTES: usize = 255;
 /// One entry as the page shows it.
 struct Row {
     index: u64,
-    decoded: Result<(String, String, &'static str, i64), String>,
+    decoded: Result<(String, String, &'static str, i64), NotReceipt>,
+}
+
+/// Why the last entries could not be read.
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    /// The reading task stopped.
+    #[error("the read task stopped")]
+    Task(#[source] tokio::task::JoinError),
+    /// A tile could not be read.
+    #[error(transparent)]
+    Tiles(#[from] crate::tlog::tiles::TileError),
+}
+
+/// Why an entry is not a receipt entry.
+#[derive(Debug, thiserror::Error)]
+enum NotReceipt {
+    /// Not an envelope.
+    #[error(transparent)]
+    Envelope(#[from] crate::receipt::dsse::EntryError),
+    /// Its payload is not a receipt.
+    #[error(transparent)]
+    Payload(#[from] crate::receipt::PayloadError),
 }
 
 /// The `Host` the request named, when it is a plain host[:port] (used in
@@ -46,7 +68,7 @@ pub(super) async fn status_page(ctx: &LogService, host: Option<String>) -> Reply
     let store: Arc<dyn PublicRead> = published.store.clone();
     let rows = tokio::task::spawn_blocking(move || last_entries(store, size))
         .await
-        .unwrap_or_else(|_| Err("the read task stopped".to_string()));
+        .unwrap_or_else(|e| Err(ReadError::Task(e)));
     let shared = &ctx.shared;
     let root = crate::tlog::note::Note::parse(&published.checkpoint)
         .ok()
@@ -73,7 +95,7 @@ pub(super) async fn status_page(ctx: &LogService, host: Option<String>) -> Reply
 }
 
 /// The last [`STATUS_ENTRIES`] entries of the tree of `size`, newest first.
-fn last_entries(store: Arc<dyn PublicRead>, size: u64) -> Result<Vec<Row>, String> {
+fn last_entries(store: Arc<dyn PublicRead>, size: u64) -> Result<Vec<Row>, ReadError> {
     let reader = TileReader::over(store, size, None);
     let first = size.saturating_sub(STATUS_ENTRIES);
     let mut rows = Vec::new();
@@ -81,7 +103,7 @@ fn last_entries(store: Arc<dyn PublicRead>, size: u64) -> Result<Vec<Row>, Strin
         return Ok(rows);
     }
     for n in (first / TILE_WIDTH)..=((size - 1) / TILE_WIDTH) {
-        let bundle = reader.entry_bundle(n).map_err(|e| e.to_string())?;
+        let bundle = reader.entry_bundle(n)?;
         for (i, entry) in bundle.iter().enumerate() {
             let index = n * TILE_WIDTH + i as u64;
             if index >= first && index < size {
@@ -97,10 +119,9 @@ fn last_entries(store: Arc<dyn PublicRead>, size: u64) -> Result<Vec<Row>, Strin
 }
 
 /// Receipt id, issuer, verdict and issued_at of one entry.
-fn decode(entry: &[u8]) -> Result<(String, String, &'static str, i64), String> {
-    let env = Envelope::from_entry(entry).map_err(|e| e.to_string())?;
-    let (receipt, id) =
-        crate::receipt::receipt_from_cbor(&env.payload).map_err(|e| e.to_string())?;
+fn decode(entry: &[u8]) -> Result<(String, String, &'static str, i64), NotReceipt> {
+    let env = Envelope::from_entry(entry)?;
+    let (receipt, id) = crate::receipt::receipt_from_cbor(&env.payload)?;
     let verdict = match receipt.verdict {
         Verdict::Admit { .. } => "admit",
         Verdict::Deny { .. } => "deny",
@@ -109,14 +130,14 @@ fn decode(entry: &[u8]) -> Result<(String, String, &'static str, i64), String> {
     Ok((id.to_string(), receipt.issuer, verdict, receipt.issued_at))
 }
 
-fn entries_table(rows: &Result<Vec<Row>, String>) -> String {
+fn entries_table(rows: &Result<Vec<Row>, ReadError>) -> String {
     let rows = match rows {
         Ok(rows) if rows.is_empty() => return "<h2>Last entries</h2>\n<p>None yet.</p>\n".into(),
         Ok(rows) => rows,
         Err(e) => {
             return format!(
                 "<h2>Last entries</h2>\n<p>The entries could not be read: {}</p>\n",
-                bdi(e)
+                bdi(&crate::io::error_chain(e))
             );
         }
     };
@@ -129,7 +150,10 @@ fn entries_table(rows: &Result<Vec<Row>, String>) -> String {
                 bdi(issuer),
                 utc(*at)
             ),
-            Err(e) => format!("<td colspan=\"4\">not a receipt entry: {}</td>", bdi(e)),
+            Err(e) => format!(
+                "<td colspan=\"4\">not a receipt entry: {}</td>",
+                bdi(&crate::io::error_chain(e))
+            ),
         };
         format!(
             "<tr data-index=\"{0}\"><td>{0}</td>{cells}</tr>\n",

@@ -180,7 +180,7 @@ fn roots_and_store(roots: &[PathBuf], store: &Path) -> anyhow::Result<(Vec<Root>
     let cwd = super::here()?;
     let roots = roots
         .iter()
-        .map(|r| Root::new(r, &cwd).map_err(|e| UsageError(e.to_string()).into()))
+        .map(|r| Root::new(r, &cwd).map_err(|e| crate::cli::usage(e.to_string(), e)))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let store = GateStore::open(&cwd.join(store)).map_err(GateError::from)?;
     let canonical =

@@ -33,7 +33,9 @@ pub(super) fn log_target_of(
     if location.is_service() {
         return service_target(log, service).map(Some);
     }
-    let store = location.store(&StoreSettings::default())?;
+    let store = location
+        .store(&StoreSettings::default())
+        .map_err(crate::cli::log::endpoint_from_env)?;
     // Refuse a log that cannot take the receipt before any check runs.
     intake::probe(Arc::clone(&store))?;
     Ok(Some(LogTarget::Store(store)))

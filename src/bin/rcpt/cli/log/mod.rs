@@ -29,7 +29,7 @@ use rcpt::log::intake::Location;
 use std::io::Write as _;
 
 pub use args::LogCommand;
-pub(crate) use store::s3_hint;
+pub(crate) use store::{endpoint_from_env, s3_hint};
 
 use append::{AppendOptions, append};
 use init::init;

@@ -349,8 +349,7 @@ fn keys_and_watch(args: &MonitorArgs) -> anyhow::Result<(Vec<NoteVerifier>, Watc
     if let Some(path) = &args.trust {
         let bytes = rcpt::io::read_path(path, MAX_KEY_FILE_BYTES)
             .with_context(|| format!("reading the trust file {}", path.display()))?;
-        let trust =
-            Trust::from_json(&bytes).map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
+        let trust = Trust::from_json(&bytes).map_err(|e| crate::cli::usage(path.display(), e))?;
         logs.extend(trust.logs.iter().cloned());
         watch.add_trust(&trust);
     }

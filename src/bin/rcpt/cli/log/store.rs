@@ -34,3 +34,22 @@ pub(crate) fn s3_hint(dir: &Path, e: rcpt::log::LogError) -> anyhow::Error {
     }
     e.into()
 }
+
+/// An intake error of a command that takes no `--endpoint` (the gate's
+/// `--log`): no endpoint is said with the variables the endpoint comes
+/// from, never with a flag the command does not take (a bad invocation,
+/// exit 2, as the error it replaces).
+pub(crate) fn endpoint_from_env(e: rcpt::log::intake::IntakeError) -> anyhow::Error {
+    #[cfg(feature = "s3")]
+    if let rcpt::log::intake::IntakeError::ObjectStorage(cause) = &e
+        && let Some(rcpt::storage::s3::ConfigError::NoEndpoint) = cause.downcast_ref()
+    {
+        use rcpt::storage::s3::config::{ENV_ENDPOINT, ENV_ENDPOINT_S3};
+        return crate::cli::UsageError(format!(
+            "no object-storage endpoint: set {ENV_ENDPOINT_S3} or {ENV_ENDPOINT} (--log takes \
+             the endpoint from the environment)"
+        ))
+        .into();
+    }
+    e.into()
+}

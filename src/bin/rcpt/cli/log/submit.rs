@@ -220,7 +220,13 @@ fn report(
         }
         Ok(Err(e)) => {
             tally.failed += 1;
-            return refused(out, args.json, name, "submit_failed", &e.to_string());
+            return refused(
+                out,
+                args.json,
+                name,
+                "submit_failed",
+                &rcpt::io::error_chain(&e),
+            );
         }
         Err(e) => {
             tally.failed += 1;
