@@ -407,24 +407,10 @@ pub fn put_side(
     limit: usize,
 ) -> Result<(), GateError> {
     let mut batch = crate::io::Batch::new();
-    put_side_in(store, &mut batch, top, path, side, limit)?;
+    store.put_in(&mut batch, &read_side(top, path, side, limit)?)?;
     batch
         .commit()
         .map_err(|e| GateError::Store(crate::gate::store::StoreError::Write(e)))
-}
-
-/// [`put_side`] staged in `batch`: durable when the batch is committed.
-pub fn put_side_in(
-    store: &GateStore,
-    batch: &mut crate::io::Batch,
-    top: &Path,
-    path: &str,
-    side: Side,
-    limit: usize,
-) -> Result<(), GateError> {
-    let bytes = read_side(top, path, side, limit)?;
-    store.put_in(batch, &bytes)?;
-    Ok(())
 }
 
 /// The bytes of `path` under `top` (at most `limit`), when they are still

@@ -14,25 +14,22 @@
 //! ```
 //!
 //! A step's file is written (atomically, synced, directory synced) in
-//! state `decided` before its call reaches the server, with the pre-images
-//! of its files in it when they are small ([`MAX_CARRIED_PREIMAGE_BYTES`]
-//! together; larger ones are stored as objects in the same commit). Its
-//! receipt is appended as the trailer (one data sync: no rename, no
-//! directory sync) before the answer reaches the client. The file is
-//! removed once the pre-images and the receipt's objects are in the store
-//! and the receipt is logged. A trailer cut short by a crash (it does not
-//! decode, or does not name the decided bytes before it) is no receipt:
-//! the step reads back as decided and its recovery issues one. A file
-//! whose session lock is free belongs to a proxy that died: its next
-//! start finishes it ([`orphans`]); recovery rewrites a file whole
-//! (`state: "issued"`).
+//! state `decided`, its small pre-images in it ([`MAX_CARRIED_PREIMAGE_BYTES`]),
+//! before its call reaches the server. Its receipt is appended as the
+//! trailer (one data sync) before the answer reaches the client; a trailer
+//! cut short by a crash (not whole, or not naming the decided bytes) is no
+//! receipt, and the step reads back as decided. The file is removed once
+//! the store holds the pre-images and the receipt's objects and the
+//! receipt is logged. A file whose session lock is free belongs to a proxy
+//! that died: its next start finishes it ([`orphans`]), rewriting the file
+//! whole (`state: "issued"`). spec/gate-mcp.md "Crash safety: the ledger".
 
 use crate::digest::Digest;
 use crate::gate::inverse::Side;
 use crate::gate::store::GateStore;
 use crate::io::InputError;
 use crate::receipt::canonical::{Value, dagcbor};
-use crate::receipt::{Replay, Stage, combine};
+use crate::receipt::{Replay, combine};
 use std::collections::BTreeMap;
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
@@ -147,51 +144,10 @@ fn side_from(v: Option<&Value>) -> Option<Option<Side>> {
     }
 }
 
-fn stage_word(s: Stage) -> &'static str {
-    match s {
-        Stage::Deterministic => "deterministic",
-        Stage::Llm => "llm",
-        Stage::Unknown => "unknown",
-    }
-}
-
-fn stage_of(v: Option<&Value>) -> Option<Stage> {
-    match v?.as_text()? {
-        "deterministic" => Some(Stage::Deterministic),
-        "llm" => Some(Stage::Llm),
-        "unknown" => Some(Stage::Unknown),
-        _ => None,
-    }
-}
-
-/// The replay class as the receipt writes it.
-fn replay_value(r: Replay) -> Value {
-    let class = |c: &str| BTreeMap::from([("class".to_string(), t(c))]);
-    Value::Map(match r {
-        Replay::DeterministicReplay => class("deterministic_replay"),
-        Replay::LlmOriginated => class("llm_originated"),
-        Replay::Unknown => class("unknown"),
-        Replay::Mixed {
-            proposal,
-            execution,
-        } => {
-            let mut m = class("mixed");
-            m.insert("proposal".into(), t(stage_word(proposal)));
-            m.insert("execution".into(), t(stage_word(execution)));
-            m
-        }
-    })
-}
-
+/// The replay class as the receipt reads it, in its normal form.
 fn replay_from(v: &Value) -> Option<Replay> {
-    let m = v.as_map()?;
-    Some(match m.get("class")?.as_text()? {
-        "deterministic_replay" => Replay::DeterministicReplay,
-        "llm_originated" => Replay::LlmOriginated,
-        "unknown" => Replay::Unknown,
-        "mixed" => combine(stage_of(m.get("proposal"))?, stage_of(m.get("execution"))?),
-        _ => return None,
-    })
+    let (proposal, execution) = Replay::from_value(&v.borrow()).ok()?.stages();
+    Some(combine(proposal, execution))
 }
 
 impl StepRecord {
@@ -222,7 +178,7 @@ impl StepRecord {
             ),
             ("change_id".to_string(), t(self.change_id.to_string())),
             ("policy_id".to_string(), t(self.policy_id.to_string())),
-            ("replay".to_string(), replay_value(self.replay)),
+            ("replay".to_string(), self.replay.to_value()),
             ("files".to_string(), Value::Array(files)),
             ("reversible".to_string(), Value::Bool(self.reversible)),
             ("evidence".to_string(), self.evidence.clone()),
@@ -619,7 +575,7 @@ mod tests {
             arguments_digest: Digest::sha256(b"args"),
             change_id: Digest::blake3(b"c"),
             policy_id: Digest::blake3(b"p"),
-            replay: combine(Stage::Llm, Stage::Unknown),
+            replay: combine(crate::receipt::Stage::Llm, crate::receipt::Stage::Unknown),
             files: vec![FileRecord {
                 pointer: "/path".into(),
                 path: "w/a".into(),

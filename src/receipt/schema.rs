@@ -459,7 +459,7 @@ impl Replay {
     }
 
     /// `{"class": ...}`, with `proposal` and `execution` for `mixed` only.
-    pub(super) fn from_value(value: &ValueRef<'_>) -> Result<Replay, SchemaError> {
+    pub fn from_value(value: &ValueRef<'_>) -> Result<Replay, SchemaError> {
         if value.as_map().is_none() {
             return Err(wrong_type("replay", "a map", value));
         }
@@ -492,7 +492,7 @@ impl Replay {
     }
 
     /// The replay as a value.
-    pub(super) fn to_value(self) -> Value {
+    pub fn to_value(self) -> Value {
         let class = ("class", Value::Text(self.class().to_owned()));
         match self {
             Replay::Mixed {
