@@ -207,20 +207,11 @@ fn check_store_and_log(w: &World) {
     w.verify_all();
 }
 
-/// A step's pre-images and its decision are made durable in one phase: a
-/// crash between them leaves a decision whose pre-image is missing. That
-/// commit never ended, so the call was never forwarded; recovery issues the
-/// step's receipt without an inverse (a net that is not there is never
-/// claimed) and says why.
-#[test]
-fn a_decision_left_without_its_preimage_is_recovered_without_an_inverse() {
-    let w = World::new();
-    let table = w.pin(&w.fake());
-    let policy = w.policy(&table, &[("slow", &["/path"])]);
-    let f = w.work.join("kept.txt");
-    let old = b"the content before\n";
-    std::fs::write(&f, old).unwrap();
-    let mut p = start(&w, &policy);
+/// Start a proxy, send a slow step on `f` the server holds, and kill the
+/// proxy with its server once the step has reached the server: one
+/// decided step is left pending.
+fn kill_while_forwarded(w: &World, policy: &std::path::Path, f: &std::path::Path) {
+    let mut p = start(w, policy);
     p.initialize();
     let args = json!({"path": f, "content": "new", "ms": 60_000});
     p.send(
@@ -245,8 +236,56 @@ fn a_decision_left_without_its_preimage_is_recovered_without_an_inverse() {
             .count(),
         1
     );
-    // Its pre-image, as if the commit had not ended.
+}
+
+/// A small pre-image rides in the step's own pending file: a proxy killed
+/// after forwarding leaves it there, and recovery's receipt has the
+/// inverse, its pre-image now stored as an object.
+#[test]
+fn a_carried_preimage_survives_a_crash_and_the_receipt_keeps_its_inverse() {
+    let w = World::new();
+    let table = w.pin(&w.fake());
+    let policy = w.policy(&table, &[("slow", &["/path"])]);
+    let f = w.work.join("kept.txt");
+    let old = b"the content before\n";
+    std::fs::write(&f, old).unwrap();
+    kill_while_forwarded(&w, &policy, &f);
     let hex = rcpt::digest::to_hex(&rcpt::digest::Digest::blake3(old).bytes);
+    let object = w.store.join("objects").join(&hex[..2]).join(&hex[2..]);
+    assert!(
+        !object.exists(),
+        "carried in the pending file, not stored yet"
+    );
+    let restart = start(&w, &policy);
+    let (status, err) = restart.close();
+    assert!(status.success(), "restart: {err}");
+    let receipts = w.receipts();
+    assert_eq!(receipts.len(), 1, "{receipts:?}");
+    assert!(
+        !receipts[0]["inverse_delta_id"].is_null(),
+        "{}",
+        receipts[0]
+    );
+    assert_eq!(std::fs::read(&object).unwrap(), old);
+    check_store_and_log(&w);
+}
+
+/// A step's large pre-images (over what its pending file carries) and its
+/// decision are made durable in one phase: a crash between them leaves a
+/// decision whose pre-image is missing. That commit never ended, so the
+/// call was never forwarded; recovery issues the step's receipt without an
+/// inverse (a net that is not there is never claimed) and says why.
+#[test]
+fn a_decision_left_without_its_preimage_is_recovered_without_an_inverse() {
+    let w = World::new();
+    let table = w.pin(&w.fake());
+    let policy = w.policy(&table, &[("slow", &["/path"])]);
+    let f = w.work.join("kept.txt");
+    let old = vec![b'x'; rcpt::mcp::ledger::MAX_CARRIED_PREIMAGE_BYTES + 1];
+    std::fs::write(&f, &old).unwrap();
+    kill_while_forwarded(&w, &policy, &f);
+    // Its pre-image, as if the commit had not ended.
+    let hex = rcpt::digest::to_hex(&rcpt::digest::Digest::blake3(&old).bytes);
     std::fs::remove_file(w.store.join("objects").join(&hex[..2]).join(&hex[2..])).unwrap();
     let restart = start(&w, &policy);
     let (status, err) = restart.close();
