@@ -83,6 +83,11 @@ pub fn keep(store: &GateStore, p: &Pending) -> Result<(), SinkError> {
 /// name them (idempotent).
 pub fn keep_all(store: &GateStore, steps: &[Pending]) -> Result<(), SinkError> {
     let mut batch = crate::io::Batch::new();
+    // Off every step's path: one flush of the file system for the batch's
+    // hundreds of files, not one each (`Batch::sync_whole_filesystem`).
+    batch
+        .sync_whole_filesystem(store.dir())
+        .map_err(|e| SinkError::Store(StoreError::Write(e)))?;
     let mut links = Vec::with_capacity(steps.len());
     for p in steps {
         let Some(issued) = &p.issued else { continue };
