@@ -31,7 +31,7 @@
 //! a commit (or a commit that failed) removes the temporary files it still
 //! holds.
 
-use super::write::{OutputError, io_error, open_append, parent_dir, sync_dir, temp_file};
+use super::write::{OutputError, io_error, open_append, open_dir, parent_dir, sync_dir, temp_file};
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::Write;
@@ -93,7 +93,7 @@ impl Batch {
     /// opened now, so a writeback error from here on is reported by the
     /// sync (Linux 5.8 and later).
     pub fn sync_whole_filesystem(&mut self, dir: &Path) -> Result<(), OutputError> {
-        let handle = File::open(dir).map_err(io_error("open", dir))?;
+        let handle = open_dir(dir).map_err(io_error("open", dir))?;
         self.whole_fs = Some((dir.to_path_buf(), handle));
         Ok(())
     }

@@ -264,6 +264,13 @@ pub fn open_append(path: &Path) -> io::Result<File> {
 
 /// Sync a directory so a rename or a new name in it is durable.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    open_dir(dir)?.sync_all()
+}
+
+/// A directory opened read-only (`O_DIRECTORY`: a file there is refused)
+/// for its handle: to sync it, or its file system
+/// ([`super::Batch::sync_whole_filesystem`]).
+pub fn open_dir(dir: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -271,7 +278,7 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
         &mut options,
         libc::O_DIRECTORY | libc::O_NONBLOCK | libc::O_CLOEXEC,
     );
-    options.open(dir)?.sync_all()
+    options.open(dir)
 }
 
 /// Replace (or create) `path` atomically: a temporary file created
