@@ -224,10 +224,20 @@ impl HttpProxy {
                 "a message that is not UTF-8",
             );
         };
-        if let Some(why) = header_mismatch(&headers, &text) {
+        // Parsed once here for the headers and the tool list; the relay
+        // parses it again as the one judge of a frame (a malformed one is
+        // refused there).
+        let parsed = frame::parse(&text).ok();
+        if let Some(why) = parsed.as_ref().and_then(|f| header_mismatch(&headers, f)) {
             return refuse(StatusCode::BAD_REQUEST, HEADER_MISMATCH, &why);
         }
-        if is_call(&text) && self.list_first(&headers, &text).await.is_err() {
+        let call_params = parsed
+            .as_ref()
+            .filter(|f| f.method.as_deref() == Some("tools/call"))
+            .map(|f| f.params);
+        if let Some(params) = call_params
+            && self.list_first(&headers, params).await.is_err()
+        {
             return refuse(
                 StatusCode::BAD_GATEWAY,
                 code::INTERNAL_ERROR,
@@ -243,8 +253,12 @@ impl HttpProxy {
     }
 
     /// List the server's tools first when the proxy has no view of them.
-    async fn list_first(&self, headers: &HeaderMap, message: &str) -> Result<(), String> {
-        let mut next = self.relay.list_first(message);
+    async fn list_first(
+        &self,
+        headers: &HeaderMap,
+        params: Option<&serde_json::value::RawValue>,
+    ) -> Result<(), String> {
+        let mut next = self.relay.list_first(params);
         let headers = own_list_headers(headers);
         while let Some(Out::Server(req)) = next.take() {
             let (_, _, body) = self
@@ -424,25 +438,15 @@ fn passthrough(status: StatusCode, headers: &HeaderMap, body: Bytes) -> Response
 }
 
 /// Whether a body is a `tools/call` request.
-fn is_call(text: &str) -> bool {
-    frame::parse(text).is_ok_and(|f| f.method.as_deref() == Some("tools/call"))
-}
-
 /// Why the `Mcp-Method` or `Mcp-Name` header disagrees with the body.
-fn header_mismatch(headers: &HeaderMap, text: &str) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Body {
-        method: Option<String>,
-        params: Option<serde_json::Value>,
-    }
-    let body: Body = serde_json::from_str(text).ok()?;
+fn header_mismatch(headers: &HeaderMap, body: &frame::Frame<'_>) -> Option<String> {
     let header = |n: &str| {
         headers
             .get(n)
             .map(|v| v.to_str().unwrap_or("\u{fffd}").to_string())
     };
     if let Some(m) = header("mcp-method")
-        && Some(&m) != body.method.as_ref()
+        && Some(m.as_str()) != body.method.as_deref()
     {
         let b = body.method.as_deref().unwrap_or("(none)");
         return Some(format!(
@@ -452,7 +456,10 @@ fn header_mismatch(headers: &HeaderMap, text: &str) -> Option<String> {
     if let Some(n) = header("mcp-name")
         && !n.starts_with("=?base64?")
     {
-        let p = body.params.unwrap_or_default();
+        let p: serde_json::Value = body
+            .params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or_default();
         let name = p
             .get("name")
             .or_else(|| p.get("uri"))
@@ -542,6 +549,7 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("mcp-method", HeaderValue::from_static("tools/list"));
         let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"w"}}"#;
+        let call = &frame::parse(call).unwrap();
         assert!(header_mismatch(&h, call).unwrap().contains("Mcp-Method"));
         h.insert("mcp-method", HeaderValue::from_static("tools/call"));
         assert!(header_mismatch(&h, call).is_none());

@@ -321,13 +321,11 @@ impl Relay {
     /// The proxy's own first `tools/list` request when it has no view of
     /// the server's tools and is not already listing them (a transport
     /// that cannot park calls lists first: Streamable HTTP), before the
-    /// client's `message`. A 2026-07-28 message's `_meta` is taken first,
-    /// so that the request speaks the client's era (that era's server
-    /// refuses a request without it).
-    pub fn list_first(&self, message: &str) -> Option<Out> {
-        let modern = frame::parse(message)
-            .ok()
-            .and_then(|f| f.params.and_then(modern_meta));
+    /// client's message, whose `params` are given. A 2026-07-28 message's
+    /// `_meta` is taken first, so that the request speaks the client's era
+    /// (that era's server refuses a request without it).
+    pub fn list_first(&self, params: Option<&serde_json::value::RawValue>) -> Option<Out> {
+        let modern = params.and_then(modern_meta);
         let mut st = self.state();
         if let Some(m) = modern {
             st.modern_meta = Some(m);
