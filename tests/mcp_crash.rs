@@ -207,6 +207,18 @@ fn check_store_and_log(w: &World) {
     w.verify_all();
 }
 
+/// A world whose file `kept.txt` holds `old`, and a proxy killed while a
+/// slow step on it was forwarded: (the world, its policy, the file).
+fn crashed_while_forwarded(old: &[u8]) -> (World, std::path::PathBuf, std::path::PathBuf) {
+    let w = World::new();
+    let table = w.pin(&w.fake());
+    let policy = w.policy(&table, &[("slow", &["/path"])]);
+    let f = w.work.join("kept.txt");
+    std::fs::write(&f, old).unwrap();
+    kill_while_forwarded(&w, &policy, &f);
+    (w, policy, f)
+}
+
 /// Start a proxy, send a slow step on `f` the server holds, and kill the
 /// proxy with its server once the step has reached the server: one
 /// decided step is left pending.
@@ -243,13 +255,8 @@ fn kill_while_forwarded(w: &World, policy: &std::path::Path, f: &std::path::Path
 /// inverse, its pre-image now stored as an object.
 #[test]
 fn a_carried_preimage_survives_a_crash_and_the_receipt_keeps_its_inverse() {
-    let w = World::new();
-    let table = w.pin(&w.fake());
-    let policy = w.policy(&table, &[("slow", &["/path"])]);
-    let f = w.work.join("kept.txt");
     let old = b"the content before\n";
-    std::fs::write(&f, old).unwrap();
-    kill_while_forwarded(&w, &policy, &f);
+    let (w, policy, f) = crashed_while_forwarded(old);
     let hex = rcpt::digest::to_hex(&rcpt::digest::Digest::blake3(old).bytes);
     let object = w.store.join("objects").join(&hex[..2]).join(&hex[2..]);
     assert!(
@@ -277,13 +284,8 @@ fn a_carried_preimage_survives_a_crash_and_the_receipt_keeps_its_inverse() {
 /// inverse (a net that is not there is never claimed) and says why.
 #[test]
 fn a_decision_left_without_its_preimage_is_recovered_without_an_inverse() {
-    let w = World::new();
-    let table = w.pin(&w.fake());
-    let policy = w.policy(&table, &[("slow", &["/path"])]);
-    let f = w.work.join("kept.txt");
     let old = vec![b'x'; rcpt::mcp::ledger::MAX_CARRIED_PREIMAGE_BYTES + 1];
-    std::fs::write(&f, &old).unwrap();
-    kill_while_forwarded(&w, &policy, &f);
+    let (w, policy, f) = crashed_while_forwarded(&old);
     // Its pre-image, as if the commit had not ended.
     let hex = rcpt::digest::to_hex(&rcpt::digest::Digest::blake3(&old).bytes);
     std::fs::remove_file(w.store.join("objects").join(&hex[..2]).join(&hex[2..])).unwrap();

@@ -251,6 +251,14 @@ impl Drop for Batch {
 mod tests {
     use super::*;
 
+    /// `tmp` and `out` made under `dir`.
+    fn tmp_and_out(dir: &Path) -> (PathBuf, PathBuf) {
+        let (tmp, out) = (dir.join("tmp"), dir.join("out"));
+        std::fs::create_dir(&tmp).unwrap();
+        std::fs::create_dir(&out).unwrap();
+        (tmp, out)
+    }
+
     fn names(dir: &Path) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
@@ -282,9 +290,7 @@ mod tests {
     #[test]
     fn a_batch_synced_by_its_file_system_commits_the_same() {
         let d = tempfile::tempdir().unwrap();
-        let (tmp, out) = (d.path().join("tmp"), d.path().join("out"));
-        std::fs::create_dir(&tmp).unwrap();
-        std::fs::create_dir(&out).unwrap();
+        let (tmp, out) = tmp_and_out(d.path());
         let mut b = Batch::new();
         b.sync_whole_filesystem(d.path()).unwrap();
         for i in 0..(MAX_BATCH_OPEN_FILES + 3) {
@@ -308,9 +314,7 @@ mod tests {
     #[test]
     fn nothing_is_at_its_path_before_the_commit_and_everything_after() {
         let d = tempfile::tempdir().unwrap();
-        let (tmp, out) = (d.path().join("tmp"), d.path().join("out"));
-        std::fs::create_dir(&tmp).unwrap();
-        std::fs::create_dir(&out).unwrap();
+        let (tmp, out) = tmp_and_out(d.path());
         let mut b = Batch::new();
         b.write_atomic_via(&tmp, &out.join("a"), b"one", 0o600)
             .unwrap();
@@ -373,9 +377,7 @@ mod tests {
     #[test]
     fn a_batch_larger_than_the_open_files_limit_commits_whole() {
         let d = tempfile::tempdir().unwrap();
-        let (tmp, out) = (d.path().join("tmp"), d.path().join("out"));
-        std::fs::create_dir(&tmp).unwrap();
-        std::fs::create_dir(&out).unwrap();
+        let (tmp, out) = tmp_and_out(d.path());
         let n = MAX_BATCH_OPEN_FILES * 2 + 3;
         let mut b = Batch::new();
         for i in 0..n {
