@@ -256,7 +256,7 @@ fn kill_while_forwarded(w: &World, policy: &std::path::Path, f: &std::path::Path
 #[test]
 fn a_carried_preimage_survives_a_crash_and_the_receipt_keeps_its_inverse() {
     let old = b"the content before\n";
-    let (w, policy, f) = crashed_while_forwarded(old);
+    let (w, policy, _) = crashed_while_forwarded(old);
     let hex = rcpt::digest::to_hex(&rcpt::digest::Digest::blake3(old).bytes);
     let object = w.store.join("objects").join(&hex[..2]).join(&hex[2..]);
     assert!(
