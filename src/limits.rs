@@ -4,6 +4,19 @@
 //! length before it decodes). Input over a limit is malformed: the verifier
 //! reports it as a failure, the issuer and the log refuse it.
 
+/// The check a parser makes first: `bytes` are at most `limit` long, or
+/// the caller's error `too_large(size, limit)`.
+pub fn check_size<E>(
+    bytes: &[u8],
+    limit: usize,
+    too_large: impl FnOnce(usize, usize) -> E,
+) -> Result<(), E> {
+    if bytes.len() > limit {
+        return Err(too_large(bytes.len(), limit));
+    }
+    Ok(())
+}
+
 /// Largest bundle file `rcpt verify` reads (bytes).
 pub const MAX_BUNDLE_BYTES: usize = 256 * 1024;
 /// Largest DSSE envelope JSON accepted anywhere (bytes).

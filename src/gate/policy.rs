@@ -93,16 +93,28 @@ pub enum PolicyError {
     Schema(String),
 }
 
+/// Read the policy file at `path` (at most `MAX_GATE_POLICY_BYTES`) and
+/// check it with `parse`, its `rules` read relative to the file's
+/// directory; a failed read becomes `read_error(the path shown, why)`.
+/// The gate's and the tool proxy's policies are read alike.
+pub(crate) fn read_policy<T, E>(
+    path: &Path,
+    read_error: impl FnOnce(String, crate::io::InputError) -> E,
+    parse: impl FnOnce(&[u8], Option<&Path>) -> Result<T, E>,
+) -> Result<T, E> {
+    let bytes = crate::io::read_path(path, MAX_GATE_POLICY_BYTES)
+        .map_err(|source| read_error(path.display().to_string(), source))?;
+    parse(&bytes, path.parent())
+}
+
 impl Policy {
     /// Read and check the policy file at `path`.
     pub fn read(path: &Path) -> Result<Policy, PolicyError> {
-        let bytes = crate::io::read_path(path, MAX_GATE_POLICY_BYTES).map_err(|source| {
-            PolicyError::Read {
-                path: path.display().to_string(),
-                source,
-            }
-        })?;
-        Policy::parse_in(&bytes, path.parent())
+        read_policy(
+            path,
+            |path, source| PolicyError::Read { path, source },
+            Policy::parse_in,
+        )
     }
 
     /// Check policy JSON without `rules` (they are read relative to the

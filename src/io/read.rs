@@ -343,6 +343,24 @@ pub fn read_path_text(path: &Path, limit: usize) -> Result<String, InputError> {
     })
 }
 
+/// A state file the program keeps (a monitor's, a witness's): the bytes
+/// at `path` (at most `limit`), or `None` when there is none. A file over
+/// the limit was not written by the program: `corrupt(why)`; any other
+/// failure is `read(why)`.
+pub fn read_state_file<E>(
+    path: &Path,
+    limit: usize,
+    corrupt: impl FnOnce(String) -> E,
+    read: impl FnOnce(InputError) -> E,
+) -> Result<Option<Vec<u8>>, E> {
+    match read_path(path, limit) {
+        Ok(b) => Ok(Some(b)),
+        Err(InputError::NotFound { .. }) => Ok(None),
+        Err(e @ InputError::TooLarge { .. }) => Err(corrupt(e.to_string())),
+        Err(e) => Err(read(e)),
+    }
+}
+
 /// SHA-256 of the regular file at `path`, read as a stream of at most
 /// `limit` bytes (memory stays at one buffer whatever the size).
 pub fn sha256_capped(path: &Path, limit: u64) -> Result<Digest, InputError> {

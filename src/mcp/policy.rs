@@ -18,10 +18,9 @@
 //! policy file, its bytes (never its name) in `policy_id`.
 
 use crate::digest::{Algorithm, Digest};
-use crate::gate::policy::{PolicyError, approvers, rules_module};
+use crate::gate::policy::{PolicyError, approvers, read_policy, rules_module};
 use crate::gate::rules::Module;
 use crate::keys::NoteVerifier;
-use crate::limits::MAX_GATE_POLICY_BYTES;
 use crate::receipt::canonical::{Value, dagcbor, identity, json};
 use crate::receipt::{Replay, Stage, combine};
 use std::collections::BTreeMap;
@@ -128,13 +127,11 @@ const OPTIONAL: &[&str] = &[
 impl ToolPolicy {
     /// Read and check the policy file at `path`.
     pub fn read(path: &Path) -> Result<ToolPolicy, ToolPolicyError> {
-        let bytes = crate::io::read_path(path, MAX_GATE_POLICY_BYTES).map_err(|source| {
-            ToolPolicyError::Read {
-                path: path.display().to_string(),
-                source,
-            }
-        })?;
-        ToolPolicy::parse_in(&bytes, path.parent())
+        read_policy(
+            path,
+            |path, source| ToolPolicyError::Read { path, source },
+            ToolPolicy::parse_in,
+        )
     }
 
     /// Check policy JSON without `rules` (a module is read relative to the

@@ -181,11 +181,10 @@ impl StateDir {
             path: path.clone(),
             detail,
         };
-        let bytes = match crate::io::read_path(&path, MAX_MONITOR_STATE_BYTES) {
-            Ok(b) => b,
-            Err(InputError::NotFound { .. }) => return Ok(None),
-            Err(e @ InputError::TooLarge { .. }) => return Err(corrupt(e.to_string())),
-            Err(e) => return Err(StateError::Read(e)),
+        let read =
+            crate::io::read_state_file(&path, MAX_MONITOR_STATE_BYTES, corrupt, StateError::Read);
+        let Some(bytes) = read? else {
+            return Ok(None);
         };
         let saved: Saved = serde_json::from_slice(&bytes).map_err(|source| StateError::Json {
             path: path.clone(),

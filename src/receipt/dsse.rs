@@ -201,12 +201,9 @@ impl Envelope {
     /// signature object is specified are refused), standard or URL-safe
     /// base64, unknown fields ignored.
     pub fn from_json(bytes: &[u8]) -> Result<Envelope, EnvelopeError> {
-        if bytes.len() > MAX_ENVELOPE_BYTES {
-            return Err(EnvelopeError::TooLarge {
-                size: bytes.len(),
-                limit: MAX_ENVELOPE_BYTES,
-            });
-        }
+        crate::limits::check_size(bytes, MAX_ENVELOPE_BYTES, |size, limit| {
+            EnvelopeError::TooLarge { size, limit }
+        })?;
         let raw: JsonEnvelope =
             strictjson::from_slice(bytes, MAX_JSON_DEPTH).map_err(|e| match e {
                 StrictJsonError::DuplicateKey { key, .. } => EnvelopeError::DuplicateKey(key),
@@ -287,12 +284,10 @@ impl Envelope {
 
     /// Parse a log entry (strict DAG-CBOR).
     pub fn from_entry(bytes: &[u8]) -> Result<Envelope, EntryError> {
-        if bytes.len() > MAX_ENTRY_BYTES {
-            return Err(EntryError::TooLarge {
-                size: bytes.len(),
-                limit: MAX_ENTRY_BYTES,
-            });
-        }
+        crate::limits::check_size(bytes, MAX_ENTRY_BYTES, |size, limit| EntryError::TooLarge {
+            size,
+            limit,
+        })?;
         let value = dagcbor::decode(bytes).map_err(EntryError::Cbor)?;
         let mut map = take_map(value, "entry", &["payload", "payload_type", "signatures"])?;
         let payload = take_bytes(&mut map, "payload", "")?;

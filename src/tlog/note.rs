@@ -174,12 +174,10 @@ impl Note {
     /// signature lines [...] the text is separated from the signatures by
     /// the last empty line in the note."
     pub fn parse(bytes: &[u8]) -> Result<Note, NoteError> {
-        if bytes.len() > MAX_NOTE_BYTES {
-            return Err(NoteError::TooLarge {
-                size: bytes.len(),
-                limit: MAX_NOTE_BYTES,
-            });
-        }
+        crate::limits::check_size(bytes, MAX_NOTE_BYTES, |size, limit| NoteError::TooLarge {
+            size,
+            limit,
+        })?;
         let all = std::str::from_utf8(bytes).map_err(|_| NoteError::NotUtf8)?;
         check_characters(all)?;
         if !all.ends_with('\n') {

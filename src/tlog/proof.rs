@@ -79,6 +79,46 @@ fn next_line(rest: &str) -> Option<(&str, &str)> {
     rest.split_once('\n')
 }
 
+/// Why [`hash_lines`] stopped.
+#[derive(Debug)]
+pub(crate) enum HashLinesError {
+    /// The text ended before an empty line.
+    NoBlankLine,
+    /// More hash lines than allowed.
+    TooMany,
+    /// This line (1-based) is not standard base64 of a 32-byte hash.
+    NotAHash(usize),
+}
+
+/// Newline-terminated lines of standard base64 32-byte hashes (at most
+/// `most`) up to an empty line: the hashes, and what follows the empty
+/// line. A tlog-proof's inclusion proof and an add-checkpoint request's
+/// consistency proof are written alike.
+pub(crate) fn hash_lines(
+    mut rest: &[u8],
+    most: usize,
+) -> Result<(Vec<Hash>, &[u8]), HashLinesError> {
+    let mut hashes = Vec::new();
+    loop {
+        let end = rest.iter().position(|&b| b == b'\n');
+        let end = end.ok_or(HashLinesError::NoBlankLine)?;
+        let line = rest.get(..end).unwrap_or_default();
+        rest = rest.get(end + 1..).unwrap_or_default();
+        if line.is_empty() {
+            return Ok((hashes, rest));
+        }
+        if hashes.len() == most {
+            return Err(HashLinesError::TooMany);
+        }
+        let hash = STANDARD
+            .decode(line)
+            .ok()
+            .and_then(|raw| Hash::try_from(raw).ok())
+            .ok_or(HashLinesError::NotAHash(hashes.len() + 1))?;
+        hashes.push(hash);
+    }
+}
+
 impl TlogProof {
     /// A proof of `index` under `checkpoint` (a signed note), checking that
     /// what is written parses back.
@@ -101,14 +141,11 @@ impl TlogProof {
     /// decimal with no leading zeros; "zero or more non-empty lines" of
     /// base64 hashes; an empty line; the checkpoint "verbatim".
     pub fn parse(bytes: &[u8]) -> Result<TlogProof, TlogProofError> {
-        if bytes.len() > MAX_TLOG_PROOF_BYTES {
-            return Err(TlogProofError::TooLarge {
-                size: bytes.len(),
-                limit: MAX_TLOG_PROOF_BYTES,
-            });
-        }
+        crate::limits::check_size(bytes, MAX_TLOG_PROOF_BYTES, |size, limit| {
+            TlogProofError::TooLarge { size, limit }
+        })?;
         let text = std::str::from_utf8(bytes).map_err(|_| TlogProofError::NotUtf8)?;
-        let (header, mut rest) = next_line(text).ok_or(TlogProofError::Header)?;
+        let (header, rest) = next_line(text).ok_or(TlogProofError::Header)?;
         if header != TLOG_PROOF_HEADER {
             return Err(TlogProofError::Header);
         }
@@ -122,25 +159,14 @@ impl TlogProof {
             .strip_prefix("index ")
             .and_then(|d| parse_decimal(d.as_bytes()))
             .ok_or(TlogProofError::Index)?;
-        rest = after;
-        let mut inclusion = Vec::new();
-        loop {
-            let (line, after) = next_line(rest).ok_or(TlogProofError::NoBlankLine)?;
-            rest = after;
-            if line.is_empty() {
-                break;
-            }
-            if inclusion.len() == MAX_PROOF_HASHES {
-                return Err(TlogProofError::TooManyProofLines);
-            }
-            let n = inclusion.len() + 1;
-            let hash = STANDARD
-                .decode(line)
-                .ok()
-                .and_then(|raw| Hash::try_from(raw).ok())
-                .ok_or(TlogProofError::ProofLine(n))?;
-            inclusion.push(hash);
-        }
+        let (inclusion, rest) =
+            hash_lines(after.as_bytes(), MAX_PROOF_HASHES).map_err(|e| match e {
+                HashLinesError::NoBlankLine => TlogProofError::NoBlankLine,
+                HashLinesError::TooMany => TlogProofError::TooManyProofLines,
+                HashLinesError::NotAHash(n) => TlogProofError::ProofLine(n),
+            })?;
+        // What follows a newline of UTF-8 text is UTF-8 text.
+        let rest = std::str::from_utf8(rest).map_err(|_| TlogProofError::NotUtf8)?;
         let note = Note::parse(rest.as_bytes()).map_err(TlogProofError::Checkpoint)?;
         let body = Checkpoint::parse(&note.text).map_err(TlogProofError::Checkpoint)?;
         Ok(TlogProof {

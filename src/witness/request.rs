@@ -7,6 +7,7 @@
 use crate::limits::{MAX_ADD_CHECKPOINT_BYTES, MAX_ADD_CHECKPOINT_PROOF_LINES};
 use crate::tlog::merkle::Hash;
 use crate::tlog::note::{Checkpoint, Note, NoteError};
+use crate::tlog::proof::{HashLinesError, hash_lines};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
@@ -72,37 +73,20 @@ fn next_line(rest: &[u8]) -> Option<(&[u8], &[u8])> {
 impl AddCheckpointRequest {
     /// Parse a request body (size limit first, then line by line).
     pub fn parse(body: &[u8]) -> Result<AddCheckpointRequest, RequestError> {
-        if body.len() > MAX_ADD_CHECKPOINT_BYTES {
-            return Err(RequestError::TooLarge {
-                size: body.len(),
-                limit: MAX_ADD_CHECKPOINT_BYTES,
-            });
-        }
-        let (first, mut rest) = next_line(body).ok_or(RequestError::OldLine)?;
+        crate::limits::check_size(body, MAX_ADD_CHECKPOINT_BYTES, |size, limit| {
+            RequestError::TooLarge { size, limit }
+        })?;
+        let (first, rest) = next_line(body).ok_or(RequestError::OldLine)?;
         let old_size = first
             .strip_prefix(b"old ")
             .and_then(parse_decimal)
             .ok_or(RequestError::OldLine)?;
-        let mut proof = Vec::new();
-        loop {
-            let (line, after) = next_line(rest).ok_or(RequestError::NoBlankLine)?;
-            rest = after;
-            if line.is_empty() {
-                break;
-            }
-            if proof.len() == MAX_ADD_CHECKPOINT_PROOF_LINES {
-                return Err(RequestError::TooManyProofLines(
-                    MAX_ADD_CHECKPOINT_PROOF_LINES,
-                ));
-            }
-            let n = proof.len() + 1;
-            let hash = STANDARD
-                .decode(line)
-                .ok()
-                .and_then(|raw| Hash::try_from(raw).ok())
-                .ok_or(RequestError::ProofLine(n))?;
-            proof.push(hash);
-        }
+        let most = MAX_ADD_CHECKPOINT_PROOF_LINES;
+        let (proof, rest) = hash_lines(rest, most).map_err(|e| match e {
+            HashLinesError::NoBlankLine => RequestError::NoBlankLine,
+            HashLinesError::TooMany => RequestError::TooManyProofLines(most),
+            HashLinesError::NotAHash(n) => RequestError::ProofLine(n),
+        })?;
         let note = Note::parse(rest).map_err(RequestError::Checkpoint)?;
         let checkpoint = Checkpoint::parse(&note.text).map_err(RequestError::Checkpoint)?;
         Ok(AddCheckpointRequest {

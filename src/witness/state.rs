@@ -197,11 +197,9 @@ impl StateStore {
             path: path.clone(),
             detail,
         };
-        let bytes = match crate::io::read_path(&path, MAX_NOTE_BYTES) {
-            Ok(b) => b,
-            Err(InputError::NotFound { .. }) => return Ok(None),
-            Err(e @ InputError::TooLarge { .. }) => return Err(corrupt(e.to_string())),
-            Err(e) => return Err(StateError::Read(e)),
+        let read = crate::io::read_state_file(&path, MAX_NOTE_BYTES, corrupt, StateError::Read);
+        let Some(bytes) = read? else {
+            return Ok(None);
         };
         let bad_file = |source| StateError::BadFile {
             path: path.clone(),

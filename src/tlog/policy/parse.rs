@@ -46,12 +46,9 @@ fn check_charset(bytes: &[u8]) -> Result<(), TlogPolicyError> {
 impl TlogPolicy {
     /// Parse a policy file (size limit and character set first).
     pub fn parse(bytes: &[u8]) -> Result<TlogPolicy, TlogPolicyError> {
-        if bytes.len() > MAX_POLICY_BYTES {
-            return Err(TlogPolicyError::TooLarge {
-                size: bytes.len(),
-                limit: MAX_POLICY_BYTES,
-            });
-        }
+        crate::limits::check_size(bytes, MAX_POLICY_BYTES, |size, limit| {
+            TlogPolicyError::TooLarge { size, limit }
+        })?;
         check_charset(bytes)?;
         let mut b = Builder {
             logs: Vec::new(),

@@ -6,34 +6,30 @@
 //! `batch_max` entries or `batch_wait` after a batch's first entry) and
 //! integrates each with one durable append through the log's intake
 //! ([`Intake::append_hashed`]: every tile, then the checkpoint, fsynced
-//! and renamed; [`Intake::publish`]: cosigned first when witnessed). A submitter is answered
-//! only after the append that holds its entry has published its checkpoint,
-//! so every 200 survives a crash of the process at any instant.
+//! and renamed; [`Intake::publish`]: cosigned first when witnessed). A
+//! submitter is answered only after the append that holds its entry has
+//! published its checkpoint, so every 200 survives a crash of the process
+//! at any instant.
 //!
 //! Memory is bounded by the queue: a submission takes one of `queue_max`
 //! permits before its body is read and keeps it until it is answered, so at
 //! most `queue_max` submissions are being read, queued, integrated or
 //! answered at once; one more gets 503 with `Retry-After`.
+//!
+//! [`Intake::append_hashed`]: crate::log::intake::Intake::append_hashed
+//! [`Intake::publish`]: crate::log::intake::Intake::publish
 
 use crate::keys::SigningKey;
-use crate::limits::{MAX_APPEND_BATCH_ENTRIES, MAX_ENTRY_BUNDLE_BYTES, MAX_ENVELOPE_BYTES};
+use crate::limits::MAX_ENVELOPE_BYTES;
+use crate::log::LogError;
 use crate::log::admit::AcceptedIssuers;
-use crate::log::intake::{Intake, IntakeError};
-use crate::log::{Log, LogError};
+use crate::log::intake::IntakeError;
 use crate::net::client::witnessing::Witnessing;
 pub use crate::net::server::{CACHE_NONE, MAX_LOGGED_PATH_BYTES, RequestSink};
-use crate::net::server::{Limits, bind, runtime_with_stop, serve};
-use crate::storage::{Family, PublicKey, Store, TileKey};
-use crate::tlog::tiles::MAX_HASH_TILE_BYTES;
-use hyper::StatusCode;
-use hyper::header;
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use crate::storage::Store;
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
-use tokio::sync::{Semaphore, oneshot, watch};
+use std::time::Duration;
 
 /// Largest `POST /add` body: one envelope (`limits::MAX_ENVELOPE_BYTES`).
 pub const MAX_BODY_BYTES: usize = MAX_ENVELOPE_BYTES;
@@ -131,164 +127,12 @@ pub struct Summary {
     pub integrated: u64,
 }
 
-/// A bound, not yet running, service: it holds the writer lock and the socket.
-pub struct Server {
-    config: ServeConfig,
-    intake: Intake,
-    listener: std::net::TcpListener,
-}
-
-impl std::fmt::Debug for Server {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server")
-            .field("dir", &self.config.dir)
-            .field("listener", &self.listener)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Server {
-    /// Check the settings, take the log's writer lock (failing at once if
-    /// another writer holds it), and bind `addr`.
-    pub fn bind(config: ServeConfig, addr: &str) -> Result<Server, ServeError> {
-        if !(1..=MAX_APPEND_BATCH_ENTRIES).contains(&config.batch_max) {
-            return Err(ServeError::Setting(format!(
-                "--batch-max must be 1..={MAX_APPEND_BATCH_ENTRIES}"
-            )));
-        }
-        if !(1..=MAX_QUEUE).contains(&config.queue_max) {
-            return Err(ServeError::Setting(format!(
-                "--queue-max must be 1..={MAX_QUEUE}"
-            )));
-        }
-        let intake = Intake::serve(
-            config.open_store(),
-            config.key.clone(),
-            config.accepted.clone(),
-            config.wait,
-        )
-        .map_err(|e| match e {
-            IntakeError::Log(e) => ServeError::Log(e),
-            e => ServeError::Intake(e),
-        })?;
-        let listener = bind(addr).map_err(|source| ServeError::Bind {
-            addr: addr.to_string(),
-            source,
-        })?;
-        Ok(Server {
-            config,
-            intake,
-            listener,
-        })
-    }
-
-    /// The address the socket is bound to (the port, when 0 was asked for).
-    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        self.listener.local_addr()
-    }
-
-    /// Serve until SIGTERM or SIGINT, then drain: stop accepting, finish
-    /// the requests in flight (queued submissions are integrated and
-    /// answered), and return.
-    pub fn run(self, sink: RequestSink) -> Result<Summary, ServeError> {
-        let (runtime, stop) = runtime_with_stop().map_err(ServeError::Start)?;
-        self.run_until(&runtime, stop, sink)
-    }
-
-    /// [`Server::run`] with the stop signal given by the caller.
-    fn run_until(
-        self,
-        runtime: &tokio::runtime::Runtime,
-        stop: watch::Receiver<bool>,
-        sink: RequestSink,
-    ) -> Result<Summary, ServeError> {
-        let Server {
-            config,
-            mut intake,
-            listener,
-        } = self;
-        let Some(log) = intake.log() else {
-            return Err(IntakeError::WriterAway.into());
-        };
-        let shared = Arc::new(Shared::new(log, &config.dir, config.witnessing.clone()));
-        let (tx, rx) = mpsc::channel::<Job>();
-        let batcher = Batcher {
-            config: config.clone(),
-            shared: Arc::clone(&shared),
-            sink: Arc::clone(&sink),
-            runtime: runtime.handle().clone(),
-            stop: stop.clone(),
-        };
-        let thread = std::thread::Builder::new()
-            .name("rcpt-log-writer".to_string())
-            .spawn(move || batcher.run(intake, rx))
-            .map_err(ServeError::Start)?;
-        let service = LogService {
-            shared: Arc::clone(&shared),
-            tx,
-            permits: Arc::new(Semaphore::new(config.queue_max)),
-            queue_max: config.queue_max,
-            accepted: config.accepted,
-        };
-        let limits = Limits {
-            max_connections: MAX_CONNECTIONS,
-            header_timeout: HEADER_READ_TIMEOUT,
-        };
-        // The service, and with it the last sender of the queue, is gone
-        // when serve returns: the writer integrates what is queued,
-        // answers it, and ends.
-        let served = serve(runtime, listener, limits, stop, service, sink);
-        let batches = thread.join().map_err(|_| ServeError::WriterThread)?;
-        let requests = served.map_err(ServeError::Start)?;
-        Ok(Summary {
-            requests,
-            batches: batches.0,
-            integrated: batches.1,
-        })
-    }
-}
-
 mod observe;
 mod reply;
 mod routes;
 mod sequencer;
+mod server;
 mod shared;
 mod status;
 
-use observe::*;
-use reply::*;
-use routes::*;
-use sequencer::*;
-use shared::*;
-use status::*;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn tile(path: &str) -> TileKey {
-        match PublicKey::from_path(path) {
-            Some(PublicKey::Tile(t)) => t,
-            other => panic!("{path}: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn a_tile_is_served_only_inside_the_published_tree() {
-        for (path, first_size) in [
-            ("tile/0/001", 512),
-            ("tile/entries/001.p/3", 259),
-            ("tile/1/000", 65_536),
-            ("tile/1/000.p/1", 256),
-            ("tile/2/000.p/1", 65_536),
-        ] {
-            assert!(!within(&tile(path), first_size - 1), "{path}");
-            assert!(within(&tile(path), first_size), "{path}");
-        }
-        let last = format!(
-            "tile/0/{}",
-            crate::tlog::tiles::path::encode_index(u64::MAX)
-        );
-        assert!(!within(&tile(&last), u64::MAX));
-    }
-}
+pub use server::Server;

@@ -3,18 +3,23 @@
 //! values read at scrape time (queue depth, tree size, checkpoint age, the
 //! witnesses as the log saw them, the lease on object storage).
 
-use super::*;
+use super::routes::LogService;
+use crate::net::client::witnessing::Witnessing;
 use crate::net::server::metrics::{
     One, Two, count_buckets, counters, gauge, gauges, seconds_buckets, secs,
 };
 use crate::net::server::{HttpMetrics, Routes};
+use crate::storage::Store;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Unit;
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 /// Every family `log serve` exposes.
 #[derive(Debug)]

@@ -1,8 +1,10 @@
 //! The log service's refusals, on the kit's [`Reply`]: a JSON body
 //! `{"error": CODE, "detail": TEXT}` (spec/service.md "Conventions").
 
-use super::*;
+use super::{MAX_BODY_BYTES, RETRY_AFTER_SECONDS};
 use crate::net::server::{BodyError, Refusals, Reply};
+use hyper::StatusCode;
+use hyper::header;
 use hyper::header::HeaderValue;
 
 /// The log answers refusals in JSON.

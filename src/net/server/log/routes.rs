@@ -1,15 +1,31 @@
 //! Routing: the strict tlog-tiles read API, `POST /add` and `/healthz`.
 
-use super::*;
+use super::reply::{body_refused, busy, method_not_allowed, not_found, refused};
+use super::sequencer::{Answer, Job, NotLogged, WRITER_AWAY};
+use super::shared::Shared;
+use super::status::{host, status_page};
+use super::{
+    BODY_READ_TIMEOUT, CACHE_CHECKPOINT, CACHE_FULL_TILE, CACHE_PARTIAL_TILE, MAX_BODY_BYTES,
+};
 use crate::constants::BUNDLE_MEDIA_TYPE;
 use crate::constants::TEXT_CONTENT_TYPE;
+use crate::limits::MAX_ENTRY_BUNDLE_BYTES;
+use crate::log::LogError;
 use crate::log::admit::{AcceptedIssuers, RefusalClass, admit};
 use crate::net::server::{HttpMetrics, Reply, Service, read_body};
+use crate::storage::{Family, PublicKey, TileKey};
+use crate::tlog::tiles::MAX_HASH_TILE_BYTES;
 use bytes::Bytes;
 use hyper::body::Incoming;
+use hyper::header;
 use hyper::{Method, Request, StatusCode};
 use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
+use std::time::Instant;
+use tokio::sync::{Semaphore, oneshot};
 
 /// The log service: its state, what its routes need.
 pub(super) struct LogService {
@@ -281,5 +297,36 @@ pub(super) async fn answered(receipt_id: String, entry: Option<Vec<u8>>, a: Answ
             "proof_failed",
             "the proof task stopped",
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tile(path: &str) -> TileKey {
+        match PublicKey::from_path(path) {
+            Some(PublicKey::Tile(t)) => t,
+            other => panic!("{path}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_tile_is_served_only_inside_the_published_tree() {
+        for (path, first_size) in [
+            ("tile/0/001", 512),
+            ("tile/entries/001.p/3", 259),
+            ("tile/1/000", 65_536),
+            ("tile/1/000.p/1", 256),
+            ("tile/2/000.p/1", 65_536),
+        ] {
+            assert!(!within(&tile(path), first_size - 1), "{path}");
+            assert!(within(&tile(path), first_size), "{path}");
+        }
+        let last = format!(
+            "tile/0/{}",
+            crate::tlog::tiles::path::encode_index(u64::MAX)
+        );
+        assert!(!within(&tile(&last), u64::MAX));
     }
 }

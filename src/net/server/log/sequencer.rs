@@ -6,11 +6,19 @@
 //! append, the writer's care and the publication are the log's intake
 //! (`log::intake`); witnessing plugs into it as a [`Witness`].
 
-use super::*;
+use super::ServeConfig;
+use super::shared::Shared;
 use crate::log::HashedEntry;
+use crate::log::Log;
 use crate::log::intake::{Cosigned, NotCosigned, Published, Tended, Witness, Witnessed};
+use crate::log::intake::{Intake, IntakeError};
 use crate::net::client::witnessing::{Prover, Witnessing};
+use crate::net::server::RequestSink;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use tokio::sync::{oneshot, watch};
 
 /// How long the writer sleeps when an open batch's queue is empty (see
 /// [`Batcher::next_batch`]): a batch closes at most this late after it is

@@ -1,9 +1,15 @@
 //! What the read API serves (the published checkpoint) and the health of the writer.
 
-use super::*;
+use super::observe::Metrics;
+use super::sequencer::quorum_cosigners;
+use crate::log::Log;
+use crate::net::client::witnessing::Witnessing;
+use crate::storage::Store;
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 /// What the read API serves and the health of the writer.
 #[derive(Debug)]

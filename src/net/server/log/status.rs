@@ -9,7 +9,8 @@
 //! own store (the size is the one this service published, never a size a
 //! request names).
 
-use super::*;
+use super::routes::LogService;
+use crate::net::client::witnessing::Witnessing;
 use crate::net::server::Reply;
 use crate::net::server::html::{age, bdi, escape, page, table, utc};
 use crate::receipt::Verdict;
@@ -19,6 +20,8 @@ use crate::storage::tiles::TileReader;
 use crate::tlog::tiles::TILE_WIDTH;
 use hyper::Request;
 use hyper::body::Incoming;
+use hyper::header;
+use std::sync::Arc;
 
 /// Entries shown on the page: the last ones of the published tree.
 pub const STATUS_ENTRIES: u64 = 20;
